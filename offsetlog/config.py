@@ -1,0 +1,58 @@
+"""Every setting of a store in one place, with its unit and Kafka's name where one exists."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from offsetlog.errors import StoreConfigError
+
+FSYNC_POLICIES = ("always", "interval", "never")
+
+
+def system_clock_ms() -> int:
+    """Wall-clock epoch milliseconds: the default ``clock``."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    #: log partitions; fixed when a store is created (offsets.topic.num.partitions)
+    partitions: int = 50
+    #: "always": fsync before a commit is acknowledged; "interval": acknowledge after write and
+    #: fsync at most every fsync_interval_ms; "never": leave it to the OS page cache
+    fsync: str = "always"
+    #: ms between background fsyncs under fsync="interval"
+    fsync_interval_ms: int = 1000
+    #: ms an offset is kept after its last commit (offsets.retention.minutes = 7 days)
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    #: ms between background retention passes; 0 turns the background pass off
+    #: (offsets.retention.check.interval.ms)
+    retention_check_interval_ms: int = 600_000
+    #: bytes after which the active segment rolls (offsets.topic.segment.bytes = 100 MiB)
+    segment_bytes: int = 100 * 1024 * 1024
+    #: bytes one group-commit write may carry; LevelDB caps its merged batches the same way so
+    #: one huge write cannot stall small committers behind it
+    max_group_commit_bytes: int = 4 * 1024 * 1024
+    #: longest metadata string, in UTF-16 code units (offset.metadata.max.bytes)
+    metadata_max_bytes: int = 4096
+    #: callable returning epoch ms; every timestamp the store writes comes from it
+    clock: Callable[[], int] = field(default=system_clock_ms, compare=False)
+
+    def __post_init__(self) -> None:
+        def positive_int(name: str, value, minimum: int = 1) -> None:
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise StoreConfigError(f"{name} must be an int >= {minimum}, not {value!r}")
+
+        positive_int("partitions", self.partitions)
+        if self.fsync not in FSYNC_POLICIES:
+            raise StoreConfigError(f"fsync must be one of {FSYNC_POLICIES}, not {self.fsync!r}")
+        positive_int("fsync_interval_ms", self.fsync_interval_ms)
+        positive_int("retention_ms", self.retention_ms)
+        positive_int("retention_check_interval_ms", self.retention_check_interval_ms, 0)
+        positive_int("segment_bytes", self.segment_bytes, 1024)
+        positive_int("max_group_commit_bytes", self.max_group_commit_bytes, 1024)
+        positive_int("metadata_max_bytes", self.metadata_max_bytes, 0)
+        if not callable(self.clock):
+            raise StoreConfigError("clock must be a callable returning epoch milliseconds")

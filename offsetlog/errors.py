@@ -1,0 +1,115 @@
+"""Exceptions, named after Kafka's error codes, under one root.
+
+Every exception offsetlog raises on purpose is an :class:`OffsetlogError`. Those that
+mirror a Kafka protocol error carry its numeric ``code`` so tooling can map them back.
+"""
+
+from __future__ import annotations
+
+
+class OffsetlogError(Exception):
+    """Root of every offsetlog error."""
+
+    code: int | None = None  # Kafka's error code, where one exists
+
+
+class InvalidCommitError(OffsetlogError, ValueError):
+    """A commit (or delete) request is malformed: wrong types, negative offsets, ...
+
+    Also a ``ValueError`` so generic input-checking code catches it.
+    """
+
+
+class InvalidGroupIdError(InvalidCommitError):
+    code = 24
+
+
+class InvalidTopicError(InvalidCommitError):
+    code = 17
+
+
+class OffsetMetadataTooLargeError(InvalidCommitError):
+    code = 12
+
+    def __init__(self, message: str, *, length: int, limit: int) -> None:
+        super().__init__(message)
+        self.length = length
+        self.limit = limit
+
+
+class IllegalGenerationError(OffsetlogError):
+    code = 22
+
+
+class UnknownMemberIdError(OffsetlogError):
+    code = 25
+
+
+class RebalanceInProgressError(OffsetlogError):
+    code = 27
+
+
+class FencedInstanceIdError(OffsetlogError):
+    code = 82
+
+
+class CoordinatorLoadInProgressError(OffsetlogError):
+    code = 14
+
+
+class StoreClosedError(OffsetlogError):
+    """The store was closed; open it again to use it."""
+
+
+class StoreLockedError(OffsetlogError):
+    """The store directory is already open (in this process or another one)."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreFailedError(OffsetlogError):
+    """A write or fsync failed earlier; the store refuses every commit until it is reopened.
+
+    After a failed fsync the kernel may have dropped the dirty pages, so what is on disk is
+    unknown: only a reopen (which re-reads and repairs the log) can tell.
+    """
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class StoreConfigError(OffsetlogError, ValueError):
+    """The options given to ``OffsetStore.open`` are invalid or contradict the directory."""
+
+
+class CorruptLogError(OffsetlogError):
+    """A record batch before the tail of a log failed its checks.
+
+    :ivar path: the segment file
+    :ivar position: byte position of the bad batch within that file
+    :ivar reason: a stable reason string (``"checksum mismatch"``, ``"bad length"``, ...)
+    """
+
+    code = 2  # CORRUPT_MESSAGE
+
+    def __init__(self, path: str, position: int, reason: str) -> None:
+        super().__init__(f"{path}: corrupt record batch at byte {position}: {reason}")
+        self.path = path
+        self.position = position
+        self.reason = reason
+
+
+class UnsupportedVersionError(OffsetlogError):
+    """A record or file is of a format version newer than this code understands."""
+
+    code = 35
+
+
+class CommitTimeoutError(OffsetlogError, TimeoutError):
+    """``commit_sync(timeout=...)`` ran out before the commit became durable.
+
+    The commit may still complete later: it stays queued and is applied in order.
+    """

@@ -1,0 +1,61 @@
+"""On-disk constants. The byte-by-byte description lives in docs/FORMAT.md; keep the two in step.
+
+A segment file is a sequence of record batches. Each batch is a fixed header followed by a
+msgpack payload (an array of records); see ``offsetlog.framing`` for the code that reads and
+writes them and ``offsetlog.records`` for the record schemas.
+"""
+
+from __future__ import annotations
+
+import struct
+from enum import IntEnum
+
+#: Batch header, little-endian, 44 bytes:
+#: length u32 | crc u32 | magic u8 | attributes u8 | base_offset i64 | last_offset_delta u32 |
+#: record_count u32 | timestamp i64 | producer_id i64 | producer_epoch i16
+#: ``length`` counts the bytes after the length field (header rest + payload);
+#: ``crc`` is zlib's CRC-32 of everything after the crc field (magic .. end of payload).
+BATCH_HEADER = struct.Struct("<IIBBqIIqqh")
+HEADER_SIZE = BATCH_HEADER.size  # 44
+LENGTH_FIELD = struct.Struct("<I")
+LENGTH_SIZE = 4
+CRC_START = 8  # first byte the CRC covers: the magic byte
+#: Bytes counted by ``length`` that are header, not payload.
+HEADER_AFTER_LENGTH = HEADER_SIZE - LENGTH_SIZE  # 40
+
+#: Identifies batch format 1. A reader refuses any other value: a future incompatible framing
+#: gets a new magic, so old readers fail loudly instead of misreading it.
+MAGIC = 0xA1
+
+#: Refuse to believe a length beyond this: a batch is one commit call, never near 1 GiB.
+MAX_BATCH_BYTES = 1 << 30
+
+
+class Attribute:
+    """Bits of the batch ``attributes`` byte. Unknown bits make a batch unreadable."""
+
+    TRANSACTIONAL = 0x01  # records belong to producer_id/producer_epoch's open transaction
+    CONTROL = 0x02  # the batch holds one transaction marker, not data
+    KNOWN = TRANSACTIONAL | CONTROL
+
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+
+
+class RecordType(IntEnum):
+    """What a record's key names. 0 is reserved so a zeroed region never decodes as a record."""
+
+    RESERVED = 0
+    OFFSET_COMMIT = 1  # key (group, topic, partition) -> committed offset
+    GROUP_METADATA = 2  # key (group,) -> generation, protocol, leader, members
+    TRANSACTION_MARKER = 3  # key (producer_id,) -> commit or abort, in a control batch
+
+
+# Directory and file naming: see offsetlog.naming.
+PARTITION_DIR_PREFIX = "__consumer_offsets-"
+SEGMENT_SUFFIX = ".log"
+SEGMENT_NAME_DIGITS = 20
+META_FILE = "meta.json"
+LOCK_FILE = "LOCK"
+STORE_FORMAT_VERSION = 1

@@ -1,0 +1,219 @@
+"""Record batches: framing records into bytes and reading them back from a buffer.
+
+Nothing here touches a file system: the writer takes a file object, the reader a bytes-like
+buffer, so tests feed both from memory. The format is in docs/FORMAT.md.
+
+Reading follows LevelDB's rule: a torn tail is end-of-file, not an error. A batch that fails
+its checks is *torn* when nothing valid follows it in the buffer (the end of an interrupted
+write) and *corrupt* when a valid batch does (damage before the tail); the reader reports which,
+and the caller picks the policy.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Callable, Iterator, NamedTuple, Sequence
+
+import msgpack
+
+from offsetlog.errors import CorruptLogError, UnsupportedVersionError
+from offsetlog.format import (BATCH_HEADER, CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE,
+                              LENGTH_SIZE, MAGIC, MAX_BATCH_BYTES, NO_PRODUCER_EPOCH,
+                              NO_PRODUCER_ID, Attribute)
+from offsetlog.records import Record
+
+_pack_header = BATCH_HEADER.pack
+_unpack_header = BATCH_HEADER.unpack_from
+_crc32 = zlib.crc32
+_packb = msgpack.Packer(use_bin_type=True).pack
+_MAGIC_BYTE = bytes([MAGIC])
+
+
+def encode_payload(records: Sequence[Record]) -> bytes:
+    return msgpack.packb(records, use_bin_type=True)
+
+
+def decode_payload(payload) -> tuple:
+    return msgpack.unpackb(payload, use_list=False, raw=False)
+
+
+def frame(base_offset: int, payload: bytes, *, record_count: int, last_offset_delta: int,
+          timestamp: int, attributes: int = 0, producer_id: int = NO_PRODUCER_ID,
+          producer_epoch: int = NO_PRODUCER_EPOCH) -> bytes:
+    """Header + payload for one batch. ``payload`` is ``encode_payload(records)``."""
+    header = _pack_header(HEADER_AFTER_LENGTH + len(payload), 0, MAGIC, attributes, base_offset,
+                          last_offset_delta, record_count, timestamp, producer_id, producer_epoch)
+    crc = _crc32(payload, _crc32(memoryview(header)[CRC_START:]))
+    return header[:4] + crc.to_bytes(4, "little") + header[CRC_START:] + payload
+
+
+def encode_batch(base_offset: int, records: Sequence[Record], *, timestamp: int,
+                 attributes: int = 0, producer_id: int = NO_PRODUCER_ID,
+                 producer_epoch: int = NO_PRODUCER_EPOCH) -> bytes:
+    if not records:
+        raise ValueError("a batch holds at least one record")
+    return frame(base_offset, encode_payload(records), record_count=len(records),
+                 last_offset_delta=records[-1][0], timestamp=timestamp, attributes=attributes,
+                 producer_id=producer_id, producer_epoch=producer_epoch)
+
+
+class LogWriter:
+    """Appends batches to a file object. Durability (fsync) is the caller's business."""
+
+    def __init__(self, f) -> None:
+        self._f = f
+
+    def append(self, base_offset: int, records: Sequence[Record], *, timestamp: int,
+               **batch_fields) -> int:
+        data = encode_batch(base_offset, records, timestamp=timestamp, **batch_fields)
+        self._f.write(data)
+        return len(data)
+
+
+class Batch(NamedTuple):
+    position: int  # byte position of the batch in its buffer / file
+    size: int  # bytes, header included
+    base_offset: int
+    last_offset_delta: int
+    record_count: int
+    timestamp: int
+    attributes: int
+    producer_id: int
+    producer_epoch: int
+    payload: memoryview
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    def records(self) -> tuple:
+        return decode_payload(self.payload)
+
+
+class Problem(NamedTuple):
+    """Why reading stopped or skipped. ``torn`` problems end the buffer; others are corruption."""
+
+    position: int
+    reason: str
+    torn: bool
+    resume: int | None  # where the next valid batch starts (corruption only)
+
+    @property
+    def dropped(self) -> int | None:
+        return None if self.resume is None else self.resume - self.position
+
+
+def _check(data, pos: int, end: int, min_offset: int) -> tuple[str | None, tuple | None]:
+    """Validate the batch at ``pos``: (None, header) if good, else (reason, None)."""
+    if end - pos < HEADER_SIZE:
+        return "truncated header", None
+    h = _unpack_header(data, pos)
+    length = h[0]
+    if length < HEADER_AFTER_LENGTH or length > MAX_BATCH_BYTES:
+        return "bad length", None
+    stop = pos + LENGTH_SIZE + length
+    if stop > end:
+        return "truncated batch", None
+    if _crc32(data[pos + CRC_START:stop]) != h[1]:
+        return "checksum mismatch", None
+    if h[2] != MAGIC:
+        raise UnsupportedVersionError(f"batch magic {h[2]:#x} at byte {pos} is not {MAGIC:#x}")
+    if h[3] & ~Attribute.KNOWN:
+        raise UnsupportedVersionError(f"unknown batch attributes {h[3]:#x} at byte {pos}")
+    if h[6] == 0 or h[5] < h[6] - 1:
+        return "bad record count", None
+    if h[4] < min_offset:
+        return "offset out of order", None
+    return None, h
+
+
+def _find_next_valid(data, pos: int, end: int, min_offset: int) -> int | None:
+    """First position after ``pos`` where a valid batch starts (a resync), or None."""
+    search = pos + 1 + CRC_START
+    while True:
+        i = data.find(_MAGIC_BYTE, search, end)
+        if i < 0:
+            return None
+        start = i - CRC_START
+        if start > pos:
+            try:
+                reason, _ = _check(data, start, end, min_offset)
+            except UnsupportedVersionError:
+                reason = "unsupported"
+            if reason is None:
+                return start
+        search = i + 1
+
+
+class BatchReader:
+    """Iterates the valid batches of a buffer.
+
+    After iteration, ``end`` is the position just past the last good batch, ``problems`` lists
+    what was skipped (with ``salvage=True``) and ``stop`` the problem that ended reading, if
+    any: ``stop.torn`` means a torn tail. With ``salvage=False`` reading ends at the first
+    problem. Raises ``UnsupportedVersionError`` for a valid batch of a newer format.
+
+    :param min_offset: the lowest base offset the first batch may have (offsets only grow)
+    """
+
+    def __init__(self, data, *, start: int = 0, end: int | None = None, salvage: bool = False,
+                 min_offset: int = -1) -> None:
+        self._data = data if isinstance(data, memoryview) else memoryview(data)
+        self._bytes = data  # .find works on bytes/mmap, not memoryview
+        self._start = start
+        self._endpos = len(data) if end is None else end
+        self._salvage = salvage
+        self.min_offset = min_offset
+        self.end = start
+        self.stop: Problem | None = None
+        self.problems: list[Problem] = []
+
+    def __iter__(self) -> Iterator[Batch]:
+        mv, pos, end = self._data, self._start, self._endpos
+        unpack, crc32 = _unpack_header, _crc32
+        while pos < end:
+            # Fast path inline; anything unusual goes through _check for a precise reason.
+            if end - pos >= HEADER_SIZE:
+                h = unpack(mv, pos)
+                stop = pos + LENGTH_SIZE + h[0]
+                if (HEADER_AFTER_LENGTH <= h[0] <= MAX_BATCH_BYTES and stop <= end
+                        and h[2] == MAGIC and not h[3] & ~Attribute.KNOWN and h[6] > 0
+                        and h[5] >= h[6] - 1 and h[4] >= self.min_offset
+                        and crc32(mv[pos + CRC_START:stop]) == h[1]):
+                    self.min_offset = h[4] + h[5] + 1
+                    yield Batch(pos, stop - pos, h[4], h[5], h[6], h[7], h[3], h[8], h[9],
+                                mv[pos + HEADER_SIZE:stop])
+                    pos = stop
+                    self.end = pos
+                    continue
+            reason, _ = _check(self._bytes, pos, end, self.min_offset)
+            if reason is None:  # pragma: no cover - the fast path accepts every valid batch
+                raise AssertionError("fast path rejected a valid batch")
+            resume = _find_next_valid(self._bytes, pos, end, self.min_offset)
+            problem = Problem(pos, reason, resume is None, resume)
+            if resume is None or not self._salvage:
+                self.stop = problem
+                return
+            self.problems.append(problem)
+            pos = resume
+
+
+def read_batches(f, *, on_corruption: Callable[[int, int, str], None] | None = None,
+                 name: str = "<buffer>") -> Iterator[Batch]:
+    """Valid batches of file object ``f``, read whole. A torn tail ends iteration quietly.
+
+    Corruption before the tail raises ``CorruptLogError`` naming ``name`` and the position,
+    unless ``on_corruption(position, dropped_bytes, reason)`` is given: then it is reported
+    and reading resumes at the next valid batch.
+    """
+    data = f.read()
+    reader = BatchReader(data, salvage=on_corruption is not None)
+    yield from reader
+    for p in reader.problems:
+        on_corruption(p.position, p.dropped, p.reason)  # type: ignore[misc]
+    if reader.stop is not None and not reader.stop.torn:
+        raise CorruptLogError(name, reader.stop.position, reader.stop.reason)

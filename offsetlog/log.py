@@ -1,0 +1,72 @@
+"""One log partition on disk: its directory of segments and the active segment appends go to.
+
+Not thread-safe: the store lets one writer (the group-commit leader) at a time use it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from offsetlog import naming, segment
+from offsetlog.segment import SegmentFile
+
+
+class PartitionLog:
+    def __init__(self, directory: str, partition: int, *, segments: list[tuple[int, str]],
+                 next_offset: int, segment_bytes: int) -> None:
+        self.directory = directory
+        self.partition = partition
+        self.segment_bytes = segment_bytes
+        #: (base_offset, path) of every segment, oldest first; the last is the active one
+        self.segments = list(segments)
+        #: log offset the next record gets; never reused, even after a truncation
+        self.next_offset = next_offset
+        self._active: SegmentFile | None = None
+        self.dirty = False  # written since the last sync
+
+    def _open_active(self) -> SegmentFile:
+        if self.segments:
+            base, path = self.segments[-1]
+            self._active = SegmentFile.open_existing(path, base)
+        else:
+            self._roll()
+        return self._active  # type: ignore[return-value]
+
+    def _roll(self) -> None:
+        """Start a new segment at ``next_offset``; the old one is made durable first."""
+        if self._active is not None:
+            self._active.sync()
+            self._active.close()
+        segment.make_dir(self.directory)
+        path = naming.segment_path(self.directory, self.next_offset)
+        self._active = SegmentFile.create(path, self.next_offset)
+        self.segments.append((self.next_offset, path))
+
+    def append(self, data, record_count_after: int) -> None:
+        """Append framed batches that end at log offset ``record_count_after`` (exclusive)."""
+        active = self._active or self._open_active()
+        if active.size and active.size + len(data) > self.segment_bytes:
+            self._roll()
+            active = self._active  # type: ignore[assignment]
+        active.append(data)
+        self.next_offset = record_count_after
+        self.dirty = True
+
+    def sync(self) -> None:
+        if self.dirty and self._active is not None:
+            self._active.sync()
+            self.dirty = False
+
+    def size_bytes(self) -> int:
+        total = 0
+        for _, path in self.segments:
+            try:
+                total += os.path.getsize(path)
+            except FileNotFoundError:
+                pass
+        return total
+
+    def close(self) -> None:
+        if self._active is not None:
+            self._active.close()
+            self._active = None

@@ -1,0 +1,113 @@
+"""Record schemas: what each record type's key and value hold, by name and version.
+
+In memory (and in a decoded batch) a record is a 5-tuple::
+
+    (offset_delta, record_type, version, key, value)
+
+``key`` and ``value`` are dicts of named fields (msgpack maps on disk); ``value`` is ``None``
+for a tombstone. A field left out takes its default, so fields can be added to a schema
+without a version bump; a change old readers cannot ignore bumps ``version``, and a reader
+refuses versions newer than it knows (``UnsupportedVersionError``), never guessing.
+See docs/FORMAT.md, "Records".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offsetlog.errors import UnsupportedVersionError
+from offsetlog.format import RecordType
+
+Record = tuple  # (offset_delta, record_type, version, key, value)
+
+OFFSET_COMMIT = int(RecordType.OFFSET_COMMIT)
+GROUP_METADATA = int(RecordType.GROUP_METADATA)
+TRANSACTION_MARKER = int(RecordType.TRANSACTION_MARKER)
+
+#: Highest value version this code reads, per record type.
+MAX_VERSION = {OFFSET_COMMIT: 0, GROUP_METADATA: 0, TRANSACTION_MARKER: 0}
+
+#: Field names and defaults, per record type (documentation and the dump tool read these).
+KEY_FIELDS = {
+    OFFSET_COMMIT: ("group", "topic", "partition"),
+    GROUP_METADATA: ("group",),
+    TRANSACTION_MARKER: ("producer_id",),
+}
+VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
+    OFFSET_COMMIT: {
+        "offset": None,  # required
+        "commit_timestamp": None,  # required, epoch ms
+        "metadata": "",
+        "leader_epoch": None,
+        "expire_timestamp": None,  # epoch ms; only for commits that asked for an explicit expiry
+    },
+    GROUP_METADATA: {
+        "protocol_type": "consumer",
+        "generation": 0,
+        "protocol": None,
+        "leader": None,
+        "current_state_timestamp": None,
+        "members": [],
+    },
+    TRANSACTION_MARKER: {
+        "producer_epoch": None,  # required
+        "result": None,  # required: "commit" or "abort"
+    },
+}
+
+
+def offset_commit(delta: int, group: str, topic: str, partition: int, offset: int, *,
+                  metadata: str = "", leader_epoch: int | None = None,
+                  commit_timestamp: int, expire_timestamp: int | None = None) -> Record:
+    value: dict[str, Any] = {"offset": offset, "commit_timestamp": commit_timestamp}
+    # Defaults are left out: most commits carry no metadata and no epoch, and each omitted
+    # field saves its name's bytes on every record.
+    if metadata:
+        value["metadata"] = metadata
+    if leader_epoch is not None:
+        value["leader_epoch"] = leader_epoch
+    if expire_timestamp is not None:
+        value["expire_timestamp"] = expire_timestamp
+    return (delta, OFFSET_COMMIT, 0, {"group": group, "topic": topic, "partition": partition}, value)
+
+
+def offset_tombstone(delta: int, group: str, topic: str, partition: int) -> Record:
+    return (delta, OFFSET_COMMIT, 0, {"group": group, "topic": topic, "partition": partition}, None)
+
+
+def group_metadata(delta: int, group: str, value: dict[str, Any] | None) -> Record:
+    return (delta, GROUP_METADATA, 0, {"group": group}, value)
+
+
+def check_version(record_type: int, version: int) -> None:
+    try:
+        newest = MAX_VERSION[record_type]
+    except KeyError:
+        raise UnsupportedVersionError(f"unknown record type {record_type}") from None
+    if version > newest:
+        raise UnsupportedVersionError(
+            f"record type {RecordType(record_type).name} version {version} is newer than this "
+            f"offsetlog reads (up to {newest})")
+
+
+def record_group(record: Record) -> str | None:
+    """The consumer group a record belongs to, if it belongs to one."""
+    key = record[3]
+    return key.get("group") if isinstance(key, dict) else None
+
+
+def describe(record: Record) -> dict[str, Any]:
+    """A plain, fully-defaulted view of a record, for dumps and reports."""
+    delta, rtype, version, key, value = record
+    try:
+        name = RecordType(rtype).name
+    except ValueError:
+        name = f"UNKNOWN({rtype})"
+    out: dict[str, Any] = {"type": name, "version": version, "key": dict(key)}
+    if value is None:
+        out["value"] = None
+    else:
+        full = dict(VALUE_DEFAULTS.get(rtype, {}))
+        full.update(value)
+        out["value"] = full
+    return out

@@ -1,0 +1,480 @@
+"""``OffsetStore``: the public face of the engine. It wires the pieces together:
+
+* ``offsetlog.naming`` / ``offsetlog.segment`` / ``offsetlog.log``: files on disk;
+* ``recovery.replay``: reading the log back on open, repairing a torn tail;
+* ``offsetlog.table``: the in-memory replay of each log partition;
+* ``offsetlog.writer``: group commit, the only path by which records reach the log and table.
+
+The store adds what needs the outside world: the directory lock, the metadata file, the clock,
+the background retention pass, argument checking and the public API.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from typing import Callable
+
+from offsetlog import naming, records as rec, segment
+from offsetlog.config import StoreConfig, system_clock_ms
+from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreConfigError,
+                              StoreLockedError, UnknownMemberIdError, UnsupportedVersionError)
+from offsetlog.format import STORE_FORMAT_VERSION
+from offsetlog.log import PartitionLog
+from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
+from offsetlog.retention import expired_offsets
+from offsetlog.table import OffsetTable
+from offsetlog.types import OffsetAndMetadata, TopicPartition
+from offsetlog.validation import check_group_id, check_offsets, check_partition_list
+from offsetlog.writer import GroupCommitter, PartitionWriter, Pending
+from recovery.replay import recover_partition
+from recovery.report import RecoveryReport
+
+log = logging.getLogger("offsetlog.store")
+
+#: callback(offsets, exception_or_None) for commit_async
+CommitCallback = Callable[[Mapping, BaseException | None], None]
+
+# Paths open in this process. flock alone already refuses a second open (each open() is its own
+# open file description), but this gives a clearer message for the same-process case.
+_open_paths: set[str] = set()
+_open_paths_lock = threading.Lock()
+
+
+class OffsetStore:
+    """An embedded, crash-safe store of consumer offsets.
+
+    Open it with :meth:`open` (also a context manager)::
+
+        with OffsetStore.open("/var/lib/myservice/offsets") as store:
+            store.commit_sync("my-group", {TopicPartition("orders", 0): 42})
+            assert store.committed("my-group", TopicPartition("orders", 0)).offset == 42
+
+    A store directory is open in one place at a time. All methods are thread-safe.
+    """
+
+    def __init__(self, path: str, config: StoreConfig, *, _lock_fd: int,
+                 _parts: list[PartitionWriter], _report: RecoveryReport) -> None:
+        self.path = path
+        self.config = config
+        self._clock = config.clock
+        self._lock_fd = _lock_fd
+        self._parts = _parts
+        self._partitions = config.partitions
+        #: what recovery found when this store was opened
+        self.recovery_report = _report
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._writer = GroupCommitter(_parts, fsync=config.fsync,
+                                      fsync_interval_ms=config.fsync_interval_ms,
+                                      max_group_commit_bytes=config.max_group_commit_bytes)
+        self._retention_stop = threading.Event()
+        self._retention_thread: threading.Thread | None = None
+        if config.retention_check_interval_ms:
+            self._retention_thread = threading.Thread(
+                target=self._retention_loop, name="offsetlog-retention", daemon=True)
+            self._retention_thread.start()
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, partitions: int | None = None,
+             fsync: str = "always", fsync_interval_ms: int = 1000,
+             retention_ms: int = 7 * 24 * 3600 * 1000,
+             retention_check_interval_ms: int = 600_000,
+             segment_bytes: int = 100 * 1024 * 1024, clock: Callable[[], int] | None = None,
+             max_group_commit_bytes: int = 4 * 1024 * 1024,
+             metadata_max_bytes: int = 4096) -> "OffsetStore":
+        """Open (creating if needed) the store in directory ``path`` and recover it.
+
+        :param partitions: log partitions; fixed at creation. ``None`` means the stored count,
+            or 50 for a new store. A count that differs from the stored one is an error.
+        :param fsync: ``"always"``, ``"interval"`` or ``"never"`` (see ``StoreConfig``)
+        :param clock: callable returning epoch ms; defaults to the system clock
+        :return: the open store; ``store.recovery_report`` says what recovery found
+        :raises StoreLockedError: the directory is open elsewhere
+        :raises StoreConfigError: bad options, or options that contradict the directory
+        :raises CorruptLogError: corruption before the tail of a log
+        """
+        path = os.path.abspath(os.fspath(path))
+        config = StoreConfig(partitions=partitions or DEFAULT_PARTITIONS, fsync=fsync,
+                             fsync_interval_ms=fsync_interval_ms, retention_ms=retention_ms,
+                             retention_check_interval_ms=retention_check_interval_ms,
+                             segment_bytes=segment_bytes,
+                             clock=clock if clock is not None else system_clock_ms,
+                             max_group_commit_bytes=max_group_commit_bytes,
+                             metadata_max_bytes=metadata_max_bytes)
+        if not os.path.isdir(path):
+            os.makedirs(path, exist_ok=True)
+            segment.fsync_dir(os.path.dirname(path))
+        lock_fd = _acquire_lock(path)
+        try:
+            stored = _read_or_create_meta(path, partitions, config.partitions)
+            if stored != config.partitions:
+                config = StoreConfig(**{**config.__dict__, "partitions": stored})
+            parts, report = _recover(path, config)
+        except BaseException:
+            _release_lock(path, lock_fd)
+            raise
+        store = cls(path, config, _lock_fd=lock_fd, _parts=parts, _report=report)
+        if not report.clean:
+            log.warning("%s: %s", path, report)
+        return store
+
+    def __enter__(self) -> "OffsetStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<OffsetStore {self.path!r} partitions={self._partitions} {state}>"
+
+    # -- commits -------------------------------------------------------------------------
+
+    def _prepare_commit(self, group_id, offsets, generation_id, member_id,
+                        group_instance_id) -> tuple[PartitionWriter, Pending | None]:
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: the store is closed")
+        check_group_id(group_id)
+        checked = check_offsets(offsets, metadata_max=self.config.metadata_max_bytes)
+        part = self._parts[partition_for(group_id, self._partitions)]
+        self._check_fencing(part, group_id, generation_id, member_id, group_instance_id)
+        if not checked:
+            return part, None
+        now = self._clock()
+        records = tuple(
+            rec.offset_commit(i, group_id, topic, partition, offset, metadata=metadata,
+                              leader_epoch=epoch, commit_timestamp=now)
+            for i, (topic, partition, offset, metadata, epoch) in enumerate(checked))
+        return part, Pending(records, now)
+
+    def _check_fencing(self, part, group_id, generation_id, member_id, group_instance_id):
+        # Without a group coordinator every group is "standalone" (Kafka's simple consumer):
+        # only commits outside a generation are valid, exactly as Kafka answers a commit with
+        # a generation for a group it does not know.
+        if not isinstance(generation_id, int) or isinstance(generation_id, bool):
+            raise IllegalGenerationError(f"generation_id must be an int, not {generation_id!r}")
+        if generation_id >= 0:
+            raise IllegalGenerationError(
+                f"group {group_id!r} has no generation {generation_id}: it is not managed by a "
+                "group coordinator, so commit with generation_id=-1")
+        if member_id or group_instance_id is not None:
+            raise UnknownMemberIdError(
+                f"group {group_id!r} has no member {member_id or group_instance_id!r}")
+
+    def commit_sync(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+                    *, generation_id: int = -1, member_id: str = "",
+                    group_instance_id: str | None = None, timeout: float | None = None) -> None:
+        """Commit ``offsets`` for ``group_id`` and return once durable per the fsync policy.
+
+        All offsets of one call are applied atomically: after any crash, all or none. One
+        invalid offset rejects the whole call before anything is written.
+
+        :raises InvalidCommitError: (and subclasses) bad arguments; nothing was written
+        :raises StoreFailedError: an earlier write or fsync failed; reopen the store
+        :raises CommitTimeoutError: ``timeout`` seconds passed first (the commit stays queued)
+        """
+        part, item = self._prepare_commit(group_id, offsets, generation_id, member_id,
+                                          group_instance_id)
+        if item is not None:
+            self._writer.submit_sync(part, item, timeout)
+
+    def commit_async(self, group_id: str,
+                     offsets: Mapping[TopicPartition, OffsetAndMetadata | int], *,
+                     callback: CommitCallback | None = None, generation_id: int = -1,
+                     member_id: str = "", group_instance_id: str | None = None) -> Future:
+        """Queue a commit and return a ``Future`` that resolves once it is durable.
+
+        ``callback(offsets, exception_or_None)`` runs once, on the store's callback thread,
+        in completion order. Commits to one key are applied in call order, sync or async.
+        Argument errors are raised here, at once, and nothing is queued.
+        """
+        part, item = self._prepare_commit(group_id, offsets, generation_id, member_id,
+                                          group_instance_id)
+        fut: Future = Future()
+        if item is None:
+            fut.set_result(None)
+            if callback is not None:
+                self._writer._callbacks.put((callback, offsets, None))
+            return fut
+        item.future = fut
+        if callback is not None:
+            item.callback, item.callback_arg = callback, offsets
+        self._writer.submit_async(part, item)
+        return fut
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def fetch(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+              ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Committed offsets of ``group_id`` (all, or those of ``partitions``); absent = none."""
+        self._check_open()
+        check_group_id(group_id)
+        wanted = None if partitions is None else check_partition_list(partitions)
+        part = self._parts[partition_for(group_id, self._partitions)]
+        with part.lock:
+            entries = part.table.offsets.get(group_id)
+            if not entries:
+                return {}
+            if wanted is None:
+                items = sorted(entries.items())
+            else:
+                items = [(tp, entries[tp]) for tp in sorted(set(wanted)) if tp in entries]
+        return {TopicPartition(t, p): OffsetAndMetadata(e[0], e[1], e[2]) for (t, p), e in items}
+
+    def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
+        """The committed offset of one partition, or ``None``."""
+        return self.fetch(group_id, [tp]).get(tp)
+
+    def groups(self) -> list[str]:
+        """Every group with committed offsets or group metadata, sorted."""
+        self._check_open()
+        out: set[str] = set()
+        for part in self._parts:
+            with part.lock:
+                out |= part.table.groups()
+        return sorted(out)
+
+    # -- deletes and expiry --------------------------------------------------------------
+
+    def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+        """Tombstone the committed offsets of ``partitions`` (those that exist) in one batch."""
+        self._check_open()
+        check_group_id(group_id)
+        tps = sorted(set(check_partition_list(partitions)))
+        now = self._clock()
+
+        def tombstones(table: OffsetTable) -> tuple:
+            present = table.offsets.get(group_id, {})
+            return tuple(rec.offset_tombstone(i, group_id, t, p)
+                         for i, (t, p) in enumerate(tp for tp in tps if tp in present))
+
+        self._run_deferred(group_id, tombstones, now)
+
+    def delete_group(self, group_id: str) -> None:
+        """Tombstone every offset of ``group_id`` (and its group metadata) in one batch."""
+        self._check_open()
+        check_group_id(group_id)
+        now = self._clock()
+
+        def tombstones(table: OffsetTable) -> tuple:
+            out = [rec.offset_tombstone(i, group_id, t, p)
+                   for i, (t, p) in enumerate(sorted(table.offsets.get(group_id, {})))]
+            if group_id in table.group_metadata:
+                out.append(rec.group_metadata(len(out), group_id, None))
+            return tuple(out)
+
+        self._run_deferred(group_id, tombstones, now)
+
+    def _run_deferred(self, group_id: str, producer, now: int):
+        part = self._parts[partition_for(group_id, self._partitions)]
+        return self._writer.submit_sync(part, Pending(None, now, deferred=producer), None)
+
+    def expire_offsets(self, now_ms: int | None = None) -> int:
+        """Run the retention pass now (KIP-211 rules; see ``offsetlog.retention``).
+
+        Expired offsets get tombstones, one batch per log partition.
+
+        :param now_ms: the time to judge expiry at; defaults to the store's clock
+        :return: how many offsets expired
+        """
+        self._check_open()
+        now = self._clock() if now_ms is None else now_ms
+        retention = self.config.retention_ms
+        total = 0
+        for part in self._parts:
+            if not part.table.offsets:
+                continue
+
+            def expire(table: OffsetTable) -> tuple:
+                gone = expired_offsets(table, now, retention)
+                out = []
+                for group, tps in gone.items():
+                    for t, p in tps:
+                        out.append(rec.offset_tombstone(len(out), group, t, p))
+                return tuple(out)
+
+            item = Pending(None, now, deferred=expire)
+            self._writer.submit_sync(part, item, None)
+            total += len(item.records or ())
+        if total:
+            log.info("%s: expired %d offsets", self.path, total)
+        return total
+
+    def _retention_loop(self) -> None:
+        interval = self.config.retention_check_interval_ms / 1000.0
+        while not self._retention_stop.wait(interval):
+            try:
+                self.expire_offsets()
+            except StoreClosedError:
+                return
+            except Exception:
+                log.exception("%s: retention pass failed", self.path)
+
+    # -- durability and lifecycle ----------------------------------------------------------
+
+    def flush(self) -> None:
+        """Wait for every queued commit, then fsync every partition (whatever the policy)."""
+        self._check_open()
+        now = self._clock()
+        for part in self._parts:  # a barrier per partition: FIFO queues make it wait its turn
+            self._writer.submit_sync(part, Pending(None, now, force_sync=True), None)
+
+    def close(self) -> None:
+        """Finish queued commits, fsync, stop background threads and release the directory.
+
+        Idempotent: closing a closed store does nothing. Any other use after close raises
+        ``StoreClosedError``.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._retention_stop.set()
+        if (self._retention_thread is not None
+                and self._retention_thread is not threading.current_thread()):
+            self._retention_thread.join()
+        try:
+            self._writer.drain()
+            if self._writer.failure is None:
+                for part in self._parts:
+                    try:
+                        part.log.sync()
+                    except OSError as e:
+                        log.error("%s: fsync on close failed: %r", self.path, e)
+        finally:
+            self._writer.stop()
+            for part in self._parts:
+                part.log.close()
+            _release_lock(self.path, self._lock_fd)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def partitions(self) -> int:
+        return self._partitions
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: the store is closed")
+
+    def partition_of(self, group_id: str) -> int:
+        """The log partition that holds ``group_id``."""
+        return partition_for(check_group_id(group_id), self._partitions)
+
+    def stats(self) -> list[dict]:
+        """Per log partition: keys, groups, next log offset, bytes on disk, segments."""
+        self._check_open()
+        out = []
+        for part in self._parts:
+            with part.lock:
+                out.append({"partition": part.index, "keys": len(part.table),
+                            "groups": len(part.table.groups()),
+                            "next_offset": part.log.next_offset,
+                            "segments": len(part.log.segments), "bytes": part.log.size_bytes()})
+        return out
+
+
+# -- helpers for open() ---------------------------------------------------------------------
+
+def _acquire_lock(path: str) -> int:
+    with _open_paths_lock:
+        if path in _open_paths:
+            raise StoreLockedError(f"{path} is already open in this process", path=path)
+        lock_file = naming.lock_path(path)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = ""
+            try:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                who = f" (held by pid {holder})" if holder else ""
+                raise StoreLockedError(f"{path} is open in another process{who}",
+                                       path=path) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _open_paths.add(path)
+        return fd
+
+
+def _release_lock(path: str, fd: int) -> None:
+    with _open_paths_lock:
+        _open_paths.discard(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _read_or_create_meta(path: str, requested: int | None, default: int) -> int:
+    """The store's partition count: from meta.json, or written there for a new store."""
+    meta_file = naming.meta_path(path)
+    try:
+        with open(meta_file, "rb") as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        if naming.list_partition_dirs(path):
+            raise StoreConfigError(
+                f"{path} holds log partitions but no {os.path.basename(meta_file)}; refusing "
+                "to guess its partition count") from None
+        meta = {"format": "offsetlog", "version": STORE_FORMAT_VERSION, "partitions": default}
+        segment.atomic_write(meta_file, (json.dumps(meta, indent=2) + "\n").encode())
+        return default
+    except (ValueError, OSError) as e:
+        raise StoreConfigError(f"{meta_file} is unreadable: {e}") from None
+    if meta.get("format") != "offsetlog":
+        raise StoreConfigError(f"{meta_file} does not describe an offsetlog store")
+    if meta.get("version", 0) > STORE_FORMAT_VERSION:
+        raise UnsupportedVersionError(
+            f"{path} is store format {meta['version']}, newer than this offsetlog reads "
+            f"({STORE_FORMAT_VERSION})")
+    stored = meta.get("partitions")
+    if not isinstance(stored, int) or stored < 1:
+        raise StoreConfigError(f"{meta_file} has no valid partition count")
+    if requested is not None and requested != stored:
+        raise StoreConfigError(
+            f"{path} was created with {stored} partitions, not {requested}: groups are placed "
+            "by hash modulo the partition count, so it cannot change")
+    return stored
+
+
+def _recover(path: str, config: StoreConfig) -> tuple[list[PartitionWriter], RecoveryReport]:
+    started = time.perf_counter()
+    report = RecoveryReport()
+    found = dict(naming.list_partition_dirs(path))
+    extra = [p for p in found if p >= config.partitions]
+    if extra:
+        raise StoreConfigError(
+            f"{path} has log partitions {extra} beyond its partition count {config.partitions}")
+    parts = []
+    for p in range(config.partitions):
+        directory = naming.partition_dir(path, p)
+        table = OffsetTable()
+        if p in found:
+            result = recover_partition(directory, p, apply_batch=table.apply_batch)
+            report.partitions[p] = result
+            segments, next_offset = result.segments, result.next_offset
+        else:
+            segments, next_offset = [], 0
+        plog = PartitionLog(directory, p, segments=segments, next_offset=next_offset,
+                            segment_bytes=config.segment_bytes)
+        parts.append(PartitionWriter(p, plog, table))
+    report.duration_s = time.perf_counter() - started
+    return parts, report

@@ -1,0 +1,114 @@
+"""The in-memory table of one log partition: the replay of its records, and nothing else.
+
+Only ``apply_batch`` changes it, and the store calls it both when a commit becomes durable
+and while recovering, so the live state and a replay of the log cannot drift apart. It holds
+no locks, reads no clock and touches no files; the store serialises calls per partition.
+
+Layout (chosen for memory: see bench/RESULTS.md, "Memory")::
+
+    offsets[group][(topic, partition)] = (offset, metadata, leader_epoch,
+                                          commit_timestamp, expire_timestamp)
+
+Keying by group first means ``fetch(group)`` does not scan other groups, and the group string
+is stored once per group rather than once per key. Keys are plain tuples (equal to, and
+hashing like, ``TopicPartition``) and topics are interned, so a million keys share their
+topic strings.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterator
+
+from offsetlog.errors import UnsupportedVersionError
+from offsetlog.format import RecordType
+from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
+
+#: index of each field in a table entry
+OFFSET, METADATA, LEADER_EPOCH, COMMIT_TIMESTAMP, EXPIRE_TIMESTAMP = range(5)
+
+Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_timestamp)
+
+
+class OffsetTable:
+    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied")
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
+        #: group -> the value of its latest GROUP_METADATA record (interpreted by the coordinator)
+        self.group_metadata: dict[str, dict] = {}
+        #: log offset after the last applied record: the table is "as of" this offset
+        self.next_offset = 0
+        self.records_applied = 0
+
+    def apply_batch(self, base_offset: int, records: tuple | list, attributes: int = 0,
+                    producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Apply one batch's records, in order. The single entry point for state changes."""
+        if attributes:
+            # Transactional and control batches arrive with transactions (issue 5); until this
+            # code knows how to apply them, refusing is the only safe answer.
+            raise UnsupportedVersionError(
+                f"batch at offset {base_offset} has attributes {attributes:#x} "
+                "(transactions), which this version cannot apply")
+        offsets = self.offsets
+        intern = sys.intern
+        for delta, rtype, version, key, value in records:
+            if rtype == OFFSET_COMMIT and version == 0:
+                group = key["group"]
+                tp = (intern(key["topic"]), key["partition"])
+                g = offsets.get(group)
+                if value is None:
+                    if g is not None and g.pop(tp, None) is not None and not g:
+                        del offsets[group]
+                else:
+                    if g is None:
+                        g = offsets[group] = {}
+                    g[tp] = (value["offset"], value.get("metadata", ""),
+                             value.get("leader_epoch"), value["commit_timestamp"],
+                             value.get("expire_timestamp"))
+            else:
+                self._apply_other(base_offset + delta, rtype, version, key, value)
+        self.next_offset = base_offset + records[-1][0] + 1
+        self.records_applied += len(records)
+
+    def apply(self, log_offset: int, record: Record) -> None:
+        """Apply a single record found at ``log_offset`` (a batch of one)."""
+        self.apply_batch(log_offset - record[0], (record,))
+
+    def _apply_other(self, log_offset: int, rtype: int, version: int, key, value) -> None:
+        check_version(rtype, version)  # raises for unknown types and newer versions
+        if rtype == GROUP_METADATA:
+            if value is None:
+                self.group_metadata.pop(key["group"], None)
+            else:
+                self.group_metadata[key["group"]] = value
+        else:
+            raise UnsupportedVersionError(
+                f"record at offset {log_offset} is a {RecordType(rtype).name}, "
+                "which this version cannot apply")
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def get(self, group: str, topic: str, partition: int) -> Entry | None:
+        g = self.offsets.get(group)
+        return None if g is None else g.get((topic, partition))
+
+    def group_entries(self, group: str) -> list[tuple[tuple[str, int], Entry]]:
+        g = self.offsets.get(group)
+        return [] if g is None else list(g.items())
+
+    def groups(self) -> set[str]:
+        return set(self.offsets) | set(self.group_metadata)
+
+    def __len__(self) -> int:
+        return sum(len(g) for g in self.offsets.values())
+
+    def items(self) -> Iterator[tuple[tuple[str, str, int], Entry]]:
+        for group, g in self.offsets.items():
+            for (topic, partition), entry in g.items():
+                yield (group, topic, partition), entry
+
+    def as_dict(self) -> dict:
+        """A plain copy, for comparisons in tests and verification."""
+        return {"offsets": dict(self.items()),
+                "group_metadata": {g: v for g, v in self.group_metadata.items()}}

@@ -1,0 +1,88 @@
+"""Checks on what callers hand to the store. Everything is checked before anything is written,
+so a rejected call writes nothing; one bad offset rejects the whole call (see docs/DESIGN.md,
+"All-or-nothing commits": Kafka instead answers per partition)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from offsetlog.errors import (InvalidCommitError, InvalidGroupIdError, InvalidTopicError,
+                              OffsetMetadataTooLargeError)
+from offsetlog.types import OffsetAndMetadata, TopicPartition
+
+#: (topic, partition, offset, metadata, leader_epoch): one checked offset of a commit
+Checked = tuple
+
+
+def check_group_id(group_id) -> str:
+    if not isinstance(group_id, str):
+        raise InvalidGroupIdError(f"group_id must be a str, not {type(group_id).__name__}")
+    if not group_id:
+        raise InvalidGroupIdError("group_id must not be empty")
+    return group_id
+
+
+def utf16_length(s: str) -> int:
+    """Length as Java's ``String.length()`` counts it: UTF-16 code units."""
+    if s.isascii():
+        return len(s)
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_partition(tp) -> TopicPartition:
+    if not isinstance(tp, TopicPartition):
+        raise InvalidCommitError(
+            f"offsets must be keyed by TopicPartition, not {type(tp).__name__} ({tp!r})")
+    topic, partition = tp
+    if not isinstance(topic, str) or not topic:
+        raise InvalidTopicError(f"{tp!r}: topic must be a non-empty str")
+    if not _is_int(partition) or partition < 0:
+        raise InvalidCommitError(f"{tp!r}: partition must be an int >= 0")
+    return tp
+
+
+def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
+    """Every offset of one commit call, checked and normalised, in the caller's order."""
+    if not isinstance(offsets, Mapping):
+        raise InvalidCommitError(
+            f"offsets must be a Mapping[TopicPartition, OffsetAndMetadata | int], "
+            f"not {type(offsets).__name__}")
+    out = []
+    for tp, value in offsets.items():
+        check_partition(tp)
+        if isinstance(value, OffsetAndMetadata):
+            offset, metadata, epoch = value
+        elif _is_int(value):
+            offset, metadata, epoch = value, "", None
+        else:
+            raise InvalidCommitError(
+                f"{tp}: value must be an OffsetAndMetadata or an int, not {type(value).__name__}")
+        if not _is_int(offset) or offset < 0:
+            raise InvalidCommitError(f"{tp}: offset must be an int >= 0, not {offset!r}")
+        if metadata is None:
+            metadata = ""
+        elif not isinstance(metadata, str):
+            raise InvalidCommitError(f"{tp}: metadata must be a str, not {type(metadata).__name__}")
+        if len(metadata) > metadata_max // 2:  # only long strings can be over; skip the count
+            n = utf16_length(metadata)
+            if n > metadata_max:
+                raise OffsetMetadataTooLargeError(
+                    f"{tp}: metadata is {n} UTF-16 code units, over the limit of {metadata_max}",
+                    length=n, limit=metadata_max)
+        if epoch is not None:
+            if not _is_int(epoch) or epoch < -1:
+                raise InvalidCommitError(f"{tp}: leader_epoch must be None or an int >= 0")
+            if epoch == -1:  # Kafka's "no epoch" sentinel
+                epoch = None
+        out.append((tp.topic, tp.partition, offset, metadata, epoch))
+    return out
+
+
+def check_partition_list(partitions) -> list[TopicPartition]:
+    if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Iterable):
+        raise InvalidCommitError("partitions must be an iterable of TopicPartition")
+    return [check_partition(tp) for tp in partitions]

@@ -1,0 +1,349 @@
+"""Group commit: many committers, one write and one fsync per log partition per round.
+
+Each log partition has a FIFO queue. A committer appends its batch and then, as in LevelDB's
+``DBImpl::Write``, either waits or becomes the *leader*: the first waiter that finds no leader
+takes every queued batch (up to ``max_group_commit_bytes``), gives them consecutive log
+offsets, writes them with one ``write`` and syncs once, then applies them to the table in queue
+order and wakes everyone whose batch it carried. A lone committer is its own leader, so a
+single thread pays no hand-off to another thread; ``commit_async`` batches are led by a
+background thread (or by any synchronous committer that arrives meanwhile).
+
+Why this order gives the guarantees:
+
+* per-key call order: offsets are given in queue order, and the queue is in call order;
+* visibility only once durable: the table is changed after the write (and, under
+  ``fsync="always"``, the sync) returned;
+* atomicity: one call is one batch with one CRC, so recovery loads all of it or none;
+* a failed write or sync fails every batch of that round and poisons the writer: no later
+  round runs, so nothing after an unknown state is ever acknowledged.
+
+Work that must see the table exactly as of its place in the queue (expiry, ``delete_group``)
+is queued as a *deferred* item: the leader computes its records when it reaches the head of
+the queue, alone in its round, after everything before it has been applied.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from offsetlog.errors import CommitTimeoutError, StoreFailedError
+from offsetlog.framing import encode_payload, frame
+from offsetlog.log import PartitionLog
+from offsetlog.table import OffsetTable
+
+log = logging.getLogger("offsetlog.writer")
+
+#: producer(table) -> records to append (may be empty), computed by the leader
+Deferred = Callable[[OffsetTable], tuple]
+
+
+class Pending:
+    """One queued batch (or deferred operation) and its outcome."""
+
+    __slots__ = ("records", "payload", "timestamp", "deferred", "force_sync", "future",
+                 "callback", "callback_arg", "done", "error", "base_offset", "result")
+
+    def __init__(self, records: tuple | None, timestamp: int, *, deferred: Deferred | None = None,
+                 force_sync: bool = False) -> None:
+        self.records = records
+        self.payload = encode_payload(records) if records else b""
+        self.timestamp = timestamp
+        self.deferred = deferred
+        self.force_sync = force_sync
+        self.future: Future | None = None
+        self.callback = None
+        self.callback_arg = None
+        self.done = False
+        self.error: BaseException | None = None
+        self.base_offset = -1
+        self.result: Any = None
+
+
+class PartitionWriter:
+    """The queue, table and log of one log partition."""
+
+    __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
+                 "sync_waiters")
+
+    def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
+        self.index = index
+        self.log = log
+        self.table = table
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.queue: deque[Pending] = deque()
+        self.leader_active = False
+        self.sync_waiters = 0  # synchronous committers waiting on cond
+
+
+class GroupCommitter:
+    """Runs the leader protocol over a store's partitions; owns the background threads."""
+
+    def __init__(self, partitions: list[PartitionWriter], *, fsync: str, fsync_interval_ms: int,
+                 max_group_commit_bytes: int) -> None:
+        self.partitions = partitions
+        self.fsync_always = fsync == "always"
+        self.fsync_interval_ms = fsync_interval_ms if fsync == "interval" else None
+        self.max_bytes = max_group_commit_bytes
+        self.failure: BaseException | None = None
+        self._async_cv = threading.Condition()
+        self._async_ready: list[PartitionWriter] = []
+        self._stopping = False
+        self._callbacks: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._start("offsetlog-async-writer", self._async_loop)
+        self._start("offsetlog-callbacks", self._callback_loop)
+        if self.fsync_interval_ms is not None:
+            self._sync_stop = threading.Event()
+            self._start("offsetlog-interval-sync", self._interval_sync_loop)
+        self.callback_thread = self._threads[1]
+
+    def _start(self, name: str, target) -> None:
+        t = threading.Thread(target=target, name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    # -- submitting ------------------------------------------------------------------------
+
+    def check_usable(self) -> None:
+        if self.failure is not None:
+            raise StoreFailedError(
+                f"the store failed earlier ({self.failure!r}) and must be reopened",
+                cause=self.failure)
+
+    def submit_sync(self, part: PartitionWriter, item: Pending, timeout: float | None) -> Any:
+        """Queue ``item`` and return once it is applied (durable per the fsync policy)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with part.lock:
+            self.check_usable()
+            part.queue.append(item)
+            while not item.done:
+                if not part.leader_active:
+                    group = self._lead(part)
+                    part.lock.release()
+                    try:
+                        self._complete(group)
+                    finally:
+                        part.lock.acquire()
+                    continue
+                part.sync_waiters += 1
+                try:
+                    if deadline is None:
+                        part.cond.wait()
+                    else:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            raise CommitTimeoutError(
+                                f"commit not durable after {timeout}s; it stays queued and "
+                                "may still be applied")
+                        part.cond.wait(remaining)
+                finally:
+                    part.sync_waiters -= 1
+        if item.error is not None:
+            raise item.error
+        return item.result
+
+    def submit_async(self, part: PartitionWriter, item: Pending) -> None:
+        with part.lock:
+            self.check_usable()
+            part.queue.append(item)
+            if part.leader_active:
+                return  # the active leader hands on whatever is queued when it finishes
+        self._wake_async(part)
+
+    def _wake_async(self, part: PartitionWriter) -> None:
+        with self._async_cv:
+            self._async_ready.append(part)
+            self._async_cv.notify()
+
+    # -- the leader ------------------------------------------------------------------------
+
+    def _lead(self, part: PartitionWriter) -> list[Pending]:
+        """One round. Called, and returns, with ``part.lock`` held; releases it for I/O."""
+        part.leader_active = True
+        group: list[Pending] = []
+        try:
+            q = part.queue
+            if self.failure is not None:
+                # Poisoned: nothing queued can be written any more.
+                failed = StoreFailedError(
+                    f"the store failed earlier ({self.failure!r}) and must be reopened",
+                    cause=self.failure)
+                while q:
+                    item = q.popleft()
+                    item.error, item.done = failed, True
+                    group.append(item)
+                return group
+            if q[0].deferred is not None:
+                item = q.popleft()
+                group.append(item)
+                try:
+                    records = item.deferred(part.table)
+                except BaseException as e:  # a bug in the producer fails only its caller
+                    item.error, item.done = e, True
+                    return group
+                item.records = records or None
+                item.payload = encode_payload(records) if records else b""
+            else:
+                size = 0
+                while q and q[0].deferred is None:
+                    n = len(q[0].payload)
+                    if group and size + n > self.max_bytes:
+                        break
+                    group.append(q.popleft())
+                    size += n
+            base = part.log.next_offset
+            frames = []
+            force_sync = False
+            for item in group:
+                force_sync |= item.force_sync
+                records = item.records
+                if not records:
+                    continue
+                item.base_offset = base
+                last_delta = records[-1][0]
+                frames.append(frame(base, item.payload, record_count=len(records),
+                                    last_offset_delta=last_delta, timestamp=item.timestamp))
+                base += last_delta + 1
+            error = None
+            part.lock.release()
+            try:
+                if frames:
+                    part.log.append(b"".join(frames) if len(frames) > 1 else frames[0], base)
+                if self.fsync_always or force_sync:
+                    part.log.sync()
+            except OSError as e:
+                error = e
+            finally:
+                part.lock.acquire()
+            if error is not None:
+                self._poison(error)
+                failed = StoreFailedError(f"write to log partition {part.index} failed: {error!r}",
+                                          cause=error)
+                for item in group:
+                    item.error = failed
+            else:
+                apply = part.table.apply_batch
+                for item in group:
+                    if item.records:
+                        apply(item.base_offset, item.records)
+            for item in group:
+                item.done = True
+            return group
+        finally:
+            part.leader_active = False
+            part.cond.notify_all()
+            if part.queue and not part.sync_waiters:
+                # Only async work is left: hand it to the async thread (lock order is always
+                # partition lock, then _async_cv).
+                self._wake_async(part)
+
+    def _poison(self, error: BaseException) -> None:
+        # Later leaders see ``failure`` and fail whatever is queued (see _lead).
+        if self.failure is None:
+            self.failure = error
+            log.error("store poisoned by a failed write or sync: %r", error)
+
+    def _complete(self, group: list[Pending]) -> None:
+        """Resolve futures and queue callbacks of a finished round (outside any lock)."""
+        for item in group:
+            fut = item.future
+            if fut is not None:
+                if item.error is None:
+                    fut.set_result(item.result)
+                else:
+                    fut.set_exception(item.error)
+            if item.callback is not None:
+                self._callbacks.put((item.callback, item.callback_arg, item.error))
+
+    # -- background threads ----------------------------------------------------------------
+
+    def _async_loop(self) -> None:
+        while True:
+            with self._async_cv:
+                while not self._async_ready and not self._stopping:
+                    self._async_cv.wait()
+                if not self._async_ready and self._stopping:
+                    return
+                ready, self._async_ready = self._async_ready, []
+            for part in dict.fromkeys(ready):  # de-duplicated, in order
+                while True:
+                    with part.lock:
+                        if not part.queue or part.leader_active:
+                            break
+                        group = self._lead(part)
+                    self._complete(group)
+
+    def _callback_loop(self) -> None:
+        while True:
+            job = self._callbacks.get()
+            if job is None:
+                return
+            callback, arg, error = job
+            try:
+                callback(arg, error)
+            except Exception:  # a user's callback must not kill the thread that runs the others
+                log.exception("commit callback %r raised", callback)
+
+    def _interval_sync_loop(self) -> None:
+        interval = self.fsync_interval_ms / 1000.0
+        while not self._sync_stop.wait(interval):
+            self.sync_all()
+
+    def sync_all(self) -> None:
+        """fsync every partition written since its last sync, taking each one's leadership."""
+        for part in self.partitions:
+            if not part.log.dirty:
+                continue
+            with part.lock:
+                while part.leader_active:
+                    part.cond.wait()
+                if self.failure is not None:
+                    return
+                part.leader_active = True
+                part.lock.release()
+                error = None
+                try:
+                    part.log.sync()
+                except OSError as e:
+                    error = e
+                finally:
+                    part.lock.acquire()
+                    part.leader_active = False
+                    part.cond.notify_all()
+                if error is not None:
+                    self._poison(error)
+
+    def drain(self) -> None:
+        """Wait until every partition's queue is empty and no leader is active."""
+        for part in self.partitions:
+            with part.lock:
+                while part.queue or part.leader_active:
+                    if not part.leader_active:
+                        group = self._lead(part)
+                        part.lock.release()
+                        try:
+                            self._complete(group)
+                        finally:
+                            part.lock.acquire()
+                        continue
+                    part.cond.wait()
+
+    def stop(self) -> None:
+        """Stop the background threads (after ``drain``); runs queued callbacks first."""
+        with self._async_cv:
+            self._stopping = True
+            self._async_cv.notify_all()
+        if self.fsync_interval_ms is not None:
+            self._sync_stop.set()
+        self._callbacks.put(None)
+        me = threading.current_thread()
+        for t in self._threads:
+            if t is not me:
+                t.join()

@@ -1,0 +1,80 @@
+"""Replay a log partition from its segments: check every batch, repair a torn tail.
+
+Policy (docs/FORMAT.md, "Recovery"): a batch that fails its checks at the very end of the last
+segment is a torn tail: it is truncated (when ``repair``) and reported. Any other failure is
+corruption: ``CorruptLogError`` naming file and position, unless ``salvage`` asks to skip it,
+in which case every skipped range is reported.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import msgpack
+
+from offsetlog import naming, segment
+from offsetlog.errors import CorruptLogError
+from offsetlog.framing import BatchReader
+from recovery.report import DroppedRange, PartitionRecovery
+
+log = logging.getLogger("offsetlog.recovery")
+
+#: apply_batch(base_offset, records, attributes, producer_id, producer_epoch)
+ApplyBatch = Callable[[int, tuple, int, int, int], None]
+
+
+def recover_partition(directory: str, partition: int, *, apply_batch: ApplyBatch | None,
+                      repair: bool = True, salvage: bool = False) -> PartitionRecovery:
+    """Read every segment of one partition, handing each valid batch to ``apply_batch``."""
+    result = PartitionRecovery(partition=partition, directory=directory)
+    segments = naming.list_segments(directory)
+    result.segments = segments
+    min_offset = 0
+    for i, (base, path) in enumerate(segments):
+        last = i == len(segments) - 1
+        limit = segments[i + 1][0] if not last else None
+        if base < min_offset:
+            raise CorruptLogError(path, 0, f"segment base offset {base} overlaps the previous "
+                                           f"segment, which reaches offset {min_offset - 1}")
+        data = segment.read_file(path)
+        result.bytes_read += len(data)
+        reader = BatchReader(data, salvage=salvage, min_offset=base)
+        for batch in reader:
+            if limit is not None and batch.last_offset >= limit:
+                raise CorruptLogError(path, batch.position,
+                                      f"batch reaches offset {batch.last_offset}, past the next "
+                                      f"segment's base offset {limit}")
+            if apply_batch is not None:
+                try:
+                    records = batch.records()
+                except (ValueError, msgpack.UnpackException, TypeError) as e:
+                    raise CorruptLogError(path, batch.position,
+                                          f"undecodable payload ({e})") from None
+                apply_batch(batch.base_offset, records, batch.attributes, batch.producer_id,
+                            batch.producer_epoch)
+            result.batches += 1
+            result.records += batch.record_count
+        for p in reader.problems:
+            dropped = DroppedRange(path, p.position, p.dropped or 0, p.reason)
+            log.warning("salvage: skipped corrupt region %s", dropped)
+            result.skipped.append(dropped)
+        stop = reader.stop
+        if stop is not None:
+            if stop.torn and last:
+                torn = DroppedRange(path, stop.position, len(data) - stop.position, stop.reason)
+                result.truncated = torn
+                if repair:
+                    segment.truncate_file(path, stop.position)
+                    log.warning("truncated torn tail: %s", torn)
+            elif salvage:
+                dropped = DroppedRange(path, stop.position, len(data) - stop.position,
+                                       stop.reason)
+                log.warning("salvage: skipped the rest of a closed segment: %s", dropped)
+                result.skipped.append(dropped)
+            else:
+                reason = stop.reason if not stop.torn else f"{stop.reason} in a closed segment"
+                raise CorruptLogError(path, stop.position, reason)
+        min_offset = max(reader.min_offset, base)
+    result.next_offset = min_offset
+    return result

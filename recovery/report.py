@@ -1,0 +1,69 @@
+"""What recovery found: per partition counts, torn tails it truncated, regions it skipped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DroppedRange:
+    """Bytes recovery did not load: a torn tail it truncated, or a corrupt region it skipped."""
+
+    path: str
+    position: int  # byte position in the file where the dropped range starts
+    bytes_dropped: int
+    reason: str  # stable reason string: "truncated batch", "checksum mismatch", ...
+
+    def __str__(self) -> str:
+        return f"{self.path} @ {self.position}: dropped {self.bytes_dropped} bytes ({self.reason})"
+
+
+@dataclass
+class PartitionRecovery:
+    partition: int
+    directory: str
+    segments: list[tuple[int, str]] = field(default_factory=list)
+    next_offset: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes_read: int = 0
+    truncated: DroppedRange | None = None  # the torn tail, if there was one
+    skipped: list[DroppedRange] = field(default_factory=list)  # salvage only
+
+
+@dataclass
+class RecoveryReport:
+    partitions: dict[int, PartitionRecovery] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions.values())
+
+    @property
+    def batches(self) -> int:
+        return sum(p.batches for p in self.partitions.values())
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(p.bytes_read for p in self.partitions.values())
+
+    @property
+    def truncations(self) -> list[DroppedRange]:
+        return [p.truncated for p in self.partitions.values() if p.truncated is not None]
+
+    @property
+    def skipped(self) -> list[DroppedRange]:
+        return [s for p in self.partitions.values() for s in p.skipped]
+
+    @property
+    def clean(self) -> bool:
+        return not self.truncations and not self.skipped
+
+    def __str__(self) -> str:
+        lines = [f"recovered {self.records} records in {self.batches} batches "
+                 f"({self.bytes_read} bytes, {len(self.partitions)} partitions) "
+                 f"in {self.duration_s:.3f}s"]
+        lines += [f"truncated torn tail: {t}" for t in self.truncations]
+        lines += [f"skipped corrupt region: {s}" for s in self.skipped]
+        return "\n".join(lines)
