@@ -34,7 +34,7 @@ def encode_payload(records: Sequence[Record]) -> bytes:
 
 
 def decode_payload(payload) -> tuple:
-    return msgpack.unpackb(payload, use_list=False, raw=False)
+    return msgpack.unpackb(payload, use_list=True, raw=False)
 
 
 def frame(base_offset: int, payload: bytes, *, record_count: int, last_offset_delta: int,

@@ -18,7 +18,10 @@ from typing import Any
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.format import RecordType
 
-Record = tuple  # (offset_delta, record_type, version, key, value)
+#: (offset_delta, record_type, version, key, value): a tuple when built, a list when decoded;
+#: msgpack arrays inside values decode as lists, so values built here should use lists too
+#: (the table compares equal either way only if they do).
+Record = tuple
 
 OFFSET_COMMIT = int(RecordType.OFFSET_COMMIT)
 GROUP_METADATA = int(RecordType.GROUP_METADATA)

@@ -11,6 +11,7 @@ the background retention pass, argument checking and the public API.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fcntl
 import json
@@ -104,7 +105,8 @@ class OffsetStore:
         :raises CorruptLogError: corruption before the tail of a log
         """
         path = os.path.abspath(os.fspath(path))
-        config = StoreConfig(partitions=partitions or DEFAULT_PARTITIONS, fsync=fsync,
+        config = StoreConfig(partitions=DEFAULT_PARTITIONS if partitions is None else partitions,
+                             fsync=fsync,
                              fsync_interval_ms=fsync_interval_ms, retention_ms=retention_ms,
                              retention_check_interval_ms=retention_check_interval_ms,
                              segment_bytes=segment_bytes,
@@ -118,7 +120,7 @@ class OffsetStore:
         try:
             stored = _read_or_create_meta(path, partitions, config.partitions)
             if stored != config.partitions:
-                config = StoreConfig(**{**config.__dict__, "partitions": stored})
+                config = dataclasses.replace(config, partitions=stored)
             parts, report = _recover(path, config)
         except BaseException:
             _release_lock(path, lock_fd)

@@ -25,8 +25,14 @@ ApplyBatch = Callable[[int, tuple, int, int, int], None]
 
 
 def recover_partition(directory: str, partition: int, *, apply_batch: ApplyBatch | None,
-                      repair: bool = True, salvage: bool = False) -> PartitionRecovery:
-    """Read every segment of one partition, handing each valid batch to ``apply_batch``."""
+                      repair: bool = True, salvage: bool = False,
+                      progress: Callable[[int], None] | None = None) -> PartitionRecovery:
+    """Read every segment of one partition, handing each valid batch to ``apply_batch``.
+
+    :param repair: truncate a torn tail on disk (False for read-only tools)
+    :param salvage: skip corrupt regions (reported in ``skipped``) instead of raising
+    :param progress: called with the byte size of each segment once it has been read
+    """
     result = PartitionRecovery(partition=partition, directory=directory)
     segments = naming.list_segments(directory)
     result.segments = segments
@@ -76,5 +82,7 @@ def recover_partition(directory: str, partition: int, *, apply_batch: ApplyBatch
                 reason = stop.reason if not stop.torn else f"{stop.reason} in a closed segment"
                 raise CorruptLogError(path, stop.position, reason)
         min_offset = max(reader.min_offset, base)
+        if progress is not None:
+            progress(len(data))
     result.next_offset = min_offset
     return result

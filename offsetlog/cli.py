@@ -1,0 +1,168 @@
+"""The ``offsetlog`` command: bench, dump, describe, verify.
+
+The read-only commands (dump, describe, verify) never take the store's lock and never repair
+anything, so they are safe to point at a store a service has open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+from rich.table import Table
+
+from offsetlog.errors import OffsetlogError
+from offsetlog.partitioner import partition_for
+from offsetlog.records import describe as describe_record
+from recovery import inspect
+
+DEFAULT_BENCH_DIR = os.path.join("data", "bench")
+
+
+def _progress(console: Console, total: int, label: str):
+    progress = Progress("[progress.description]{task.description}", BarColumn(),
+                        DownloadColumn(), TimeRemainingColumn(), console=console,
+                        transient=True, disable=not console.is_terminal)
+    task = progress.add_task(label, total=total)
+    return progress, (lambda n: progress.advance(task, n))
+
+
+def _ts(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def cmd_verify(args, console: Console) -> int:
+    total = inspect.total_segment_bytes(args.dir)
+    progress, advance = _progress(console, total, "verifying")
+    with progress:
+        report, _ = inspect.scan(args.dir, salvage=True, progress=advance)
+    table = Table(title=f"verify {args.dir}")
+    for col in ("PARTITION", "SEGMENTS", "BATCHES", "RECORDS", "BYTES", "NEXT-OFFSET", "STATUS"):
+        table.add_column(col, justify="right" if col != "STATUS" else "left")
+    corrupt = 0
+    for p, r in sorted(report.partitions.items()):
+        status = "ok"
+        if r.skipped:
+            corrupt += len(r.skipped)
+            status = f"[red]CORRUPT ({len(r.skipped)} regions)[/red]"
+        elif r.truncated:
+            status = "[yellow]torn tail (truncated on next open)[/yellow]"
+        table.add_row(str(p), str(len(r.segments)), str(r.batches), str(r.records),
+                      str(r.bytes_read), str(r.next_offset), status)
+    console.print(table)
+    for t in report.truncations:
+        console.print(f"torn tail: {t}")
+    for s in report.skipped:
+        console.print(f"[red]corruption:[/red] {s}")
+    console.print(f"{report.records} records in {report.batches} batches, "
+                  f"{report.bytes_read} bytes: " + ("[red]CORRUPT[/red]" if corrupt else "ok"))
+    return 1 if corrupt else 0
+
+
+def cmd_dump(args, console: Console) -> int:
+    out = sys.stdout
+    for p, seg, batch, offset, record in inspect.iter_records(args.dir, partition=args.partition):
+        d = describe_record(record)
+        if args.json:
+            out.write(json.dumps({"partition": p, "segment": os.path.basename(seg),
+                                  "offset": offset, "batch_offset": batch.base_offset,
+                                  "batch_position": batch.position,
+                                  "timestamp": batch.timestamp, **d}, default=repr) + "\n")
+            continue
+        key = ",".join(f"{k}={v}" for k, v in d["key"].items())
+        if d["value"] is None:
+            payload = "<DELETE>"
+        else:
+            payload = ",".join(f"{k}={v}" for k, v in d["value"].items())
+        out.write(f"partition: {p} offset: {offset} position: {batch.position} "
+                  f"timestamp: {batch.timestamp} type: {d['type']} v{d['version']} "
+                  f"key: {key} payload: {payload}\n")
+    return 0
+
+
+def cmd_describe(args, console: Console) -> int:
+    partitions = inspect.stored_partitions(args.dir)
+    report, tables = inspect.scan(args.dir, salvage=False, tables=True)
+    rows = []
+    for p, t in tables.items():
+        if args.group is not None and p != partition_for(args.group, partitions):
+            continue
+        for (group, topic, partition), e in t.items():
+            if args.group is None or group == args.group:
+                rows.append((group, topic, partition, e))
+    rows.sort(key=lambda r: r[:3])
+    table = Table(title=f"{args.dir}" + (f" group {args.group}" if args.group else ""))
+    for col in ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LEADER-EPOCH", "METADATA",
+                "COMMITTED-AT"):
+        table.add_column(col, justify="right" if col in ("PARTITION", "CURRENT-OFFSET") else "left")
+    for group, topic, partition, e in rows:
+        table.add_row(group, topic, str(partition), str(e[0]),
+                      "-" if e[2] is None else str(e[2]), e[1] or "-", _ts(e[3]))
+    console.print(table)
+    if args.group is not None and not rows:
+        console.print(f"group {args.group!r} has no committed offsets")
+        return 1
+    return 0
+
+
+def cmd_bench(args, console: Console) -> int:
+    # The benchmarks live in the source tree's bench/, beside the package.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isdir(os.path.join(root, "bench")):
+        console.print("offsetlog bench needs a source checkout (bench/ beside offsetlog/)")
+        return 2
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from bench.runner import main as bench_main
+    return bench_main(args.bench_args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="offsetlog", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("bench", help="run the comparative benchmarks and print the table",
+                       add_help=False)
+    p.add_argument("bench_args", nargs=argparse.REMAINDER,
+                   help="options for the runner (see offsetlog bench --help)")
+    p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("dump", help="print every record (like kafka-dump-log --offsets-decoder)")
+    p.add_argument("dir")
+    p.add_argument("--partition", type=int, help="only this log partition")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=cmd_dump)
+    p = sub.add_parser("describe", help="committed offsets per group "
+                                        "(like kafka-consumer-groups --describe)")
+    p.add_argument("dir")
+    p.add_argument("--group", help="only this group")
+    p.set_defaults(func=cmd_describe)
+    p = sub.add_parser("verify", help="check every CRC; exit 1 on corruption")
+    p.add_argument("dir")
+    p.set_defaults(func=cmd_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console()
+    if args.command != "bench" and not os.path.isdir(args.dir):
+        console.print(f"offsetlog: {args.dir}: no such directory")
+        return 2
+    try:
+        return args.func(args, console)
+    except OffsetlogError as e:
+        console.print(f"offsetlog: {e}", markup=False)
+        return 1
+    except BrokenPipeError:  # `offsetlog dump DIR | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Read-only views of a store directory for tools: never takes the lock, never repairs.
+
+A store that is open elsewhere may be mid-write; what these functions see at its tail is
+reported as a torn tail, exactly as recovery would see it after a crash at that moment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Callable, Iterator
+
+from offsetlog import naming
+from offsetlog.errors import StoreConfigError
+from offsetlog.framing import BatchReader
+from offsetlog.segment import read_file
+from offsetlog.table import OffsetTable
+from recovery.replay import recover_partition
+from recovery.report import PartitionRecovery, RecoveryReport
+
+
+def stored_partitions(path: str) -> int:
+    try:
+        with open(naming.meta_path(path), "rb") as f:
+            return int(json.load(f)["partitions"])
+    except FileNotFoundError:
+        raise StoreConfigError(f"{path} is not an offsetlog store (no meta.json)") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise StoreConfigError(f"{naming.meta_path(path)} is unreadable: {e}") from None
+
+
+def total_segment_bytes(path: str) -> int:
+    return sum(os.path.getsize(seg) for _, d in naming.list_partition_dirs(path)
+               for _, seg in naming.list_segments(d))
+
+
+def scan(path: str, *, salvage: bool = True, tables: bool = False,
+         progress: Callable[[int], None] | None = None
+         ) -> tuple[RecoveryReport, dict[int, OffsetTable]]:
+    """Check every batch of every segment; optionally replay into tables (read-only)."""
+    stored_partitions(path)
+    report = RecoveryReport()
+    out: dict[int, OffsetTable] = {}
+    for p, directory in naming.list_partition_dirs(path):
+        table = OffsetTable() if tables else None
+        report.partitions[p] = recover_partition(
+            directory, p, apply_batch=table.apply_batch if table is not None else None, repair=False,
+            salvage=salvage, progress=progress)
+        if table is not None:
+            out[p] = table
+    return report, out
+
+
+def iter_records(path: str, *, partition: int | None = None) -> Iterator[tuple]:
+    """(partition, segment_path, batch, log_offset, record) for every readable record."""
+    for p, directory in naming.list_partition_dirs(path):
+        if partition is not None and p != partition:
+            continue
+        for base, seg in naming.list_segments(directory):
+            reader = BatchReader(read_file(seg), salvage=True, min_offset=base)
+            for batch in reader:
+                for record in batch.records():
+                    yield p, seg, batch, batch.base_offset + record[0], record
+
+
+__all__ = ["PartitionRecovery", "iter_records", "scan", "stored_partitions",
+           "total_segment_bytes"]

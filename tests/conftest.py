@@ -1,0 +1,48 @@
+import os
+import random
+
+import pytest
+
+
+class ManualClock:
+    """Epoch-ms clock that moves only when told (trio's MockClock idea)."""
+
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self.now = start_ms
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> int:
+        self.now += ms
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return ManualClock()
+
+
+@pytest.fixture
+def store_dir(tmp_path):
+    return str(tmp_path / "store")
+
+
+@pytest.fixture
+def seeded_random(request):
+    """A Random whose seed is printed on failure (set OFFSETLOG_TEST_SEED to replay one)."""
+    seed = int(os.environ.get("OFFSETLOG_TEST_SEED", random.randrange(1 << 32)))
+    request.node.user_properties.append(("seed", seed))
+    rng = random.Random(seed)
+    rng.seed_value = seed
+    yield rng
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for name, value in item.user_properties:
+            if name == "seed":
+                report.sections.append(("seed", f"OFFSETLOG_TEST_SEED={value}"))

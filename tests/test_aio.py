@@ -1,0 +1,50 @@
+import asyncio
+
+import pytest
+
+from offsetlog import OffsetAndMetadata, TopicPartition
+from offsetlog.aio import AsyncOffsetStore
+from offsetlog.errors import InvalidCommitError, StoreClosedError
+
+TP = TopicPartition("t", 0)
+
+
+def test_commit_fetch_close_roundtrip(store_dir):
+    async def main():
+        async with await AsyncOffsetStore.open(store_dir, partitions=3) as s:
+            await asyncio.gather(*(s.commit(f"g{i}", {TP: i}) for i in range(20)))
+            await s.commit("g", {TP: OffsetAndMetadata(5, "m")})
+            assert await s.fetch("g") == {TP: OffsetAndMetadata(5, "m")}
+            assert await s.committed("g3", TP) == OffsetAndMetadata(3)
+            assert len(await s.groups()) == 21
+            await s.delete_group("g")
+            assert await s.fetch("g") == {}
+            with pytest.raises(InvalidCommitError):
+                await s.commit("g", {TP: -1})
+        assert s.closed
+        with pytest.raises(StoreClosedError):
+            await s.commit("g", {TP: 1})
+        async with await AsyncOffsetStore.open(store_dir) as s:
+            assert await s.committed("g7", TP) == OffsetAndMetadata(7)
+
+    asyncio.run(main())
+
+
+def test_commit_does_not_block_the_loop(store_dir):
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        async with await AsyncOffsetStore.open(store_dir, partitions=1) as s:
+            t = asyncio.create_task(ticker())
+            for i in range(50):
+                await s.commit("g", {TP: i})
+            t.cancel()
+        assert ticks >= 50  # the loop kept running while commits waited on fsync
+
+    asyncio.run(main())

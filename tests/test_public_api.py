@@ -1,0 +1,43 @@
+"""Every name of the public contract (shared/SPEC.md) is importable and has its shape."""
+
+import inspect
+
+import offsetlog
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
+from offsetlog import errors
+
+
+def test_exports():
+    for name in offsetlog.__all__:
+        assert hasattr(offsetlog, name), name
+    from offsetlog.aio import AsyncOffsetStore  # noqa: F401
+    from offsetlog.partitioner import partition_for  # noqa: F401
+
+
+def test_value_types():
+    tp = TopicPartition("t", 1)
+    assert tp == ("t", 1) and hash(tp) == hash(("t", 1))
+    assert sorted([TopicPartition("b", 0), TopicPartition("a", 2), TopicPartition("a", 1)]) == [
+        ("a", 1), ("a", 2), ("b", 0)]
+    assert OffsetAndMetadata(5) == (5, "", None)
+
+
+def test_store_signatures():
+    params = inspect.signature(OffsetStore.open).parameters
+    for name in ("partitions", "fsync", "retention_ms", "segment_bytes", "clock"):
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+    commit = inspect.signature(OffsetStore.commit_sync).parameters
+    for name in ("generation_id", "member_id", "group_instance_id", "timeout"):
+        assert commit[name].kind is inspect.Parameter.KEYWORD_ONLY
+    assert "callback" in inspect.signature(OffsetStore.commit_async).parameters
+    for method in ("fetch", "committed", "groups", "delete_offsets", "delete_group",
+                   "expire_offsets", "flush", "close"):
+        assert callable(getattr(OffsetStore, method))
+
+
+def test_error_names():
+    for name in ("IllegalGenerationError", "UnknownMemberIdError", "RebalanceInProgressError",
+                 "FencedInstanceIdError", "OffsetMetadataTooLargeError",
+                 "CoordinatorLoadInProgressError", "InvalidGroupIdError", "StoreClosedError",
+                 "CorruptLogError", "StoreFailedError", "StoreLockedError"):
+        assert issubclass(getattr(errors, name), errors.OffsetlogError), name

@@ -1,0 +1,107 @@
+import pytest
+
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
+from offsetlog.errors import (IllegalGenerationError, InvalidCommitError, InvalidGroupIdError,
+                              InvalidTopicError, OffsetlogError, OffsetMetadataTooLargeError,
+                              UnknownMemberIdError)
+from offsetlog.validation import utf16_length
+
+TP = TopicPartition("t", 0)
+
+
+@pytest.fixture
+def store(store_dir, clock):
+    with OffsetStore.open(store_dir, partitions=3, clock=clock) as s:
+        yield s
+
+
+def assert_nothing_written(store):
+    assert store.groups() == []
+    assert all(p["next_offset"] == 0 for p in store.stats())
+
+
+@pytest.mark.parametrize("group", ["", None, 5, b"g"])
+def test_bad_group_id(store, group):
+    with pytest.raises(InvalidGroupIdError):
+        store.commit_sync(group, {TP: 1})
+    assert_nothing_written(store)
+
+
+@pytest.mark.parametrize("offsets,error", [
+    ({("t", 0): 1}, InvalidCommitError),  # a plain tuple is not a TopicPartition
+    ({"t": 1}, InvalidCommitError),
+    ({TopicPartition("", 0): 1}, InvalidTopicError),
+    ({TopicPartition(5, 0): 1}, InvalidTopicError),
+    ({TopicPartition("t", -1): 1}, InvalidCommitError),
+    ({TopicPartition("t", True): 1}, InvalidCommitError),
+    ({TP: -1}, InvalidCommitError),
+    ({TP: 1.0}, InvalidCommitError),
+    ({TP: True}, InvalidCommitError),
+    ({TP: "5"}, InvalidCommitError),
+    ({TP: OffsetAndMetadata(-2)}, InvalidCommitError),
+    ({TP: OffsetAndMetadata(1, 5)}, InvalidCommitError),
+    ({TP: OffsetAndMetadata(1, "", -7)}, InvalidCommitError),
+    ({TP: OffsetAndMetadata(1, "", "3")}, InvalidCommitError),
+    ([(TP, 1)], InvalidCommitError),
+])
+def test_bad_offsets_are_rejected_and_write_nothing(store, offsets, error):
+    with pytest.raises(error):
+        store.commit_sync("g", offsets)
+    with pytest.raises(error):
+        store.commit_async("g", offsets)
+    assert_nothing_written(store)
+
+
+def test_one_bad_offset_rejects_the_whole_call(store):
+    offsets = {TopicPartition("t", i): i for i in range(10)}
+    offsets[TopicPartition("t", 10)] = -1
+    with pytest.raises(InvalidCommitError):
+        store.commit_sync("g", offsets)
+    assert_nothing_written(store)
+
+
+def test_metadata_limit_counts_utf16_units(store):
+    store.commit_sync("g", {TP: OffsetAndMetadata(1, "a" * 4096)})
+    assert store.committed("g", TP).metadata == "a" * 4096
+    # 2048 emoji are 4096 UTF-16 units: at the limit. One more ASCII char is over.
+    store.commit_sync("g", {TP: OffsetAndMetadata(2, "😀" * 2048)})
+    with pytest.raises(OffsetMetadataTooLargeError) as e:
+        store.commit_sync("g", {TP: OffsetAndMetadata(3, "😀" * 2048 + "a")})
+    assert (e.value.length, e.value.limit, e.value.code) == (4097, 4096, 12)
+    with pytest.raises(OffsetMetadataTooLargeError):
+        store.commit_sync("g", {TP: OffsetAndMetadata(3, "a" * 4097)})
+    assert store.committed("g", TP).offset == 2
+
+
+def test_utf16_length():
+    assert utf16_length("abc") == 3
+    assert utf16_length("é") == 1
+    assert utf16_length("😀") == 2
+
+
+def test_errors_share_one_root_and_carry_kafka_codes():
+    assert issubclass(InvalidCommitError, OffsetlogError)
+    assert issubclass(InvalidCommitError, ValueError)
+    assert InvalidGroupIdError.code == 24
+    assert IllegalGenerationError.code == 22
+
+
+def test_standalone_groups_accept_only_generation_minus_one(store):
+    with pytest.raises(IllegalGenerationError):
+        store.commit_sync("g", {TP: 1}, generation_id=3, member_id="m")
+    with pytest.raises(UnknownMemberIdError):
+        store.commit_sync("g", {TP: 1}, member_id="m")
+    with pytest.raises(UnknownMemberIdError):
+        store.commit_sync("g", {TP: 1}, group_instance_id="i")
+    assert_nothing_written(store)
+
+
+def test_empty_commit_is_a_no_op(store):
+    store.commit_sync("g", {})
+    assert store.commit_async("g", {}).result(timeout=5) is None
+    assert_nothing_written(store)
+
+
+def test_leader_epoch_minus_one_means_none(store):
+    store.commit_sync("g", {TP: OffsetAndMetadata(5, "", -1)})
+    assert store.committed("g", TP) == OffsetAndMetadata(5, "", None)
