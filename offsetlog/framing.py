@@ -171,12 +171,18 @@ class BatchReader:
         self.end = start
         self.stop: Problem | None = None
         self.problems: list[Problem] = []
+        self.batches = 0  # counted by decoded_chunks
+        self.records = 0
 
-    def __iter__(self) -> Iterator[Batch]:
+    def raw(self) -> Iterator[tuple[int, int, tuple]]:
+        """``(position, end, header_fields)`` of each valid batch.
+
+        ``header_fields`` is ``BATCH_HEADER.unpack`` of the header; the payload is
+        ``buffer[position + HEADER_SIZE:end]``.
+        """
         mv, pos, end = self._data, self._start, self._endpos
         unpack, crc32 = _unpack_header, _crc32
         while pos < end:
-            # Fast path inline; anything unusual goes through _check for a precise reason.
             if end - pos >= HEADER_SIZE:
                 h = unpack(mv, pos)
                 stop = pos + LENGTH_SIZE + h[0]
@@ -185,21 +191,93 @@ class BatchReader:
                         and h[5] >= h[6] - 1 and h[4] >= self.min_offset
                         and crc32(mv[pos + CRC_START:stop]) == h[1]):
                     self.min_offset = h[4] + h[5] + 1
-                    yield Batch(pos, stop - pos, h[4], h[5], h[6], h[7], h[3], h[8], h[9],
-                                mv[pos + HEADER_SIZE:stop])
-                    pos = stop
-                    self.end = pos
+                    yield pos, stop, h
+                    pos = self.end = stop
                     continue
-            reason, _ = _check(self._bytes, pos, end, self.min_offset)
-            if reason is None:  # pragma: no cover - the fast path accepts every valid batch
-                raise AssertionError("fast path rejected a valid batch")
-            resume = _find_next_valid(self._bytes, pos, end, self.min_offset)
-            problem = Problem(pos, reason, resume is None, resume)
-            if resume is None or not self._salvage:
-                self.stop = problem
+            pos = self._bad_batch(pos)
+            if pos is None:
                 return
-            self.problems.append(problem)
-            pos = resume
+
+    def decoded_chunks(self, chunk_size: int = 512) -> Iterator[list[tuple]]:
+        """Valid batches, decoded, in lists of up to ``chunk_size`` tuples
+        ``(base_offset, records, attributes, producer_id, producer_epoch)``: the shape
+        ``OffsetTable.apply_batches`` takes.
+
+        The same checks as ``raw``, fused with decoding into one loop: recovery spends its
+        time here, and a generator step per batch cost a third of replay speed (measured).
+        Raises ``ValueError``/``msgpack`` errors for a payload that passes its CRC but does
+        not decode, with ``self.end`` at that batch.
+        """
+        mv, pos, end = self._data, self._start, self._endpos
+        unpack, crc32, unpackb = _unpack_header, _crc32, msgpack.unpackb
+        # Constants as locals: a global lookup per check per batch is measurable here.
+        hsize, lsize, cstart, magic = HEADER_SIZE, LENGTH_SIZE, CRC_START, MAGIC
+        min_len, max_len, unknown_bits = HEADER_AFTER_LENGTH, MAX_BATCH_BYTES, ~Attribute.KNOWN
+        min_offset = self.min_offset
+        chunk: list = []
+        append = chunk.append
+        batches = records = 0
+        while pos < end:
+            if end - pos >= hsize:
+                h = unpack(mv, pos)
+                stop = pos + lsize + h[0]
+                if (min_len <= h[0] <= max_len and stop <= end and h[2] == magic
+                        and not h[3] & unknown_bits and h[6] > 0 and h[5] >= h[6] - 1
+                        and h[4] >= min_offset and crc32(mv[pos + cstart:stop]) == h[1]):
+                    try:
+                        append((h[4], unpackb(mv[pos + hsize:stop]), h[3], h[8], h[9]))
+                    except Exception:
+                        self.end, self.min_offset = pos, min_offset
+                        raise
+                    min_offset = h[4] + h[5] + 1
+                    batches += 1
+                    records += h[6]
+                    pos = stop
+                    if len(chunk) >= chunk_size:
+                        self.min_offset, self.end = min_offset, pos
+                        self.batches += batches
+                        self.records += records
+                        batches = records = 0
+                        yield chunk
+                        chunk = []
+                        append = chunk.append
+                    continue
+            self.min_offset, self.end = min_offset, pos
+            self.batches += batches
+            self.records += records
+            batches = records = 0
+            if chunk:
+                yield chunk
+                chunk = []
+                append = chunk.append
+            pos = self._bad_batch(pos)
+            if pos is None:
+                return
+            min_offset = self.min_offset
+        self.min_offset, self.end = min_offset, pos
+        self.batches += batches
+        self.records += records
+        if chunk:
+            yield chunk
+
+    def _bad_batch(self, pos: int) -> int | None:
+        """Classify the invalid batch at ``pos``: where to resume (salvage), or None to stop."""
+        reason, _ = _check(self._bytes, pos, self._endpos, self.min_offset)
+        if reason is None:  # pragma: no cover - the fast paths accept every valid batch
+            raise AssertionError("fast path rejected a valid batch")
+        resume = _find_next_valid(self._bytes, pos, self._endpos, self.min_offset)
+        problem = Problem(pos, reason, resume is None, resume)
+        if resume is None or not self._salvage:
+            self.stop = problem
+            return None
+        self.problems.append(problem)
+        return resume
+
+    def __iter__(self) -> Iterator[Batch]:
+        mv = self._data
+        for pos, stop, h in self.raw():
+            yield Batch(pos, stop - pos, h[4], h[5], h[6], h[7], h[3], h[8], h[9],
+                        mv[pos + HEADER_SIZE:stop])
 
 
 def read_batches(f, *, on_corruption: Callable[[int, int, str], None] | None = None,

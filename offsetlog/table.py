@@ -41,35 +41,48 @@ class OffsetTable:
         self.next_offset = 0
         self.records_applied = 0
 
-    def apply_batch(self, base_offset: int, records: tuple | list, attributes: int = 0,
-                    producer_id: int = -1, producer_epoch: int = -1) -> None:
-        """Apply one batch's records, in order. The single entry point for state changes."""
-        if attributes:
-            # Transactional and control batches arrive with transactions (issue 5); until this
-            # code knows how to apply them, refusing is the only safe answer.
-            raise UnsupportedVersionError(
-                f"batch at offset {base_offset} has attributes {attributes:#x} "
-                "(transactions), which this version cannot apply")
+    def apply_batches(self, batches) -> None:
+        """Apply batches in order: the single entry point for state changes.
+
+        :param batches: iterable of ``(base_offset, records, attributes, producer_id,
+            producer_epoch)``; the live path passes one group-commit round, recovery a chunk
+            of a segment (one call per many batches keeps replay close to a bare loop).
+        """
         offsets = self.offsets
         intern = sys.intern
-        for delta, rtype, version, key, value in records:
-            if rtype == OFFSET_COMMIT and version == 0:
-                group = key["group"]
-                tp = (intern(key["topic"]), key["partition"])
-                g = offsets.get(group)
-                if value is None:
-                    if g is not None and g.pop(tp, None) is not None and not g:
-                        del offsets[group]
+        count = 0
+        for base_offset, records, attributes, producer_id, producer_epoch in batches:
+            if attributes:
+                # Transactional and control batches arrive with transactions; until this
+                # code knows how to apply them, refusing is the only safe answer.
+                raise UnsupportedVersionError(
+                    f"batch at offset {base_offset} has attributes {attributes:#x} "
+                    "(transactions), which this version cannot apply")
+            for delta, rtype, version, key, value in records:
+                if rtype == OFFSET_COMMIT and version == 0:
+                    group = key["group"]
+                    tp = (intern(key["topic"]), key["partition"])
+                    g = offsets.get(group)
+                    if value is None:
+                        if g is not None and g.pop(tp, None) is not None and not g:
+                            del offsets[group]
+                    else:
+                        if g is None:
+                            g = offsets[group] = {}
+                        g[tp] = (value["offset"], value.get("metadata", ""),
+                                 value.get("leader_epoch"), value["commit_timestamp"],
+                                 value.get("expire_timestamp"))
                 else:
-                    if g is None:
-                        g = offsets[group] = {}
-                    g[tp] = (value["offset"], value.get("metadata", ""),
-                             value.get("leader_epoch"), value["commit_timestamp"],
-                             value.get("expire_timestamp"))
-            else:
-                self._apply_other(base_offset + delta, rtype, version, key, value)
-        self.next_offset = base_offset + records[-1][0] + 1
-        self.records_applied += len(records)
+                    self._apply_other(base_offset + delta, rtype, version, key, value)
+            count += len(records)
+        if count:
+            self.next_offset = base_offset + records[-1][0] + 1
+            self.records_applied += count
+
+    def apply_batch(self, base_offset: int, records, attributes: int = 0,
+                    producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Apply one batch (``apply_batches`` of one)."""
+        self.apply_batches(((base_offset, records, attributes, producer_id, producer_epoch),))
 
     def apply(self, log_offset: int, record: Record) -> None:
         """Apply a single record found at ``log_offset`` (a batch of one)."""

@@ -53,6 +53,13 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
             f"not {type(offsets).__name__}")
     out = []
     for tp, value in offsets.items():
+        # Fast path for the common shape {TopicPartition(str, int): int}; anything else takes
+        # the full checks below, which also produce the error messages.
+        if type(tp) is TopicPartition and type(value) is int and value >= 0:
+            topic, partition = tp
+            if type(topic) is str and topic and type(partition) is int and partition >= 0:
+                out.append((topic, partition, value, "", None))
+                continue
         check_partition(tp)
         if isinstance(value, OffsetAndMetadata):
             offset, metadata, epoch = value

@@ -229,10 +229,8 @@ class GroupCommitter:
                 for item in group:
                     item.error = failed
             else:
-                apply = part.table.apply_batch
-                for item in group:
-                    if item.records:
-                        apply(item.base_offset, item.records)
+                part.table.apply_batches([(item.base_offset, item.records, 0, -1, -1)
+                                          for item in group if item.records])
             for item in group:
                 item.done = True
             return group

@@ -44,7 +44,7 @@ def scan(path: str, *, salvage: bool = True, tables: bool = False,
     for p, directory in naming.list_partition_dirs(path):
         table = OffsetTable() if tables else None
         report.partitions[p] = recover_partition(
-            directory, p, apply_batch=table.apply_batch if table is not None else None, repair=False,
+            directory, p, apply_batches=table.apply_batches if table is not None else None, repair=False,
             salvage=salvage, progress=progress)
         if table is not None:
             out[p] = table

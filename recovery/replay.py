@@ -20,19 +20,36 @@ from recovery.report import DroppedRange, PartitionRecovery
 
 log = logging.getLogger("offsetlog.recovery")
 
-#: apply_batch(base_offset, records, attributes, producer_id, producer_epoch)
-ApplyBatch = Callable[[int, tuple, int, int, int], None]
+#: apply_batches([(base_offset, records, attributes, producer_id, producer_epoch), ...])
+ApplyBatches = Callable[[list], None]
+
+#: batches handed to apply_batches at once: large enough to amortise the call, small enough
+#: that decoded records do not pile up in memory
+CHUNK = 512
 
 
-def recover_partition(directory: str, partition: int, *, apply_batch: ApplyBatch | None,
-                      repair: bool = True, salvage: bool = False,
-                      progress: Callable[[int], None] | None = None) -> PartitionRecovery:
-    """Read every segment of one partition, handing each valid batch to ``apply_batch``.
+def check_limit(path: str, position: int, last_offset: int, limit: int | None) -> None:
+    if limit is not None and last_offset >= limit:
+        raise CorruptLogError(path, position, f"batch reaches offset {last_offset}, past the "
+                                              f"next segment's base offset {limit}")
+
+
+def recover_partition(directory: str, partition: int, *,
+                      apply_batches: ApplyBatches | None = None, repair: bool = True,
+                      salvage: bool = False, progress: Callable[[int], None] | None = None,
+                      apply_batch=None) -> PartitionRecovery:
+    """Read every segment of one partition, handing valid batches, in order and in chunks,
+    to ``apply_batches`` (``OffsetTable.apply_batches``; ``apply_batch`` takes one at a time).
 
     :param repair: truncate a torn tail on disk (False for read-only tools)
     :param salvage: skip corrupt regions (reported in ``skipped``) instead of raising
     :param progress: called with the byte size of each segment once it has been read
     """
+    if apply_batch is not None:
+        def apply_batches(chunk, _one=apply_batch):
+            for batch in chunk:
+                _one(*batch)
+    apply = apply_batches
     result = PartitionRecovery(partition=partition, directory=directory)
     segments = naming.list_segments(directory)
     result.segments = segments
@@ -46,21 +63,20 @@ def recover_partition(directory: str, partition: int, *, apply_batch: ApplyBatch
         data = segment.read_file(path)
         result.bytes_read += len(data)
         reader = BatchReader(data, salvage=salvage, min_offset=base)
-        for batch in reader:
-            if limit is not None and batch.last_offset >= limit:
-                raise CorruptLogError(path, batch.position,
-                                      f"batch reaches offset {batch.last_offset}, past the next "
-                                      f"segment's base offset {limit}")
-            if apply_batch is not None:
-                try:
-                    records = batch.records()
-                except (ValueError, msgpack.UnpackException, TypeError) as e:
-                    raise CorruptLogError(path, batch.position,
-                                          f"undecodable payload ({e})") from None
-                apply_batch(batch.base_offset, records, batch.attributes, batch.producer_id,
-                            batch.producer_epoch)
-            result.batches += 1
-            result.records += batch.record_count
+        if apply is None:
+            for pos, stop, h in reader.raw():
+                check_limit(path, pos, h[4] + h[5], limit)
+                result.batches += 1
+                result.records += h[6]
+        else:
+            try:
+                for chunk in reader.decoded_chunks(CHUNK):
+                    check_limit(path, reader.end, chunk[-1][0] + chunk[-1][1][-1][0], limit)
+                    apply(chunk)
+            except (ValueError, msgpack.UnpackException, TypeError) as e:
+                raise CorruptLogError(path, reader.end, f"undecodable payload ({e})") from None
+            result.batches += reader.batches
+            result.records += reader.records
         for p in reader.problems:
             dropped = DroppedRange(path, p.position, p.dropped or 0, p.reason)
             log.warning("salvage: skipped corrupt region %s", dropped)
