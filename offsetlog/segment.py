@@ -17,7 +17,10 @@ _fsync = os.fsync
 
 
 def write_all(fd: int, data) -> None:
-    view = memoryview(data)
+    n = _write(fd, data)
+    if n == len(data):  # the usual case: one call, no copying
+        return
+    view = memoryview(data)[n:]
     while view:
         n = _write(fd, view)
         view = view[n:]

@@ -69,7 +69,7 @@ class PartitionWriter:
     """The queue, table and log of one log partition."""
 
     __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
-                 "sync_waiters")
+                 "sync_waiters", "async_scheduled")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -80,6 +80,8 @@ class PartitionWriter:
         self.queue: deque[Pending] = deque()
         self.leader_active = False
         self.sync_waiters = 0  # synchronous committers waiting on cond
+        #: handed to the async thread and not yet found empty by it: no need to wake it again
+        self.async_scheduled = False
 
 
 class GroupCommitter:
@@ -153,8 +155,9 @@ class GroupCommitter:
         with part.lock:
             self.check_usable()
             part.queue.append(item)
-            if part.leader_active:
-                return  # the active leader hands on whatever is queued when it finishes
+            if part.leader_active or part.async_scheduled:
+                return  # whoever leads next takes it; waking the thread per call is costly
+            part.async_scheduled = True
         self._wake_async(part)
 
     def _wake_async(self, part: PartitionWriter) -> None:
@@ -237,9 +240,10 @@ class GroupCommitter:
         finally:
             part.leader_active = False
             part.cond.notify_all()
-            if part.queue and not part.sync_waiters:
+            if part.queue and not part.sync_waiters and not part.async_scheduled:
                 # Only async work is left: hand it to the async thread (lock order is always
                 # partition lock, then _async_cv).
+                part.async_scheduled = True
                 self._wake_async(part)
 
     def _poison(self, error: BaseException) -> None:
@@ -274,6 +278,8 @@ class GroupCommitter:
                 while True:
                     with part.lock:
                         if not part.queue or part.leader_active:
+                            # Empty, or an active leader will hand on what is left.
+                            part.async_scheduled = False
                             break
                         group = self._lead(part)
                     self._complete(group)

@@ -242,3 +242,16 @@ def test_log_offsets_are_never_reused_after_reopen(store_dir):
         assert s.stats()[0]["next_offset"] == 2
         s.commit_sync("g", {TP0: 2})
         assert s.stats()[0]["next_offset"] == 3
+
+
+def test_open_restores_the_callers_gc_setting(store_dir):
+    import gc
+    assert gc.isenabled()
+    open_store(store_dir).close()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        open_store(store_dir).close()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
