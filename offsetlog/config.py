@@ -35,6 +35,13 @@ class StoreConfig:
     #: bytes one group-commit write may carry; LevelDB caps its merged batches the same way so
     #: one huge write cannot stall small committers behind it
     max_group_commit_bytes: int = 4 * 1024 * 1024
+    #: ms a tombstone is kept after the cleaner first sees it (log.cleaner.delete.retention.ms)
+    delete_retention_ms: int = 24 * 3600 * 1000
+    #: dirty bytes / all bytes above which the background cleaner cleans a partition
+    #: (log.cleaner.min.cleanable.ratio)
+    min_cleanable_dirty_ratio: float = 0.5
+    #: ms between the background cleaner's checks; 0 turns it off (log.cleaner.backoff.ms)
+    cleaner_backoff_ms: int = 15_000
     #: longest metadata string, in UTF-16 code units (offset.metadata.max.bytes)
     metadata_max_bytes: int = 4096
     #: callable returning epoch ms; every timestamp the store writes comes from it
@@ -54,5 +61,10 @@ class StoreConfig:
         positive_int("segment_bytes", self.segment_bytes, 1024)
         positive_int("max_group_commit_bytes", self.max_group_commit_bytes, 1024)
         positive_int("metadata_max_bytes", self.metadata_max_bytes, 0)
+        positive_int("delete_retention_ms", self.delete_retention_ms, 0)
+        positive_int("cleaner_backoff_ms", self.cleaner_backoff_ms, 0)
+        if not isinstance(self.min_cleanable_dirty_ratio, (int, float)) or not (
+                0.0 <= self.min_cleanable_dirty_ratio <= 1.0):
+            raise StoreConfigError("min_cleanable_dirty_ratio must be within [0, 1]")
         if not callable(self.clock):
             raise StoreConfigError("clock must be a callable returning epoch milliseconds")

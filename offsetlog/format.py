@@ -36,7 +36,12 @@ class Attribute:
 
     TRANSACTIONAL = 0x01  # records belong to producer_id/producer_epoch's open transaction
     CONTROL = 0x02  # the batch holds one transaction marker, not data
-    KNOWN = TRANSACTIONAL | CONTROL
+    #: written by the cleaner: ``timestamp`` holds the delete horizon, the time from which a
+    #: cleaning may drop this batch's tombstones (first cleaned + delete_retention_ms, KIP-534)
+    DELETE_HORIZON = 0x04
+    KNOWN = TRANSACTIONAL | CONTROL | DELETE_HORIZON
+    #: bits that change what the records mean; this version applies none of them yet
+    SEMANTIC = TRANSACTIONAL | CONTROL
 
 
 NO_PRODUCER_ID = -1
@@ -55,6 +60,8 @@ class RecordType(IntEnum):
 # Directory and file naming: see offsetlog.naming.
 PARTITION_DIR_PREFIX = "__consumer_offsets-"
 SEGMENT_SUFFIX = ".log"
+CLEANED_SUFFIX = ".cleaned"  # a cleaner's output being written; discarded by recovery
+SWAP_SUFFIX = ".swap"  # a cleaner's finished output; recovery completes the swap
 SEGMENT_NAME_DIGITS = 20
 META_FILE = "meta.json"
 LOCK_FILE = "LOCK"

@@ -23,6 +23,11 @@ class PartitionLog:
         self.next_offset = next_offset
         self._active: SegmentFile | None = None
         self.dirty = False  # written since the last sync
+        #: bytes that the last cleaning left (its output); everything else is "dirty".
+        #: Not persisted: after a reopen the whole log counts as dirty until cleaned once.
+        self.clean_bytes = 0
+        self.last_cleaned_ms: int | None = None
+        self.uncleanable: str | None = None  # why cleaning failed, if it did
 
     def _open_active(self) -> SegmentFile:
         if self.segments:
@@ -56,6 +61,29 @@ class PartitionLog:
         if self.dirty and self._active is not None:
             self._active.sync()
             self.dirty = False
+
+    @property
+    def active_base(self) -> int | None:
+        return self.segments[-1][0] if self.segments else None
+
+    def dirty_ratio(self) -> float:
+        """Dirty bytes over cleanable bytes, both counted in closed segments only (as Kafka
+        does): the active segment can never be cleaned, so counting it would keep a freshly
+        cleaned, small log permanently "dirty"."""
+        closed = 0
+        for _, path in self.segments[:-1]:
+            try:
+                closed += os.path.getsize(path)
+            except FileNotFoundError:
+                pass
+        return 0.0 if not closed else max(0, closed - self.clean_bytes) / closed
+
+    def replace_segments(self, segments: list[tuple[int, str]]) -> None:
+        """Adopt the directory's segment list after a cleaner swap (writer paused)."""
+        active = self.segments[-1] if self.segments else None
+        if active is not None and (not segments or segments[-1] != active):
+            raise AssertionError("a cleaner swap must never touch the active segment")
+        self.segments = list(segments)
 
     def size_bytes(self) -> int:
         total = 0

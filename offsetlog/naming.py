@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import re
 
-from offsetlog.format import (LOCK_FILE, META_FILE, PARTITION_DIR_PREFIX, SEGMENT_NAME_DIGITS,
-                              SEGMENT_SUFFIX)
+from offsetlog.format import (CLEANED_SUFFIX, LOCK_FILE, META_FILE, PARTITION_DIR_PREFIX,
+                              SEGMENT_NAME_DIGITS, SEGMENT_SUFFIX, SWAP_SUFFIX)
 
 _SEGMENT_RE = re.compile(r"^(\d{%d})\.log$" % SEGMENT_NAME_DIGITS)
 _PARTITION_RE = re.compile(r"^__consumer_offsets-(\d+)$")
+_SWAP_RE = re.compile(r"^(\d{%d})\.(\d{%d})\.swap$" % (SEGMENT_NAME_DIGITS, SEGMENT_NAME_DIGITS))
+_CLEANED_RE = re.compile(r"^(\d{%d})\.log\.cleaned$" % SEGMENT_NAME_DIGITS)
 
 
 def partition_dir(root: str, partition: int) -> str:
@@ -28,6 +30,45 @@ def parse_segment_name(name: str) -> int | None:
     """Base offset of a segment file name, or None if ``name`` is not a segment."""
     m = _SEGMENT_RE.match(name)
     return int(m.group(1)) if m else None
+
+
+def cleaned_path(directory: str, base_offset: int) -> str:
+    """Where the cleaner writes the output that will replace segments from ``base_offset``."""
+    return os.path.join(directory, segment_name(base_offset) + CLEANED_SUFFIX)
+
+
+def swap_path(directory: str, base_offset: int, end_offset: int) -> str:
+    """A finished cleaner output replacing every segment whose base is in [base, end)."""
+    return os.path.join(directory, f"{base_offset:0{SEGMENT_NAME_DIGITS}d}."
+                                   f"{end_offset:0{SEGMENT_NAME_DIGITS}d}{SWAP_SUFFIX}")
+
+
+def parse_swap_name(name: str) -> tuple[int, int] | None:
+    m = _SWAP_RE.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def list_swaps(directory: str) -> list[tuple[int, int, str]]:
+    """(base, end, path) of every swap file, by base."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in names:
+        r = parse_swap_name(name)
+        if r is not None:
+            out.append((r[0], r[1], os.path.join(directory, name)))
+    out.sort()
+    return out
+
+
+def list_cleaned(directory: str) -> list[str]:
+    try:
+        return sorted(os.path.join(directory, n) for n in os.listdir(directory)
+                      if _CLEANED_RE.match(n))
+    except FileNotFoundError:
+        return []
 
 
 def parse_partition_dir(name: str) -> int | None:

@@ -36,6 +36,7 @@ from offsetlog.table import OffsetTable
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_offsets, check_partition_list
 from offsetlog.writer import GroupCommitter, PartitionWriter, Pending
+from compaction.cleaner import CleanResult, clean_partition
 from recovery.replay import recover_partition
 from recovery.report import RecoveryReport
 
@@ -85,6 +86,12 @@ class OffsetStore:
             self._retention_thread = threading.Thread(
                 target=self._retention_loop, name="offsetlog-retention", daemon=True)
             self._retention_thread.start()
+        self._clean_locks = [threading.Lock() for _ in _parts]  # one cleaning per partition
+        self._cleaner_thread: threading.Thread | None = None
+        if config.cleaner_backoff_ms:
+            self._cleaner_thread = threading.Thread(
+                target=self._cleaner_loop, name="offsetlog-cleaner", daemon=True)
+            self._cleaner_thread.start()
 
     # -- opening -------------------------------------------------------------------------
 
@@ -95,7 +102,9 @@ class OffsetStore:
              retention_check_interval_ms: int = 600_000,
              segment_bytes: int = 100 * 1024 * 1024, clock: Callable[[], int] | None = None,
              max_group_commit_bytes: int = 4 * 1024 * 1024,
-             metadata_max_bytes: int = 4096) -> "OffsetStore":
+             metadata_max_bytes: int = 4096, delete_retention_ms: int = 24 * 3600 * 1000,
+             min_cleanable_dirty_ratio: float = 0.5,
+             cleaner_backoff_ms: int = 15_000) -> "OffsetStore":
         """Open (creating if needed) the store in directory ``path`` and recover it.
 
         :param partitions: log partitions; fixed at creation. ``None`` means the stored count,
@@ -115,7 +124,10 @@ class OffsetStore:
                              segment_bytes=segment_bytes,
                              clock=clock if clock is not None else system_clock_ms,
                              max_group_commit_bytes=max_group_commit_bytes,
-                             metadata_max_bytes=metadata_max_bytes)
+                             metadata_max_bytes=metadata_max_bytes,
+                             delete_retention_ms=delete_retention_ms,
+                             min_cleanable_dirty_ratio=min_cleanable_dirty_ratio,
+                             cleaner_backoff_ms=cleaner_backoff_ms)
         if not os.path.isdir(path):
             os.makedirs(path, exist_ok=True)
             segment.fsync_dir(os.path.dirname(path))
@@ -330,6 +342,68 @@ class OffsetStore:
             except Exception:
                 log.exception("%s: retention pass failed", self.path)
 
+    # -- compaction ------------------------------------------------------------------------
+
+    def compact(self, partitions: Iterable[int] | None = None, *,
+                now_ms: int | None = None) -> list[CleanResult]:
+        """Clean the closed segments of every (or the given) log partition now.
+
+        Commits continue meanwhile; they pause only for the renames of each swap.
+
+        :return: one ``CleanResult`` per partition that had closed segments
+        """
+        self._check_open()
+        now = self._clock() if now_ms is None else now_ms
+        wanted = range(self._partitions) if partitions is None else partitions
+        results = []
+        for p in wanted:
+            r = self._clean(self._parts[p], now)
+            if r is not None:
+                results.append(r)
+        return results
+
+    def _clean(self, part: PartitionWriter, now: int) -> CleanResult | None:
+        plog = part.log
+        with self._clean_locks[part.index]:
+            with part.lock:
+                active_base = plog.active_base
+            if active_base is None or len(plog.segments) < 2:
+                return None
+            try:
+                result = clean_partition(
+                    plog.directory, part.index, active_base=active_base, now_ms=now,
+                    delete_retention_ms=self.config.delete_retention_ms,
+                    segment_bytes=self.config.segment_bytes,
+                    swap_lock=lambda: self._writer.exclusive(part),
+                    on_swapped=plog.replace_segments, fault_hook=self._cleaner_fault_hook)
+            except Exception as e:
+                plog.uncleanable = f"{type(e).__name__}: {e}"
+                log.error("%s: log partition %d marked uncleanable: %s", self.path,
+                          part.index, plog.uncleanable)
+                raise
+            plog.clean_bytes = sum(os.path.getsize(p) for b, p in plog.segments
+                                   if b < active_base)
+            plog.last_cleaned_ms = now
+            plog.uncleanable = None
+            return result
+
+    #: tests set this to a callable(step) to crash a cleaning at a chosen step
+    _cleaner_fault_hook = None
+
+    def _cleaner_loop(self) -> None:
+        interval = self.config.cleaner_backoff_ms / 1000.0
+        while not self._retention_stop.wait(interval):
+            for part in self._parts:
+                if self._closed:
+                    return
+                plog = part.log
+                if (plog.uncleanable is None and len(plog.segments) >= 2
+                        and plog.dirty_ratio() > self.config.min_cleanable_dirty_ratio):
+                    try:
+                        self._clean(part, self._clock())
+                    except Exception:
+                        pass  # logged and marked uncleanable; the other partitions go on
+
     # -- durability and lifecycle ----------------------------------------------------------
 
     def flush(self) -> None:
@@ -350,9 +424,9 @@ class OffsetStore:
                 return
             self._closed = True
         self._retention_stop.set()
-        if (self._retention_thread is not None
-                and self._retention_thread is not threading.current_thread()):
-            self._retention_thread.join()
+        for t in (self._retention_thread, self._cleaner_thread):
+            if t is not None and t is not threading.current_thread():
+                t.join()
         try:
             self._writer.drain()
             if self._writer.failure is None:
@@ -384,15 +458,20 @@ class OffsetStore:
         return partition_for(check_group_id(group_id), self._partitions)
 
     def stats(self) -> list[dict]:
-        """Per log partition: keys, groups, next log offset, bytes on disk, segments."""
+        """Per log partition: keys, groups, next log offset, segments, bytes on disk, dirty
+        ratio, when it was last cleaned (epoch ms or None) and why it is uncleanable (or None).
+        """
         self._check_open()
         out = []
         for part in self._parts:
+            plog = part.log
             with part.lock:
                 out.append({"partition": part.index, "keys": len(part.table),
                             "groups": len(part.table.groups()),
-                            "next_offset": part.log.next_offset,
-                            "segments": len(part.log.segments), "bytes": part.log.size_bytes()})
+                            "next_offset": plog.next_offset, "segments": len(plog.segments),
+                            "bytes": plog.size_bytes(), "dirty_ratio": plog.dirty_ratio(),
+                            "last_cleaned_ms": plog.last_cleaned_ms,
+                            "uncleanable": plog.uncleanable})
         return out
 
 

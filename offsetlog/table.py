@@ -21,7 +21,9 @@ import sys
 from typing import Iterator
 
 from offsetlog.errors import UnsupportedVersionError
-from offsetlog.format import RecordType
+from offsetlog.format import Attribute, RecordType
+
+SEMANTIC = Attribute.SEMANTIC
 from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
 
 #: index of each field in a table entry
@@ -52,7 +54,7 @@ class OffsetTable:
         intern = sys.intern
         count = 0
         for base_offset, records, attributes, producer_id, producer_epoch in batches:
-            if attributes:
+            if attributes & SEMANTIC:
                 # Transactional and control batches arrive with transactions; until this
                 # code knows how to apply them, refusing is the only safe answer.
                 raise UnsupportedVersionError(

@@ -24,6 +24,7 @@ the queue, alone in its round, after everything before it has been applied.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -303,26 +304,34 @@ class GroupCommitter:
     def sync_all(self) -> None:
         """fsync every partition written since its last sync, taking each one's leadership."""
         for part in self.partitions:
-            if not part.log.dirty:
+            if not part.log.dirty or self.failure is not None:
                 continue
-            with part.lock:
-                while part.leader_active:
-                    part.cond.wait()
-                if self.failure is not None:
-                    return
-                part.leader_active = True
-                part.lock.release()
-                error = None
+            with self.exclusive(part):  # hands queued work on when it ends, like a leader
                 try:
                     part.log.sync()
                 except OSError as e:
-                    error = e
-                finally:
-                    part.lock.acquire()
-                    part.leader_active = False
-                    part.cond.notify_all()
-                if error is not None:
-                    self._poison(error)
+                    self._poison(e)
+
+    @contextlib.contextmanager
+    def exclusive(self, part: PartitionWriter):
+        """Hold ``part``'s leadership: no commit is written to it until the block exits.
+
+        For work that changes the partition's files under the writer (the cleaner's swap);
+        committers queue meanwhile and are led as soon as it ends.
+        """
+        with part.lock:
+            while part.leader_active:
+                part.cond.wait()
+            part.leader_active = True
+        try:
+            yield
+        finally:
+            with part.lock:
+                part.leader_active = False
+                part.cond.notify_all()
+                if part.queue and not part.sync_waiters and not part.async_scheduled:
+                    part.async_scheduled = True
+                    self._wake_async(part)
 
     def drain(self) -> None:
         """Wait until every partition's queue is empty and no leader is active."""

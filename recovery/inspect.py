@@ -17,6 +17,7 @@ from offsetlog.segment import read_file
 from offsetlog.table import OffsetTable
 from recovery.replay import recover_partition
 from recovery.report import PartitionRecovery, RecoveryReport
+from recovery.swap import plan_swaps
 
 
 def stored_partitions(path: str) -> int:
@@ -56,7 +57,7 @@ def iter_records(path: str, *, partition: int | None = None) -> Iterator[tuple]:
     for p, directory in naming.list_partition_dirs(path):
         if partition is not None and p != partition:
             continue
-        for base, seg in naming.list_segments(directory):
+        for base, seg in plan_swaps(directory).segments:
             reader = BatchReader(read_file(seg), salvage=True, min_offset=base)
             for batch in reader:
                 for record in batch.records():

@@ -17,6 +17,7 @@ from offsetlog import naming, segment
 from offsetlog.errors import CorruptLogError
 from offsetlog.framing import BatchReader
 from recovery.report import DroppedRange, PartitionRecovery
+from recovery.swap import finish_swaps, plan_swaps
 
 log = logging.getLogger("offsetlog.recovery")
 
@@ -51,7 +52,9 @@ def recover_partition(directory: str, partition: int, *,
                 _one(*batch)
     apply = apply_batches
     result = PartitionRecovery(partition=partition, directory=directory)
-    segments = naming.list_segments(directory)
+    # A cleaner's swap interrupted by a crash is finished first (read-only callers only
+    # plan it), so what is read is what the log will be.
+    segments = finish_swaps(directory) if repair else plan_swaps(directory).segments
     result.segments = segments
     min_offset = 0
     for i, (base, path) in enumerate(segments):

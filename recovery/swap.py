@@ -1,0 +1,66 @@
+"""Finishing (or discarding) a cleaner's segment swap that a crash interrupted.
+
+The cleaner (compaction/cleaner.py) replaces segments in four steps, each made durable before
+the next::
+
+    1. write  <base>.log.cleaned      the cleaned records; fsync the file
+    2. rename -> <base>.<end>.swap     fsync the directory: the commit point
+    3. unlink every <b>.log with base <= b < end
+    4. rename <base>.<end>.swap -> <base>.log, fsync the directory
+
+so on open exactly one rule applies per file: a ``.cleaned`` file was never committed and is
+deleted (the old segments are all still there); a ``.swap`` file was committed and the swap is
+completed, whatever of steps 3-4 had happened. Either way the replayed table is unchanged: a
+cleaned segment holds the same latest value per key as the segments it replaces.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from offsetlog import naming, segment
+
+log = logging.getLogger("offsetlog.recovery")
+
+
+@dataclass
+class SwapPlan:
+    #: (base_offset, path) of the segments as they will be once swaps are finished
+    segments: list[tuple[int, str]] = field(default_factory=list)
+    discard: list[str] = field(default_factory=list)  # uncommitted .cleaned files
+    delete: list[str] = field(default_factory=list)  # old segments a committed swap replaces
+    renames: list[tuple[str, str]] = field(default_factory=list)  # swap -> segment
+
+
+def plan_swaps(directory: str) -> SwapPlan:
+    plan = SwapPlan(discard=naming.list_cleaned(directory))
+    segments = naming.list_segments(directory)
+    for base, end, swap in naming.list_swaps(directory):
+        replaced = [(b, p) for b, p in segments if base <= b < end]
+        plan.delete += [p for _, p in replaced]
+        segments = [(b, p) for b, p in segments if not base <= b < end] + [(base, swap)]
+        plan.renames.append((swap, naming.segment_path(directory, base)))
+    segments.sort()
+    plan.segments = segments
+    return plan
+
+
+def finish_swaps(directory: str) -> list[tuple[int, str]]:
+    """Apply the plan on disk; returns the resulting segments."""
+    plan = plan_swaps(directory)
+    if not (plan.discard or plan.renames):
+        return plan.segments
+    for path in plan.discard:
+        log.warning("discarding an unfinished cleaning: %s", path)
+        os.unlink(path)
+    for path in plan.delete:
+        os.unlink(path)
+    final = {}
+    for swap, target in plan.renames:
+        log.warning("completing an interrupted segment swap: %s -> %s", swap, target)
+        os.replace(swap, target)
+        final[swap] = target
+    segment.fsync_dir(directory)
+    return [(b, final.get(p, p)) for b, p in plan.segments]
