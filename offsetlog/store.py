@@ -29,9 +29,10 @@ from offsetlog.config import StoreConfig, system_clock_ms
 from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreConfigError,
                               StoreLockedError, UnknownMemberIdError, UnsupportedVersionError)
 from offsetlog.format import STORE_FORMAT_VERSION
+from offsetlog.group import GroupConfig, GroupCoordinator
+from offsetlog.group_api import GroupRequests
 from offsetlog.log import PartitionLog
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
-from offsetlog.retention import expired_offsets
 from offsetlog.table import OffsetTable
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_offsets, check_partition_list
@@ -51,7 +52,7 @@ _open_paths: set[str] = set()
 _open_paths_lock = threading.Lock()
 
 
-class OffsetStore:
+class OffsetStore(GroupRequests):
     """An embedded, crash-safe store of consumer offsets.
 
     Open it with :meth:`open` (also a context manager)::
@@ -64,7 +65,8 @@ class OffsetStore:
     """
 
     def __init__(self, path: str, config: StoreConfig, *, _lock_fd: int,
-                 _parts: list[PartitionWriter], _report: RecoveryReport) -> None:
+                 _parts: list[PartitionWriter], _report: RecoveryReport,
+                 _group_config: GroupConfig | None = None) -> None:
         self.path = path
         self.config = config
         self._clock = config.clock
@@ -80,6 +82,14 @@ class OffsetStore:
         self._writer = GroupCommitter(_parts, fsync=config.fsync,
                                       fsync_interval_ms=config.fsync_interval_ms,
                                       max_group_commit_bytes=config.max_group_commit_bytes)
+        # Each partition's coordinator starts from the group metadata its log holds; members
+        # get a fresh session from now (Kafka does the same when it loads a partition).
+        now = self._clock()
+        for part in _parts:
+            part.coordinator = GroupCoordinator(_group_config or GroupConfig())
+            for group_id, value in sorted(part.table.group_metadata.items()):
+                part.coordinator.load(group_id, value, now_ms=now)
+        self._init_groups()
         self._retention_stop = threading.Event()
         self._retention_thread: threading.Thread | None = None
         if config.retention_check_interval_ms:
@@ -104,13 +114,16 @@ class OffsetStore:
              max_group_commit_bytes: int = 4 * 1024 * 1024,
              metadata_max_bytes: int = 4096, delete_retention_ms: int = 24 * 3600 * 1000,
              min_cleanable_dirty_ratio: float = 0.5,
-             cleaner_backoff_ms: int = 15_000) -> "OffsetStore":
+             cleaner_backoff_ms: int = 15_000,
+             group_config: GroupConfig | None = None) -> "OffsetStore":
         """Open (creating if needed) the store in directory ``path`` and recover it.
 
         :param partitions: log partitions; fixed at creation. ``None`` means the stored count,
             or 50 for a new store. A count that differs from the stored one is an error.
         :param fsync: ``"always"``, ``"interval"`` or ``"never"`` (see ``StoreConfig``)
         :param clock: callable returning epoch ms; defaults to the system clock
+        :param group_config: the group coordinator's settings (session timeout bounds,
+            initial rebalance delay, group size limit)
         :return: the open store; ``store.recovery_report`` says what recovery found
         :raises StoreLockedError: the directory is open elsewhere
         :raises StoreConfigError: bad options, or options that contradict the directory
@@ -140,7 +153,12 @@ class OffsetStore:
         except BaseException:
             _release_lock(path, lock_fd)
             raise
-        store = cls(path, config, _lock_fd=lock_fd, _parts=parts, _report=report)
+        try:
+            store = cls(path, config, _lock_fd=lock_fd, _parts=parts, _report=report,
+                        _group_config=group_config)
+        except BaseException:
+            _release_lock(path, lock_fd)
+            raise
         if not report.clean:
             log.warning("%s: %s", path, report)
         return store
@@ -157,8 +175,8 @@ class OffsetStore:
 
     # -- commits -------------------------------------------------------------------------
 
-    def _prepare_commit(self, group_id, offsets, generation_id, member_id,
-                        group_instance_id) -> tuple[PartitionWriter, Pending | None]:
+    def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id
+                        ) -> tuple[PartitionWriter, Pending | None, Callable[[], None]]:
         if self._closed:
             raise StoreClosedError(f"{self.path}: the store is closed")
         part = self._group_parts.get(group_id) if type(group_id) is str else None
@@ -167,31 +185,45 @@ class OffsetStore:
             part = self._group_parts[group_id] = self._parts[
                 partition_for(group_id, self._partitions)]
         checked = check_offsets(offsets, metadata_max=self.config.metadata_max_bytes)
-        if generation_id != -1 or member_id or group_instance_id is not None:
-            self._check_fencing(part, group_id, generation_id, member_id, group_instance_id)
-        if not checked:
-            return part, None
         now = self._clock()
+        precheck = self._fencing(part, group_id, generation_id, member_id, group_instance_id,
+                                 now)
+        if not checked:
+            return part, None, precheck
         commit = rec.offset_commit
         records = tuple([
             commit(i, group_id, topic, partition, offset, metadata=metadata,
                    leader_epoch=epoch, commit_timestamp=now)
             for i, (topic, partition, offset, metadata, epoch) in enumerate(checked)])
-        return part, Pending(records, now)
+        return part, Pending(records, now), precheck
 
-    def _check_fencing(self, part, group_id, generation_id, member_id, group_instance_id):
-        # Without a group coordinator every group is "standalone" (Kafka's simple consumer):
-        # only commits outside a generation are valid, exactly as Kafka answers a commit with
-        # a generation for a group it does not know.
+    @staticmethod
+    def _fencing(part, group_id, generation_id, member_id, group_instance_id, now
+                 ) -> Callable[[], None]:
+        """The group coordinator's check of a commit, to run under the partition lock in the
+        same hold that queues it (see ``GroupCoordinator.validate_offset_commit``)."""
         if not isinstance(generation_id, int) or isinstance(generation_id, bool):
             raise IllegalGenerationError(f"generation_id must be an int, not {generation_id!r}")
-        if generation_id >= 0:
-            raise IllegalGenerationError(
-                f"group {group_id!r} has no generation {generation_id}: it is not managed by a "
-                "group coordinator, so commit with generation_id=-1")
-        if member_id or group_instance_id is not None:
+        if not isinstance(member_id, str):
+            raise UnknownMemberIdError(f"member_id must be a str, not {member_id!r}")
+        if group_instance_id is not None and not isinstance(group_instance_id, str):
             raise UnknownMemberIdError(
-                f"group {group_id!r} has no member {member_id or group_instance_id!r}")
+                f"group_instance_id must be a str or None, not {group_instance_id!r}")
+        coord = part.coordinator
+
+        def check() -> None:
+            coord.validate_offset_commit(group_id, member_id=member_id,
+                                         group_instance_id=group_instance_id,
+                                         generation_id=generation_id, now_ms=now)
+
+        if generation_id == -1 and not member_id and group_instance_id is None:
+            # A standalone commit (Kafka's simple consumer): valid unless a managed group of
+            # that name has members; the common case costs one dict lookup.
+            def standalone() -> None:
+                if coord.has_group(group_id):
+                    check()
+            return standalone
+        return check
 
     def commit_sync(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
                     *, generation_id: int = -1, member_id: str = "",
@@ -199,16 +231,23 @@ class OffsetStore:
         """Commit ``offsets`` for ``group_id`` and return once durable per the fsync policy.
 
         All offsets of one call are applied atomically: after any crash, all or none. One
-        invalid offset rejects the whole call before anything is written.
+        invalid offset rejects the whole call before anything is written. For a group managed
+        by the coordinator, ``generation_id``, ``member_id`` and ``group_instance_id`` must
+        name a current member (Kafka's checks, in Kafka's order).
 
         :raises InvalidCommitError: (and subclasses) bad arguments; nothing was written
+        :raises UnknownMemberIdError, IllegalGenerationError, FencedInstanceIdError,
+            RebalanceInProgressError: the commit is fenced; nothing was written
         :raises StoreFailedError: an earlier write or fsync failed; reopen the store
         :raises CommitTimeoutError: ``timeout`` seconds passed first (the commit stays queued)
         """
-        part, item = self._prepare_commit(group_id, offsets, generation_id, member_id,
-                                          group_instance_id)
+        part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
+                                                    group_instance_id)
         if item is not None:
-            self._writer.submit_sync(part, item, timeout)
+            self._writer.submit_sync(part, item, timeout, precheck)
+        else:
+            with part.lock:
+                precheck()
 
     def commit_async(self, group_id: str,
                      offsets: Mapping[TopicPartition, OffsetAndMetadata | int], *,
@@ -218,12 +257,14 @@ class OffsetStore:
 
         ``callback(offsets, exception_or_None)`` runs once, on the store's callback thread,
         in completion order. Commits to one key are applied in call order, sync or async.
-        Argument errors are raised here, at once, and nothing is queued.
+        Argument and fencing errors are raised here, at once, and nothing is queued.
         """
-        part, item = self._prepare_commit(group_id, offsets, generation_id, member_id,
-                                          group_instance_id)
+        part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
+                                                    group_instance_id)
         fut: Future = Future()
         if item is None:
+            with part.lock:
+                precheck()
             fut.set_result(None)
             if callback is not None:
                 self._writer._callbacks.put((callback, offsets, None))
@@ -231,7 +272,7 @@ class OffsetStore:
         item.future = fut
         if callback is not None:
             item.callback, item.callback_arg = callback, offsets
-        self._writer.submit_async(part, item)
+        self._writer.submit_async(part, item, precheck)
         return fut
 
     # -- reads ---------------------------------------------------------------------------
@@ -288,10 +329,16 @@ class OffsetStore:
         check_group_id(group_id)
         now = self._clock()
 
+        part = self._parts[partition_for(group_id, self._partitions)]
+
         def tombstones(table: OffsetTable) -> tuple:
+            # The coordinator refuses (NonEmptyGroupError) while the group has members.
+            result = part.coordinator.delete_group(group_id, now_ms=now)
             out = [rec.offset_tombstone(i, group_id, t, p)
                    for i, (t, p) in enumerate(sorted(table.offsets.get(group_id, {})))]
-            if group_id in table.group_metadata:
+            for r in result.records:
+                out.append((len(out),) + tuple(r[1:]))
+            if group_id in table.group_metadata and not result.records:
                 out.append(rec.group_metadata(len(out), group_id, None))
             return tuple(out)
 
@@ -317,17 +364,16 @@ class OffsetStore:
             if not part.table.offsets:
                 continue
 
-            def expire(table: OffsetTable) -> tuple:
-                gone = expired_offsets(table, now, retention)
-                out = []
-                for group, tps in gone.items():
-                    for t, p in tps:
-                        out.append(rec.offset_tombstone(len(out), group, t, p))
-                return tuple(out)
+            def expire(table: OffsetTable, coordinator=part.coordinator) -> tuple:
+                # KIP-211: standalone groups from their commits; managed groups by state
+                # (Empty since when, subscribed topics), and emptied groups are deleted.
+                result = coordinator.expire_offsets(table.offsets, now_ms=now,
+                                                    retention_ms=retention)
+                return tuple(result.records)
 
             item = Pending(None, now, deferred=expire)
             self._writer.submit_sync(part, item, None)
-            total += len(item.records or ())
+            total += sum(1 for r in item.records or () if r[1] == rec.OFFSET_COMMIT)
         if total:
             log.info("%s: expired %d offsets", self.path, total)
         return total
@@ -427,8 +473,10 @@ class OffsetStore:
         for t in (self._retention_thread, self._cleaner_thread):
             if t is not None and t is not threading.current_thread():
                 t.join()
+        self._stop_groups()
         try:
             self._writer.drain()
+            self._fail_parked_requests()
             if self._writer.failure is None:
                 for part in self._parts:
                     try:

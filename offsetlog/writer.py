@@ -48,7 +48,7 @@ class Pending:
     """One queued batch (or deferred operation) and its outcome."""
 
     __slots__ = ("records", "payload", "timestamp", "deferred", "force_sync", "future",
-                 "callback", "callback_arg", "done", "error", "base_offset", "result")
+                 "callback", "callback_arg", "done", "error", "base_offset", "result", "on_done")
 
     def __init__(self, records: tuple | None, timestamp: int, *, deferred: Deferred | None = None,
                  force_sync: bool = False) -> None:
@@ -64,13 +64,15 @@ class Pending:
         self.error: BaseException | None = None
         self.base_offset = -1
         self.result: Any = None
+        #: called with the item once it is durable or failed, by the thread that led it
+        self.on_done: Callable[["Pending"], None] | None = None
 
 
 class PartitionWriter:
     """The queue, table and log of one log partition."""
 
     __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
-                 "sync_waiters", "async_scheduled")
+                 "sync_waiters", "async_scheduled", "coordinator")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -83,6 +85,8 @@ class PartitionWriter:
         self.sync_waiters = 0  # synchronous committers waiting on cond
         #: handed to the async thread and not yet found empty by it: no need to wake it again
         self.async_scheduled = False
+        #: the partition's group coordinator; the store sets it, and calls it under ``lock``
+        self.coordinator = None
 
 
 class GroupCommitter:
@@ -120,11 +124,19 @@ class GroupCommitter:
                 f"the store failed earlier ({self.failure!r}) and must be reopened",
                 cause=self.failure)
 
-    def submit_sync(self, part: PartitionWriter, item: Pending, timeout: float | None) -> Any:
-        """Queue ``item`` and return once it is applied (durable per the fsync policy)."""
+    def submit_sync(self, part: PartitionWriter, item: Pending, timeout: float | None,
+                    precheck: Callable[[], None] | None = None) -> Any:
+        """Queue ``item`` and return once it is applied (durable per the fsync policy).
+
+        :param precheck: runs under the partition lock just before queueing; an exception
+            from it rejects the item (group fencing: no generation change can slip between
+            the check and the commit's place in the log)
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         with part.lock:
             self.check_usable()
+            if precheck is not None:
+                precheck()
             part.queue.append(item)
             while not item.done:
                 if not part.leader_active:
@@ -152,12 +164,33 @@ class GroupCommitter:
             raise item.error
         return item.result
 
-    def submit_async(self, part: PartitionWriter, item: Pending) -> None:
+    def submit_async(self, part: PartitionWriter, item: Pending,
+                     precheck: Callable[[], None] | None = None) -> None:
         with part.lock:
             self.check_usable()
+            if precheck is not None:
+                precheck()
             part.queue.append(item)
             if part.leader_active or part.async_scheduled:
                 return  # whoever leads next takes it; waking the thread per call is costly
+            part.async_scheduled = True
+        self._wake_async(part)
+
+    def submit_computed(self, part: PartitionWriter, compute: Callable[[], tuple[list, Any]],
+                        timestamp: int, on_done: Callable[[Pending], None]) -> None:
+        """Run ``compute()`` under the partition lock and queue the records it returns in the
+        same lock hold, so the log order is the order in which ``compute`` ran (the group
+        coordinator's calls). ``on_done(item)`` runs once they are durable (or failed), with
+        ``item.result`` set to compute's second value."""
+        with part.lock:
+            self.check_usable()
+            records, result = compute()
+            item = Pending(tuple(records) or None, timestamp)
+            item.result = result
+            item.on_done = on_done
+            part.queue.append(item)
+            if part.leader_active or part.async_scheduled:
+                return
             part.async_scheduled = True
         self._wake_async(part)
 
@@ -256,6 +289,8 @@ class GroupCommitter:
     def _complete(self, group: list[Pending]) -> None:
         """Resolve futures and queue callbacks of a finished round (outside any lock)."""
         for item in group:
+            if item.on_done is not None:
+                item.on_done(item)
             fut = item.future
             if fut is not None:
                 if item.error is None:

@@ -86,14 +86,18 @@ def test_errors_share_one_root_and_carry_kafka_codes():
     assert IllegalGenerationError.code == 22
 
 
-def test_standalone_groups_accept_only_generation_minus_one(store):
+def test_unmanaged_groups_accept_only_generation_minus_one(store):
+    # Kafka: a group the coordinator does not manage takes commits outside a generation only.
     with pytest.raises(IllegalGenerationError):
         store.commit_sync("g", {TP: 1}, generation_id=3, member_id="m")
-    with pytest.raises(UnknownMemberIdError):
-        store.commit_sync("g", {TP: 1}, member_id="m")
-    with pytest.raises(UnknownMemberIdError):
-        store.commit_sync("g", {TP: 1}, group_instance_id="i")
+    with pytest.raises(IllegalGenerationError):
+        store.commit_async("g", {TP: 1}, generation_id=0)
+    with pytest.raises(IllegalGenerationError):
+        store.commit_sync("g", {TP: 1}, generation_id="1")
     assert_nothing_written(store)
+    # ... and, like Kafka, it ignores a member id sent with generation -1
+    store.commit_sync("g", {TP: 1}, member_id="m")
+    assert store.committed("g", TP).offset == 1
 
 
 def test_empty_commit_is_a_no_op(store):

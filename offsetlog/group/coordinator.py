@@ -475,6 +475,10 @@ class GroupCoordinator(RebalanceEngine):
     def group_ids(self) -> list[str]:
         return sorted(self._groups)
 
+    def has_group(self, group_id: str) -> bool:
+        """Whether the coordinator manages ``group_id`` (else it is standalone or unknown)."""
+        return group_id in self._groups
+
     def describe_group(self, group_id: str) -> GroupDescription | None:
         """A snapshot of ``group_id``, or None if the coordinator does not know it."""
         group = self._groups.get(group_id)

@@ -1,0 +1,139 @@
+"""The group coordinator wired into OffsetStore: requests, fencing, durability, retention."""
+
+import pytest
+
+from offsetlog import OffsetStore, TopicPartition
+from offsetlog.errors import (IllegalGenerationError, RebalanceInProgressError, StoreClosedError,
+                              UnknownMemberIdError)
+from offsetlog.group import GroupConfig
+from offsetlog.group.consumer_protocol import encode_assignment, encode_subscription
+from offsetlog.group.errors import CoordinatorNotAvailableError, NonEmptyGroupError
+
+TP0 = TopicPartition("orders", 0)
+SESSION = 10_000
+DAY = 24 * 3600 * 1000
+
+
+def open_store(path, clock, **kw):
+    counter = iter(range(1, 1_000_000))
+    cfg = GroupConfig(member_id_factory=lambda prefix: f"{prefix}-{next(counter)}")
+    return OffsetStore.open(path, partitions=3, clock=clock, group_config=cfg,
+                            retention_check_interval_ms=0, cleaner_backoff_ms=0, **kw)
+
+
+def form_group(store, clock, group="g", clients=("c1",), topics=("orders",)):
+    """Join every client, let the initial delay pass, sync; returns (generation, members)."""
+    futs = [store.join_group(group, client_id=c, session_timeout_ms=SESSION,
+                             rebalance_timeout_ms=SESSION,
+                             protocols=[("range", encode_subscription(topics))])
+            for c in clients]
+    # The initial delay (3 s) is extended while members keep arriving, up to the rebalance
+    # timeout: step the clock until every join is answered.
+    for _ in range(SESSION // 1_000 + 1):
+        if all(f.done() for f in futs):
+            break
+        clock.advance(1_000)
+        store.poll_groups()
+    joins = [f.result(timeout=10) for f in futs]
+    for j in joins:
+        assert j.error is None, j.error
+    leader = next(j for j in joins if j.is_leader)
+    assignments = {j.member_id: encode_assignment([TP0] if j is leader else []) for j in joins}
+    syncs = [store.sync_group(group, member_id=j.member_id, generation_id=j.generation_id,
+                              assignments=assignments if j is leader else None)
+             for j in joins]
+    for s in syncs:
+        assert s.result(timeout=10).error is None
+    return leader.generation_id, [j.member_id for j in joins]
+
+
+def test_members_commit_within_their_generation_and_others_are_fenced(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        gen, (m1,) = form_group(s, clock)
+        assert s.describe_group("g").state == "Stable"
+        s.commit_sync("g", {TP0: 5}, generation_id=gen, member_id=m1)
+        assert s.committed("g", TP0).offset == 5
+        with pytest.raises(IllegalGenerationError):
+            s.commit_sync("g", {TP0: 6}, generation_id=gen + 1, member_id=m1)
+        with pytest.raises(UnknownMemberIdError):
+            s.commit_sync("g", {TP0: 6}, generation_id=gen, member_id="intruder")
+        with pytest.raises(UnknownMemberIdError):  # standalone commit into a live group
+            s.commit_sync("g", {TP0: 6})
+        with pytest.raises(UnknownMemberIdError):
+            s.commit_async("g", {TP0: 6})
+        assert s.committed("g", TP0).offset == 5  # rejected commits wrote nothing
+
+
+def test_group_metadata_survives_reopen_with_fresh_sessions(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        gen, (m1, m2) = form_group(s, clock, clients=("c1", "c2"))
+    clock.advance(SESSION - 1)  # the group was down for almost a whole session
+    with open_store(store_dir, clock) as s:
+        d = s.describe_group("g")
+        assert (d.state, d.generation) == ("Stable", gen)
+        assert sorted(m.member_id for m in d.members) == sorted([m1, m2])
+        clock.advance(SESSION - 1)  # ... but sessions restart at load
+        s.poll_groups()
+        s.commit_sync("g", {TP0: 1}, generation_id=gen, member_id=m1)
+        hb = s.heartbeat("g", member_id=m2, generation_id=gen).result(timeout=10)
+        assert hb.error is None
+
+
+def test_session_expiry_triggers_a_rebalance_and_fences_the_stale_member(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        gen, (m1, m2) = form_group(s, clock, clients=("c1", "c2"))
+        clock.advance(SESSION // 2)
+        assert s.heartbeat("g", member_id=m1, generation_id=gen).result(10).error is None
+        clock.advance(SESSION // 2 + 1)  # m2 never heartbeat: its session lapsed
+        s.poll_groups()
+        hb = s.heartbeat("g", member_id=m1, generation_id=gen).result(10)
+        assert isinstance(hb.error, RebalanceInProgressError)
+        with pytest.raises(UnknownMemberIdError):
+            s.commit_sync("g", {TP0: 9}, generation_id=gen, member_id=m2)
+        s.commit_sync("g", {TP0: 9}, generation_id=gen, member_id=m1)  # allowed while preparing
+
+
+def test_retention_of_an_empty_group_counts_from_when_it_emptied(store_dir, clock):
+    retention = 4 * SESSION
+    with open_store(store_dir, clock, retention_ms=retention) as s:
+        gen, (m1,) = form_group(s, clock)
+        s.commit_sync("g", {TP0: 5}, generation_id=gen, member_id=m1)
+        for _ in range(20):  # a live group subscribed to the topic keeps its offsets
+            clock.advance(SESSION // 2)
+            assert s.heartbeat("g", member_id=m1, generation_id=gen).result(10).error is None
+        assert s.expire_offsets() == 0
+        assert s.leave_group("g", member_id=m1).result(10).error is None
+        assert s.describe_group("g").state == "Empty"
+        clock.advance(retention - 1)
+        assert s.expire_offsets() == 0
+        clock.advance(1)
+        assert s.expire_offsets() == 1
+        assert "g" not in s.groups()  # emptied and offset-less: deleted with a tombstone
+    with open_store(store_dir, clock) as s:
+        assert s.describe_group("g") is None and s.groups() == []
+
+
+def test_delete_group_refuses_a_group_with_members(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        gen, (m1,) = form_group(s, clock)
+        s.commit_sync("g", {TP0: 5}, generation_id=gen, member_id=m1)
+        with pytest.raises(NonEmptyGroupError):
+            s.delete_group("g")
+        assert s.committed("g", TP0).offset == 5
+        s.leave_group("g", member_id=m1).result(10)
+        s.delete_group("g")
+        assert s.groups() == [] and s.describe_group("g") is None
+    with open_store(store_dir, clock) as s:
+        assert s.groups() == []
+
+
+def test_close_answers_parked_requests(store_dir, clock):
+    s = open_store(store_dir, clock)
+    fut = s.join_group("g", client_id="c", session_timeout_ms=SESSION,
+                       protocols=[("range", b"")])
+    assert not fut.done()  # parked: a new group waits for the initial rebalance delay
+    s.close()
+    assert fut.done()
+    assert isinstance(fut.result().error, CoordinatorNotAvailableError)
+    with pytest.raises(StoreClosedError):
+        s.join_group("g", client_id="c", session_timeout_ms=SESSION, protocols=[("range", b"")])
