@@ -349,7 +349,7 @@ class OffsetStore(GroupRequests):
         return self._writer.submit_sync(part, Pending(None, now, deferred=producer), None)
 
     def expire_offsets(self, now_ms: int | None = None) -> int:
-        """Run the retention pass now (KIP-211 rules; see ``offsetlog.retention``).
+        """Run the retention pass now (KIP-211 rules; see ``offsetlog.group.expiry``).
 
         Expired offsets get tombstones, one batch per log partition.
 

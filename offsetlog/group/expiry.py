@@ -15,7 +15,7 @@ case where the group's offsets may expire at all):
   ``current_state_timestamp``), or after its last commit if that is later. Kafka counts from the
   state timestamp alone, so an offset committed (with generation -1) to a long-Empty group can
   expire at the next pass; offsetlog keeps it ``retention_ms`` from that commit, the rule
-  ``offsetlog.retention`` already applies, so expiry never removes a just-acknowledged commit.
+  the store applied before, so expiry never removes a just-acknowledged commit.
   Without a state timestamp (an old record), the last commit counts;
 * **Stable consumer group** (``protocol_type == "consumer"``, subscriptions known): offsets of
   topics no member subscribes to expire ``retention_ms`` after their last commit; offsets of
