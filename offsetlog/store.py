@@ -27,7 +27,8 @@ from typing import Callable
 from offsetlog import naming, records as rec, segment
 from offsetlog.config import StoreConfig, system_clock_ms
 from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreConfigError,
-                              StoreLockedError, UnknownMemberIdError, UnsupportedVersionError)
+                              StoreFailedError, StoreLockedError, UnknownMemberIdError,
+                              UnsupportedVersionError)
 from offsetlog.format import STORE_FORMAT_VERSION
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.group_api import GroupRequests
@@ -257,7 +258,8 @@ class OffsetStore(GroupRequests):
 
         ``callback(offsets, exception_or_None)`` runs once, on the store's callback thread,
         in completion order. Commits to one key are applied in call order, sync or async.
-        Argument and fencing errors are raised here, at once, and nothing is queued.
+        Argument and fencing errors are raised here, at once, and nothing is queued; a store
+        that has failed (``StoreFailedError``) fails the future and runs the callback.
         """
         part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
                                                     group_instance_id)
@@ -272,7 +274,14 @@ class OffsetStore(GroupRequests):
         item.future = fut
         if callback is not None:
             item.callback, item.callback_arg = callback, offsets
-        self._writer.submit_async(part, item, precheck)
+        try:
+            self._writer.submit_async(part, item, precheck)
+        except StoreFailedError as e:
+            # The commit was valid but cannot be written: that is its outcome, reported the
+            # way every other outcome is (the future and the callback), not as a usage error.
+            fut.set_exception(e)
+            if callback is not None:
+                self._writer._callbacks.put((callback, offsets, e))
         return fut
 
     # -- reads ---------------------------------------------------------------------------
