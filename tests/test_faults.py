@@ -1,0 +1,445 @@
+"""Fault injection: failing writes and fsyncs poison the store; reopening recovers.
+
+All file I/O of the engine goes through ``offsetlog.segment._write`` / ``_sync`` / ``_fsync``,
+so the tests swap those (LevelDB's fault-injection Env). The rules checked:
+
+* the commit in flight fails with ``StoreFailedError`` and is never visible to ``fetch``;
+* every later commit fails too (sync, async, deletes, flush), until the store is reopened;
+* nothing is acknowledged that was not fsynced: dropping every unsynced byte (what a power
+  failure may do) and reopening gives exactly the acknowledged commits;
+* a partial write is a torn tail on reopen, truncated and reported.
+
+Real kernel failures too: ENOSPC on a tiny tmpfs (skipped where mounting is not allowed) and
+EFBIG from ``RLIMIT_FSIZE`` in a child process.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import offsetlog.segment as segment_mod
+from durability_helpers import (OAM, TP, Seeded, SyncTracker, file_sizes, last_segment,
+                                open_store, store_state)
+from offsetlog.errors import StoreClosedError, StoreFailedError
+
+G1, G2 = "group-one", "group-two"  # on different partitions of a 3-partition store
+
+
+def eio(*_args):
+    raise OSError(errno.EIO, "injected I/O error")
+
+
+class FailAfter:
+    """Calls the real function ``n`` times, then raises ``error`` on every call."""
+
+    def __init__(self, real, n: int, error: int = errno.EIO) -> None:
+        self.real, self.n, self.error = real, n, error
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, *args):
+        with self.lock:
+            self.calls += 1
+            fail = self.calls > self.n
+        if fail:
+            raise OSError(self.error, os.strerror(self.error))
+        return self.real(*args)
+
+
+class PartialWrite:
+    """``_write`` that writes ``fraction`` of the next buffer, then fails the next call."""
+
+    def __init__(self, fraction: float = 0.5) -> None:
+        self.fraction = fraction
+        self.written: list[tuple[int, int]] = []  # (bytes asked, bytes written)
+        self.failed = False
+
+    def __call__(self, fd, data):
+        if self.written:
+            self.failed = True
+            raise OSError(errno.EIO, "injected I/O error after a short write")
+        n = max(1, int(len(data) * self.fraction))
+        done = os.write(fd, bytes(data[:n]))
+        self.written.append((len(data), done))
+        return done
+
+
+def acked_store(path, **kw):
+    store = open_store(path, partitions=3, **kw)
+    store.commit_sync(G1, {TP("t", 0): 1, TP("t", 1): 1})
+    store.commit_sync(G2, {TP("t", 0): 2})
+    store.commit_sync(G1, {TP("t", 0): 3})
+    return store
+
+
+ACKED = {G1: {TP("t", 0): OAM(3), TP("t", 1): OAM(1)}, G2: {TP("t", 0): OAM(2)}}
+
+
+def assert_poisoned(store, expected: dict = ACKED) -> None:
+    """Every way of writing fails with StoreFailedError; reads still answer."""
+    for group in (G1, G2, "a-new-group"):
+        with pytest.raises(StoreFailedError):
+            store.commit_sync(group, {TP("t", 0): 99})
+        fut = store.commit_async(group, {TP("t", 0): 99})
+        assert isinstance(fut.exception(timeout=30), StoreFailedError)
+    with pytest.raises(StoreFailedError):
+        store.delete_offsets(G1, [TP("t", 0)])
+    with pytest.raises(StoreFailedError):
+        store.delete_group(G2)
+    with pytest.raises(StoreFailedError):
+        store.flush()
+    assert store_state(store) == expected
+
+
+# -- failed fsync ------------------------------------------------------------------------
+
+def test_failed_fsync_fails_the_commit_and_poisons_the_store(tmp_path, monkeypatch):
+    store = acked_store(tmp_path)
+    monkeypatch.setattr(segment_mod, "_sync", eio)
+    with pytest.raises(StoreFailedError) as err:
+        store.commit_sync(G1, {TP("t", 0): 50, TP("t", 1): 50})
+    assert isinstance(err.value.cause, OSError) and err.value.cause.errno == errno.EIO
+    assert store_state(store) == ACKED  # the failed commit is not visible
+    monkeypatch.undo()  # the disk "recovers": the store must stay failed anyway
+    assert_poisoned(store)
+    store.close()
+    store.close()
+    with pytest.raises(StoreClosedError):
+        store.commit_sync(G1, {TP("t", 0): 1})
+    # The failed commit's outcome is unknown (like a timeout): its bytes reached the page
+    # cache, so it may be there after reopening, but all or nothing of it.
+    with open_store(tmp_path) as again:
+        state = store_state(again)
+        assert again.recovery_report.truncations == []
+    with_failed = {**ACKED, G1: {TP("t", 0): OAM(50), TP("t", 1): OAM(50)}}
+    assert state in (ACKED, with_failed)
+
+
+def test_failed_fsync_acknowledges_nothing_undurable(tmp_path, monkeypatch):
+    """Drop every byte that was never fsynced: exactly the acknowledged commits remain."""
+    store = acked_store(tmp_path)
+    tracker = SyncTracker(monkeypatch, tmp_path)
+    store.commit_sync(G2, {TP("t", 5): 5})
+    real = tracker._real
+    tracker._real = eio
+    with pytest.raises(StoreFailedError):
+        store.commit_sync(G1, {TP("t", 0): 60})
+    tracker._real = real
+    expected = {**ACKED, G2: {TP("t", 0): OAM(2), TP("t", 5): OAM(5)}}
+    assert_poisoned(store, expected)
+    store.close()
+    dropped = tracker.drop_unsynced()
+    assert dropped, "the failed commit's bytes were written but not synced"
+    with open_store(tmp_path) as again:
+        assert store_state(again) == expected
+        assert again.recovery_report.truncations == []
+
+
+def test_commits_queued_behind_a_failing_fsync_all_fail(tmp_path, monkeypatch):
+    """The leader's fsync fails while others wait: every waiter, future and callback fails."""
+    store = acked_store(tmp_path)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_failing_sync(fd):
+        entered.set()
+        assert release.wait(30)
+        raise OSError(errno.EIO, "injected")
+
+    monkeypatch.setattr(segment_mod, "_sync", slow_failing_sync)
+    results: dict = {}
+
+    def sync_commit(name, offset):
+        try:
+            store.commit_sync(G1, {TP("t", 0): offset})
+            results[name] = "ok"
+        except Exception as e:
+            results[name] = e
+
+    leader = threading.Thread(target=sync_commit, args=("leader", 70))
+    leader.start()
+    assert entered.wait(30)
+    waiters = [threading.Thread(target=sync_commit, args=(f"w{i}", 71 + i)) for i in range(4)]
+    for t in waiters:
+        t.start()
+    callbacks = []
+    futures = [store.commit_async(G1, {TP("t", 1): 80 + i},
+                                  callback=lambda arg, exc: callbacks.append(exc))
+               for i in range(5)]
+    time.sleep(0.1)
+    release.set()
+    for t in [leader, *waiters]:
+        t.join(30)
+    assert set(results) == {"leader", "w0", "w1", "w2", "w3"}
+    assert all(isinstance(r, StoreFailedError) for r in results.values()), results
+    for f in futures:
+        assert isinstance(f.exception(timeout=30), StoreFailedError)
+    assert store_state(store) == ACKED
+    monkeypatch.undo()
+    store.close()  # runs the queued callbacks
+    assert len(callbacks) == 5 and all(isinstance(e, StoreFailedError) for e in callbacks)
+
+
+def test_commit_async_on_a_failed_store_fails_its_future_and_runs_the_callback(
+        tmp_path, monkeypatch):
+    store = acked_store(tmp_path)
+    monkeypatch.setattr(segment_mod, "_sync", eio)
+    with pytest.raises(StoreFailedError):
+        store.commit_sync(G1, {TP("t", 0): 50})
+    monkeypatch.undo()
+    done = threading.Event()
+    seen = []
+
+    def callback(arg, exc):
+        seen.append(exc)
+        done.set()
+
+    try:
+        fut = store.commit_async(G1, {TP("t", 0): 51}, callback=callback)
+        assert isinstance(fut.exception(timeout=30), StoreFailedError)
+        assert done.wait(30) and len(seen) == 1 and isinstance(seen[0], StoreFailedError)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("trial", range(6))
+def test_random_fsync_failure_under_concurrent_commits_loses_nothing_acknowledged(
+        tmp_path, monkeypatch, trial):
+    """Threads commit private keys in sequence; the k-th fsync fails (k seeded). After
+    dropping unsynced bytes and reopening, each key shows exactly its last acknowledged
+    commit: nothing acknowledged lost, nothing unacknowledged-and-unsynced present."""
+    rng = Seeded()
+    store = open_store(tmp_path, partitions=3, segment_bytes=2048)
+    tracker = SyncTracker(monkeypatch, tmp_path)
+    tracker._real = FailAfter(tracker._real, rng.randrange(5, 120))
+    acked: dict[int, int] = {}
+    failures: dict[int, int] = {}
+
+    def worker(t: int) -> None:
+        tps = [TP(f"t{t}", p) for p in range(3)]
+        for seq in range(1, 200):
+            try:
+                if seq % 3:
+                    store.commit_sync(f"g{t % 5}", {tp: seq for tp in tps})
+                else:
+                    store.commit_async(f"g{t % 5}", {tp: seq for tp in tps}).result(10)
+            except StoreFailedError:
+                failures[t] = seq
+                return
+            except TimeoutError:
+                # An async commit queued in the failing round can be stranded (the engine bug
+                # of test_concurrency's xfail); its outcome is "not acknowledged" all the same.
+                failures[t] = seq
+                return
+            acked[t] = seq
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert failures, rng.why("the injected failure never happened")
+    assert len(failures) == 8, rng.why("every committer must see the store fail")
+    store.close()
+    tracker.drop_unsynced()
+    with open_store(tmp_path) as again:
+        for t in range(8):
+            got = again.fetch(f"g{t % 5}", [TP(f"t{t}", p) for p in range(3)])
+            want = {TP(f"t{t}", p): OAM(acked[t]) for p in range(3)} if t in acked else {}
+            assert got == want, rng.why(f"thread {t}: acked {acked.get(t)}")
+
+
+def test_failed_directory_fsync_when_creating_a_segment_poisons_the_store(
+        tmp_path, monkeypatch):
+    store = acked_store(tmp_path)
+    monkeypatch.setattr(segment_mod, "_fsync", eio)
+    # A group on a partition that has no directory yet: creating it fsyncs the parent.
+    fresh = next(f"new-{i}" for i in range(1000)
+                 if store.partition_of(f"new-{i}") not in (store.partition_of(G1),
+                                                            store.partition_of(G2)))
+    with pytest.raises(StoreFailedError):
+        store.commit_sync(fresh, {TP("t", 0): 1})
+    monkeypatch.undo()
+    assert_poisoned(store)
+    assert store.fetch(fresh) == {}
+    store.close()
+    with open_store(tmp_path) as again:
+        assert store_state(again) == ACKED
+
+
+def test_failed_sync_while_rolling_a_segment_poisons_the_store(tmp_path, monkeypatch):
+    store = open_store(tmp_path, partitions=1, segment_bytes=1024)
+    n = 0
+    before = None
+    while True:  # commit until the next commit would roll the segment
+        before = file_sizes(tmp_path)
+        if before and max(before.values()) > 900:
+            break
+        store.commit_sync("g", {TP("t", 0): n})
+        n += 1
+    monkeypatch.setattr(segment_mod, "_sync", eio)
+    with pytest.raises(StoreFailedError):
+        store.commit_sync("g", {TP("t", 0): 10_000, TP("t", 1): 10_000})
+    monkeypatch.undo()
+    assert store.fetch("g") == {TP("t", 0): OAM(n - 1)}
+    store.close()
+    with open_store(tmp_path) as again:
+        assert again.fetch("g") in ({TP("t", 0): OAM(n - 1)},
+                                    {TP("t", 0): OAM(10_000), TP("t", 1): OAM(10_000)})
+
+
+# -- failed and partial writes -----------------------------------------------------------
+
+def test_failed_write_poisons_the_store(tmp_path, monkeypatch):
+    store = acked_store(tmp_path)
+    monkeypatch.setattr(segment_mod, "_write", eio)
+    with pytest.raises(StoreFailedError) as err:
+        store.commit_sync(G2, {TP("t", 0): 40})
+    assert err.value.cause.errno == errno.EIO
+    monkeypatch.undo()
+    assert_poisoned(store)
+    store.close()
+    with open_store(tmp_path) as again:
+        assert store_state(again) == ACKED
+        assert again.recovery_report.truncations == []
+
+
+@pytest.mark.parametrize("fraction", [0.01, 0.3, 0.5, 0.99])
+def test_partial_write_then_error_becomes_a_torn_tail_on_reopen(tmp_path, monkeypatch,
+                                                                fraction):
+    store = acked_store(tmp_path)
+    seg = last_segment(tmp_path, store.partition_of(G1))
+    size = os.path.getsize(seg)
+    partial = PartialWrite(fraction)
+    monkeypatch.setattr(segment_mod, "_write", partial)
+    with pytest.raises(StoreFailedError):
+        store.commit_sync(G1, {TP("t", 0): 90, TP("t", 1): 90, TP("t", 2): 90})
+    assert partial.failed and len(partial.written) == 1
+    asked, written = partial.written[0]
+    assert 0 < written < asked
+    monkeypatch.undo()
+    assert_poisoned(store)
+    store.close()
+    assert os.path.getsize(seg) == size + written  # the half batch is on disk
+    with open_store(tmp_path) as again:
+        assert store_state(again) == ACKED
+        [t] = again.recovery_report.truncations
+        assert (t.path, t.position, t.bytes_dropped) == (seg, size, written)
+    with open_store(tmp_path) as again:  # the repair was persisted
+        assert again.recovery_report.truncations == []
+        assert store_state(again) == ACKED
+    assert os.path.getsize(seg) == size
+
+
+def test_short_writes_that_succeed_lose_nothing(tmp_path, monkeypatch):
+    """The kernel may write less than asked without an error: the engine must loop."""
+    real = os.write
+    calls = []
+
+    def dribble(fd, data):
+        calls.append(len(data))
+        return real(fd, bytes(data[:7]))
+
+    store = open_store(tmp_path, partitions=3)
+    monkeypatch.setattr(segment_mod, "_write", dribble)
+    for i in range(20):
+        store.commit_sync(G1 if i % 2 else G2, {TP("t", i % 4): i, TP("u", 0): i})
+    monkeypatch.undo()
+    assert len(calls) > 20
+    before = store_state(store)
+    store.close()
+    with open_store(tmp_path) as again:
+        assert again.recovery_report.truncations == []
+        assert store_state(again) == before
+    assert before[G1][TP("u", 0)] == OAM(19) and before[G2][TP("u", 0)] == OAM(18)
+
+
+# -- real kernel failures ------------------------------------------------------------------
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 256 KiB tmpfs, or a skip where mounting is not allowed."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    try:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        pytest.skip(f"cannot mount a tmpfs here: {e}")
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_enospc_poisons_the_store_and_reopen_keeps_only_acknowledged(tiny_tmpfs):
+    path = tiny_tmpfs / "store"
+    store = open_store(path, partitions=1)
+    acked = {}
+    error = None
+    for i in range(100_000):
+        tp = TP("t", i % 8)
+        try:
+            store.commit_sync("g", {tp: OAM(i, "x" * 200)})
+        except StoreFailedError as e:
+            error = e
+            break
+        acked[tp] = OAM(i, "x" * 200)
+    assert error is not None and error.cause.errno == errno.ENOSPC, error
+    with pytest.raises(StoreFailedError):
+        store.commit_sync("g", {TP("t", 0): 1})
+    assert store.fetch("g") == dict(sorted(acked.items()))
+    store.close()
+    # Reopening needs no new space: the repair of a short write is a truncation.
+    with open_store(path) as again:
+        assert again.fetch("g") == dict(sorted(acked.items()))
+
+
+_EFBIG_CHILD = r"""
+import errno, resource, sys
+from offsetlog import OffsetStore, TopicPartition as TP
+from offsetlog.errors import StoreFailedError
+path = sys.argv[1]
+store = OffsetStore.open(path, partitions=1, retention_check_interval_ms=0)
+store.commit_sync("g", {TP("t", 0): 0})
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+last = 0
+try:
+    for i in range(1, 100000):
+        store.commit_sync("g", {TP("t", 0): i, TP("t", 1): i})
+        last = i
+except StoreFailedError as e:
+    print("FAILED", last, e.cause.errno)
+try:
+    store.commit_sync("g", {TP("t", 0): 1})
+except StoreFailedError:
+    print("POISONED")
+store.close()
+"""
+
+
+def test_efbig_from_rlimit_fsize_poisons_the_store(tmp_path):
+    """A real failing write() from the kernel (file size limit), in a child process."""
+    limit = 4000
+    out = subprocess.run([sys.executable, "-c", _EFBIG_CHILD, str(tmp_path), str(limit)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.split()
+    assert lines[0] == "FAILED" and int(lines[2]) == errno.EFBIG, out.stdout
+    assert "POISONED" in out.stdout
+    last = int(lines[1])
+    seg = last_segment(tmp_path, 0)
+    assert os.path.getsize(seg) <= limit
+    with open_store(tmp_path) as again:
+        assert again.fetch("g") == {TP("t", 0): OAM(last), TP("t", 1): OAM(last)}
+        for t in again.recovery_report.truncations:  # a short write leaves a torn tail
+            assert t.path == seg
