@@ -39,6 +39,14 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def make_dir(path: str) -> bool:
     """Create ``path`` (and make its entry durable). True if it was created."""
     try:

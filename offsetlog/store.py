@@ -483,6 +483,7 @@ class OffsetStore(GroupRequests):
             if t is not None and t is not threading.current_thread():
                 t.join()
         self._stop_groups()
+        self._writer.closing = True  # from here on nothing new is queued (see check_usable)
         try:
             self._writer.drain()
             self._fail_parked_requests()

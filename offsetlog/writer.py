@@ -33,7 +33,7 @@ from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable
 
-from offsetlog.errors import CommitTimeoutError, StoreFailedError
+from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
 from offsetlog.framing import encode_payload, frame
 from offsetlog.log import PartitionLog
 from offsetlog.table import OffsetTable
@@ -114,6 +114,7 @@ class GroupCommitter:
         self.fsync_interval_ms = fsync_interval_ms if fsync == "interval" else None
         self.max_bytes = max_group_commit_bytes
         self.failure: BaseException | None = None
+        self.closing = False  # set by the store's close(), before the final drain
         self._async_cv = threading.Condition()
         self._async_ready: list[PartitionWriter] = []
         self._stopping = False
@@ -134,6 +135,12 @@ class GroupCommitter:
     # -- submitting ------------------------------------------------------------------------
 
     def check_usable(self) -> None:
+        """Called under the partition lock by everything that queues work."""
+        if self.closing:
+            # Checked where items are queued, under the lock that drain() also takes: an item
+            # either lands before the final drain and is written, or is refused here, so
+            # nothing is written after close() has released the directory.
+            raise StoreClosedError("the store is closed")
         if self.failure is not None:
             raise StoreFailedError(
                 f"the store failed earlier ({self.failure!r}) and must be reopened",

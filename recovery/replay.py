@@ -85,6 +85,10 @@ def recover_partition(directory: str, partition: int, *,
             log.warning("salvage: skipped corrupt region %s", dropped)
             result.skipped.append(dropped)
         stop = reader.stop
+        if last and repair and (stop is None or not stop.torn):
+            # What was written before a crash but never synced is loaded (and served) now:
+            # make it durable, so a later power loss cannot take back what readers saw.
+            segment.fsync_file(path)
         if stop is not None:
             if stop.torn and last:
                 torn = DroppedRange(path, stop.position, len(data) - stop.position, stop.reason)

@@ -280,11 +280,6 @@ def test_async_commit_queued_behind_a_sync_round_resolves_without_more_traffic(
         store.close()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "engine bug: OffsetStore._prepare_commit checks _closed once, without any lock; a commit "
-    "that passed the check before close() started is queued after close() drained, and its "
-    "leader reopens the closed segment (PartitionLog._open_active) and writes after the "
-    "directory lock was released; a store opened meanwhile then loses acknowledged commits"))
 def test_commit_racing_close_never_writes_after_the_lock_is_released(tmp_path):
     """Deterministic: the racing commit is held inside the injected clock, which
     _prepare_commit calls after its closed check; close() runs; another store opens the
