@@ -10,18 +10,24 @@ from __future__ import annotations
 import struct
 from enum import IntEnum
 
-#: Batch header, little-endian, 44 bytes:
-#: length u32 | crc u32 | magic u8 | attributes u8 | base_offset i64 | last_offset_delta u32 |
-#: record_count u32 | timestamp i64 | producer_id i64 | producer_epoch i16
+#: Batch header, little-endian, 48 bytes:
+#: length u32 | header_crc u32 | crc u32 | magic u8 | attributes u8 | base_offset i64 |
+#: last_offset_delta u32 | record_count u32 | timestamp i64 | producer_id i64 |
+#: producer_epoch i16
 #: ``length`` counts the bytes after the length field (header rest + payload);
-#: ``crc`` is zlib's CRC-32 of everything after the crc field (magic .. end of payload).
-BATCH_HEADER = struct.Struct("<IIBBqIIqqh")
-HEADER_SIZE = BATCH_HEADER.size  # 44
+#: ``header_crc`` is zlib's CRC-32 of bytes 0-3 (length) then 12-47 (every field after the
+#: checksums), so a reader can trust a batch's extent before it has all of its payload;
+#: ``crc`` is the CRC-32 of the payload.
+BATCH_HEADER = struct.Struct("<IIIBBqIIqqh")
+HEADER_SIZE = BATCH_HEADER.size  # 48
 LENGTH_FIELD = struct.Struct("<I")
 LENGTH_SIZE = 4
-CRC_START = 8  # first byte the CRC covers: the magic byte
+HEADER_CRC_AT = 4
+PAYLOAD_CRC_AT = 8
+#: first byte after the two checksums: the header CRC covers [0, 4) and [CRC_START, 48)
+CRC_START = 12
 #: Bytes counted by ``length`` that are header, not payload.
-HEADER_AFTER_LENGTH = HEADER_SIZE - LENGTH_SIZE  # 40
+HEADER_AFTER_LENGTH = HEADER_SIZE - LENGTH_SIZE  # 44
 
 #: Identifies batch format 1. A reader refuses any other value: a future incompatible framing
 #: gets a new magic, so old readers fail loudly instead of misreading it.

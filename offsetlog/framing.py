@@ -6,7 +6,10 @@ buffer, so tests feed both from memory. The format is in docs/FORMAT.md.
 Reading follows LevelDB's rule: a torn tail is end-of-file, not an error. A batch that fails
 its checks is *torn* when nothing valid follows it in the buffer (the end of an interrupted
 write) and *corrupt* when a valid batch does (damage before the tail); the reader reports which,
-and the caller picks the policy.
+and the caller picks the policy. The header has its own checksum, so a batch whose header is
+intact is trusted to end where its length says: one that runs past the end of the buffer is
+torn, and nothing inside its extent (user metadata may hold batch-like bytes) is ever taken
+for a batch.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from offsetlog.errors import CorruptLogError, UnsupportedVersionError
 from offsetlog.format import (BATCH_HEADER, CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE,
                               LENGTH_SIZE, MAGIC, MAX_BATCH_BYTES, NO_PRODUCER_EPOCH,
                               NO_PRODUCER_ID, Attribute)
+
+_LEN = LENGTH_SIZE
 from offsetlog.records import Record
 
 _pack_header = BATCH_HEADER.pack
@@ -41,10 +46,19 @@ def frame(base_offset: int, payload: bytes, *, record_count: int, last_offset_de
           timestamp: int, attributes: int = 0, producer_id: int = NO_PRODUCER_ID,
           producer_epoch: int = NO_PRODUCER_EPOCH) -> bytes:
     """Header + payload for one batch. ``payload`` is ``encode_payload(records)``."""
-    header = _pack_header(HEADER_AFTER_LENGTH + len(payload), 0, MAGIC, attributes, base_offset,
-                          last_offset_delta, record_count, timestamp, producer_id, producer_epoch)
-    crc = _crc32(payload, _crc32(memoryview(header)[CRC_START:]))
-    return header[:4] + crc.to_bytes(4, "little") + header[CRC_START:] + payload
+    header = _pack_header(HEADER_AFTER_LENGTH + len(payload), 0, 0, MAGIC, attributes,
+                          base_offset, last_offset_delta, record_count, timestamp, producer_id,
+                          producer_epoch)
+    fields = header[CRC_START:]
+    header_crc = _crc32(fields, _crc32(header[:_LEN]))
+    return (header[:_LEN] + header_crc.to_bytes(4, "little")
+            + _crc32(payload).to_bytes(4, "little") + fields + payload)
+
+
+def header_checksum(data, pos: int) -> int:
+    """The header CRC of the batch at ``pos``: its length field, then its fields after the
+    two checksums."""
+    return _crc32(data[pos + CRC_START:pos + HEADER_SIZE], _crc32(data[pos:pos + _LEN]))
 
 
 def encode_batch(base_offset: int, records: Sequence[Record], *, timestamp: int,
@@ -107,45 +121,48 @@ class Problem(NamedTuple):
         return None if self.resume is None else self.resume - self.position
 
 
-def _check(data, pos: int, end: int, min_offset: int) -> tuple[str | None, tuple | None]:
-    """Validate the batch at ``pos``: (None, header) if good, else (reason, None)."""
+def _check(data, pos: int, end: int, min_offset: int) -> tuple[str | None, int | None]:
+    """Validate the batch at ``pos``: ``(None, None)`` if good, else ``(reason, search_from)``:
+    where a following valid batch could start, or None when the batch is certainly the torn
+    end of the buffer (an intact header whose batch runs past the end)."""
     if end - pos < HEADER_SIZE:
-        return "truncated header", None
+        return "truncated header", pos + 1
     h = _unpack_header(data, pos)
+    if header_checksum(data, pos) != h[1]:
+        return "header checksum mismatch", pos + 1
+    if h[3] != MAGIC:
+        raise UnsupportedVersionError(f"batch magic {h[3]:#x} at byte {pos} is not {MAGIC:#x}")
+    if h[4] & ~Attribute.KNOWN:
+        raise UnsupportedVersionError(f"unknown batch attributes {h[4]:#x} at byte {pos}")
     length = h[0]
     if length < HEADER_AFTER_LENGTH or length > MAX_BATCH_BYTES:
-        return "bad length", None
-    stop = pos + LENGTH_SIZE + length
+        return "bad length", pos + 1
+    stop = pos + _LEN + length
     if stop > end:
         return "truncated batch", None
-    if _crc32(data[pos + CRC_START:stop]) != h[1]:
-        return "checksum mismatch", None
-    if h[2] != MAGIC:
-        raise UnsupportedVersionError(f"batch magic {h[2]:#x} at byte {pos} is not {MAGIC:#x}")
-    if h[3] & ~Attribute.KNOWN:
-        raise UnsupportedVersionError(f"unknown batch attributes {h[3]:#x} at byte {pos}")
-    if h[6] == 0 or h[5] < h[6] - 1:
-        return "bad record count", None
-    if h[4] < min_offset:
-        return "offset out of order", None
-    return None, h
+    if _crc32(data[pos + HEADER_SIZE:stop]) != h[2]:
+        return "checksum mismatch", stop
+    if h[7] == 0 or h[6] < h[7] - 1:
+        return "bad record count", stop
+    if h[5] < min_offset:
+        return "offset out of order", stop
+    return None, None
 
 
-def _find_next_valid(data, pos: int, end: int, min_offset: int) -> int | None:
-    """First position after ``pos`` where a valid batch starts (a resync), or None."""
-    search = pos + 1 + CRC_START
+def _find_next_valid(data, start: int, end: int, min_offset: int) -> int | None:
+    """First position at or after ``start`` where a valid batch begins (a resync), or None."""
+    search = start + CRC_START
     while True:
         i = data.find(_MAGIC_BYTE, search, end)
         if i < 0:
             return None
-        start = i - CRC_START
-        if start > pos:
-            try:
-                reason, _ = _check(data, start, end, min_offset)
-            except UnsupportedVersionError:
-                reason = "unsupported"
-            if reason is None:
-                return start
+        candidate = i - CRC_START
+        try:
+            reason, _ = _check(data, candidate, end, min_offset)
+        except UnsupportedVersionError:
+            reason = "unsupported"
+        if reason is None:
+            return candidate
         search = i + 1
 
 
@@ -186,11 +203,12 @@ class BatchReader:
             if end - pos >= HEADER_SIZE:
                 h = unpack(mv, pos)
                 stop = pos + LENGTH_SIZE + h[0]
-                if (HEADER_AFTER_LENGTH <= h[0] <= MAX_BATCH_BYTES and stop <= end
-                        and h[2] == MAGIC and not h[3] & ~Attribute.KNOWN and h[6] > 0
-                        and h[5] >= h[6] - 1 and h[4] >= self.min_offset
-                        and crc32(mv[pos + CRC_START:stop]) == h[1]):
-                    self.min_offset = h[4] + h[5] + 1
+                if (crc32(mv[pos + CRC_START:pos + HEADER_SIZE], crc32(mv[pos:pos + 4])) == h[1]
+                        and HEADER_AFTER_LENGTH <= h[0] <= MAX_BATCH_BYTES and stop <= end
+                        and h[3] == MAGIC and not h[4] & ~Attribute.KNOWN and h[7] > 0
+                        and h[6] >= h[7] - 1 and h[5] >= self.min_offset
+                        and crc32(mv[pos + HEADER_SIZE:stop]) == h[2]):
+                    self.min_offset = h[5] + h[6] + 1
                     yield pos, stop, h
                     pos = self.end = stop
                     continue
@@ -221,17 +239,18 @@ class BatchReader:
             if end - pos >= hsize:
                 h = unpack(mv, pos)
                 stop = pos + lsize + h[0]
-                if (min_len <= h[0] <= max_len and stop <= end and h[2] == magic
-                        and not h[3] & unknown_bits and h[6] > 0 and h[5] >= h[6] - 1
-                        and h[4] >= min_offset and crc32(mv[pos + cstart:stop]) == h[1]):
+                if (crc32(mv[pos + cstart:pos + hsize], crc32(mv[pos:pos + lsize])) == h[1]
+                        and min_len <= h[0] <= max_len and stop <= end and h[3] == magic
+                        and not h[4] & unknown_bits and h[7] > 0 and h[6] >= h[7] - 1
+                        and h[5] >= min_offset and crc32(mv[pos + hsize:stop]) == h[2]):
                     try:
-                        append((h[4], unpackb(mv[pos + hsize:stop]), h[3], h[8], h[9]))
+                        append((h[5], unpackb(mv[pos + hsize:stop]), h[4], h[9], h[10]))
                     except Exception:
                         self.end, self.min_offset = pos, min_offset
                         raise
-                    min_offset = h[4] + h[5] + 1
+                    min_offset = h[5] + h[6] + 1
                     batches += 1
-                    records += h[6]
+                    records += h[7]
                     pos = stop
                     if len(chunk) >= chunk_size:
                         self.min_offset, self.end = min_offset, pos
@@ -262,10 +281,12 @@ class BatchReader:
 
     def _bad_batch(self, pos: int) -> int | None:
         """Classify the invalid batch at ``pos``: where to resume (salvage), or None to stop."""
-        reason, _ = _check(self._bytes, pos, self._endpos, self.min_offset)
+        reason, search_from = _check(self._bytes, pos, self._endpos, self.min_offset)
         if reason is None:  # pragma: no cover - the fast paths accept every valid batch
             raise AssertionError("fast path rejected a valid batch")
-        resume = _find_next_valid(self._bytes, pos, self._endpos, self.min_offset)
+        resume = None
+        if search_from is not None:
+            resume = _find_next_valid(self._bytes, search_from, self._endpos, self.min_offset)
         problem = Problem(pos, reason, resume is None, resume)
         if resume is None or not self._salvage:
             self.stop = problem
@@ -276,7 +297,7 @@ class BatchReader:
     def __iter__(self) -> Iterator[Batch]:
         mv = self._data
         for pos, stop, h in self.raw():
-            yield Batch(pos, stop - pos, h[4], h[5], h[6], h[7], h[3], h[8], h[9],
+            yield Batch(pos, stop - pos, h[5], h[6], h[7], h[8], h[4], h[9], h[10],
                         mv[pos + HEADER_SIZE:stop])
 
 

@@ -67,10 +67,10 @@ def recover_partition(directory: str, partition: int, *,
         result.bytes_read += len(data)
         reader = BatchReader(data, salvage=salvage, min_offset=base)
         if apply is None:
-            for pos, stop, h in reader.raw():
-                check_limit(path, pos, h[4] + h[5], limit)
+            for pos, stop, h in reader.raw():  # h: offsetlog.format.BATCH_HEADER fields
+                check_limit(path, pos, h[5] + h[6], limit)
                 result.batches += 1
-                result.records += h[6]
+                result.records += h[7]
         else:
             try:
                 for chunk in reader.decoded_chunks(CHUNK):

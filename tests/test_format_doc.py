@@ -33,5 +33,5 @@ def test_worked_example_decodes():
 
 
 def test_header_constants_match_the_doc():
-    assert HEADER_SIZE == 44 and BATCH_HEADER.format == "<IIBBqIIqqh" and MAGIC == 0xA1
+    assert HEADER_SIZE == 48 and BATCH_HEADER.format == "<IIIBBqIIqqh" and MAGIC == 0xA1
     assert RecordType.RESERVED == 0

@@ -26,8 +26,8 @@ from offsetlog.format import CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE, MAGIC,
 from offsetlog.framing import BatchReader, encode_batch, frame, read_batches
 
 # Byte positions of header fields (offsetlog.format.BATCH_HEADER).
-LENGTH_AT, CRC_AT, MAGIC_AT, ATTRIBUTES_AT, BASE_OFFSET_AT = 0, 4, 8, 9, 10
-LAST_DELTA_AT, RECORD_COUNT_AT = 18, 22
+LENGTH_AT, HEADER_CRC_AT, CRC_AT, MAGIC_AT, ATTRIBUTES_AT, BASE_OFFSET_AT = 0, 4, 8, 12, 13, 14
+LAST_DELTA_AT, RECORD_COUNT_AT = 22, 26
 
 
 def norm(records) -> tuple:
@@ -89,10 +89,14 @@ class Log:
         struct.pack_into("<I", self.buf, self.start(i) + LENGTH_AT, length)
 
     def fix_checksum(self, i: int) -> None:
-        """Recompute batch ``i``'s CRC over magic .. end of payload, as its length says."""
+        """Recompute batch ``i``'s checksums (header: length + fields; payload, as its length
+        says), so a damaged field passes them and only the semantic checks can catch it."""
         s = self.start(i)
         (length,) = struct.unpack_from("<I", self.buf, s)
-        crc = zlib.crc32(bytes(self.buf[s + CRC_START:s + 4 + length]))
+        header_crc = zlib.crc32(bytes(self.buf[s + CRC_START:s + HEADER_SIZE]),
+                                zlib.crc32(bytes(self.buf[s:s + 4])))
+        struct.pack_into("<I", self.buf, s + HEADER_CRC_AT, header_crc)
+        crc = zlib.crc32(bytes(self.buf[s + HEADER_SIZE:s + 4 + length]))
         struct.pack_into("<I", self.buf, s + CRC_AT, crc)
 
     # -- reading -----------------------------------------------------------------------
@@ -191,13 +195,22 @@ def test_bad_length_at_end_is_torn(log):
     log.write()
     log.set_length(1, HEADER_AFTER_LENGTH - 1)  # shorter than a header
     assert log.read() == log.batches[:1]
-    assert log.stop.torn and log.stop.reason == "bad length" and log.stop.position == log.start(1)
+    # the header checksum covers the length, so the damage is caught there
+    assert log.stop.torn and log.stop.reason == "header checksum mismatch"
+    assert log.stop.position == log.start(1)
+    log.fix_checksum(1)  # a header that checks out but is impossible
+    assert log.read() == log.batches[:1]
+    assert log.stop.torn and log.stop.reason == "bad length"
 
 
 def test_length_past_eof_at_end_is_torn(log):
     log.write()
     log.write()
     log.set_length(1, 10_000)
+    assert log.read() == log.batches[:1]
+    assert log.stop.torn and log.stop.reason == "header checksum mismatch"
+    assert not isinstance(log.read_strict_file(), CorruptLogError)
+    log.fix_checksum(1)  # an intact header whose batch runs past the end: a torn write
     assert log.read() == log.batches[:1]
     assert log.stop.torn and log.stop.reason == "truncated batch"
     assert not isinstance(log.read_strict_file(), CorruptLogError)
@@ -280,11 +293,11 @@ def test_bad_length_before_tail_past_eof_is_corruption_not_torn(log):
         log.write(2)
     log.set_length(1, len(log.buf) * 4)
     assert log.read() == log.batches[:1]
-    assert not log.stop.torn and log.stop.reason == "truncated batch"
+    assert not log.stop.torn and log.stop.reason == "header checksum mismatch"
     assert log.stop.position == log.start(1)
     err = log.read_strict_file()
     assert isinstance(err, CorruptLogError) and err.position == log.start(1)
-    assert err.reason == "truncated batch"
+    assert err.reason == "header checksum mismatch"
 
 
 def test_absurd_length_before_tail_is_corruption(log):
@@ -292,7 +305,7 @@ def test_absurd_length_before_tail_is_corruption(log):
         log.write()
     log.set_length(1, 0xFFFFFFFF)
     log.read()
-    assert not log.stop.torn and log.stop.reason == "bad length"
+    assert not log.stop.torn and log.stop.reason == "header checksum mismatch"
 
 
 def test_zero_record_count_with_valid_checksum_is_corruption(log):
@@ -349,7 +362,8 @@ def test_salvage_skips_exactly_the_bad_regions_and_reports_dropped_bytes():
              for b in read_batches(f, on_corruption=lambda *a: reports.append(a))]
     assert again == got
     assert [(pos, n) for pos, n, _ in reports] == [(s, e - s) for s, e in regions]
-    assert all(reason == "checksum mismatch" for _, _, reason in reports), reports
+    assert all(reason in ("checksum mismatch", "header checksum mismatch")
+               for _, _, reason in reports), reports
 
 
 def test_salvage_of_adjacent_bad_batches_drops_both(log):
@@ -439,7 +453,7 @@ def test_unsupported_magic_without_valid_checksum_is_plain_corruption(log):
         log.write()
     log.set_byte(log.start(1) + MAGIC_AT, MAGIC + 1)  # CRC not fixed: damage, not a new format
     assert log.read() == log.batches[:1]
-    assert not log.stop.torn and log.stop.reason == "checksum mismatch"
+    assert not log.stop.torn and log.stop.reason == "header checksum mismatch"
 
 
 # -- resynchronisation must not be fooled by payload bytes -------------------------------
@@ -447,18 +461,17 @@ def test_unsupported_magic_without_valid_checksum_is_plain_corruption(log):
 def _utf8_embedded_batch(base_offset: int) -> str:
     """A valid framed batch whose bytes are also valid UTF-8: user metadata can hold it."""
     for i in itertools.count():
+        # Vary a header field too (ASCII digits, so it stays valid UTF-8): the header checksum
+        # must change between attempts, or one bad value would repeat forever.
+        timestamp = int.from_bytes(b"%08d" % (i % 10 ** 8), "little")
         data = frame(base_offset, b"p%08d" % i, record_count=1, last_offset_delta=0,
-                     timestamp=0x41, producer_id=0, producer_epoch=0)
+                     timestamp=timestamp, producer_id=0, producer_epoch=0)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             continue
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "engine bug: framing._find_next_valid resyncs on a valid-looking batch *inside* the torn "
-    "batch's own payload (e.g. user metadata), so a crash-torn tail is reported as corruption "
-    "(stop.torn False) and OffsetStore.open raises CorruptLogError instead of truncating"))
 def test_torn_tail_whose_payload_holds_a_valid_batch_is_still_torn(log):
     log.write()
     # Two records carry the metadata, so cutting the batch's last bytes leaves one copy whole.
