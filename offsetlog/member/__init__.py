@@ -1,0 +1,15 @@
+"""An embeddable consumer-group member: Kafka's ``KafkaConsumer`` group management for a
+service that keeps its offsets in an :class:`~offsetlog.store.OffsetStore` in the same process.
+
+Start at :class:`GroupMember`; docs/MEMBER.md shows how to embed one. Modules: ``group_member``
+(the member and its threads), ``protocol`` (subscription metadata and the leader's assignment,
+pure), ``listener`` (:class:`RebalanceListener`), ``errors``.
+"""
+
+from offsetlog.member.errors import (MemberClosedError, NotSubscribedError,
+                                     PartitionNotAssignedError)
+from offsetlog.member.group_member import GroupMember, MemberState
+from offsetlog.member.listener import RebalanceListener
+
+__all__ = ["GroupMember", "MemberClosedError", "MemberState", "NotSubscribedError",
+           "PartitionNotAssignedError", "RebalanceListener"]

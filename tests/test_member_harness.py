@@ -1,0 +1,327 @@
+"""A harness that drives GroupMembers deterministically, and the member's basic contract.
+
+The other ``test_member_*`` modules import the harness from here (``from test_member_harness
+import ...``; pytest puts ``tests/`` on ``sys.path``).
+
+How time moves: the store and every member share a :class:`ManualClock`; members run without
+their heartbeat thread, and :meth:`Harness.step` does what the threads would: advance the clock,
+fire the coordinator's deadlines, tick (heartbeat) and poll the members that are "alive", then
+:meth:`Harness.settle` until the store has delivered every answer it owes (JoinGroup and
+SyncGroup answers are delivered by the store's writer thread, a few ms of real time later).
+Member ids come from a counter (``<client_id>-<n>``), so every run is the same.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from offsetlog import OffsetStore, TopicPartition
+from offsetlog.errors import RebalanceInProgressError, StoreClosedError, UnknownMemberIdError
+from offsetlog.group import GroupConfig
+from offsetlog.member import (GroupMember, MemberClosedError, MemberState, NotSubscribedError,
+                              PartitionNotAssignedError, RebalanceListener)
+
+GROUP = "svc"
+SESSION = 10_000
+HEARTBEAT = 1_000
+MAX_POLL = 30_000
+STEP = 500
+
+
+def partitions(topic: str, n: int) -> set[TopicPartition]:
+    return {TopicPartition(topic, p) for p in range(n)}
+
+
+class Recorder(RebalanceListener):
+    """Records every callback as ``(kind, partitions, generation)``; ``on_revoked`` and
+    ``on_assigned`` (if given) run inside the callbacks as ``hook(member, partitions)``."""
+
+    def __init__(self, on_revoked=None, on_assigned=None) -> None:
+        self.member: GroupMember | None = None
+        self.events: list[tuple[str, list[TopicPartition], int]] = []
+        self.on_revoked = on_revoked
+        self.on_assigned = on_assigned
+
+    def _add(self, kind, parts):
+        self.events.append((kind, list(parts), self.member.generation_id if self.member else -1))
+
+    def on_partitions_revoked(self, parts):
+        self._add("revoked", parts)
+        if self.on_revoked is not None:
+            self.on_revoked(self.member, parts)
+
+    def on_partitions_assigned(self, parts):
+        self._add("assigned", parts)
+        if self.on_assigned is not None:
+            self.on_assigned(self.member, parts)
+
+    def on_partitions_lost(self, parts):
+        self._add("lost", parts)
+
+    def kinds(self) -> list[str]:
+        return [k for k, _, _ in self.events]
+
+    def clear(self) -> None:
+        self.events.clear()
+
+
+class Harness:
+    def __init__(self, store_dir, clock, *, topics: dict[str, int] | None = None,
+                 store_partitions: int = 3, **store_kw) -> None:
+        self.store_dir = store_dir
+        self.clock = clock
+        self.topics = dict(topics or {"t": 6})
+        self._store_partitions = store_partitions
+        self._store_kw = store_kw
+        self._ids = iter(range(1, 1_000_000))
+        self.store = self._open()
+        self.members: list[GroupMember] = []
+        #: members that neither tick nor poll (a stalled process)
+        self.stalled: set[int] = set()
+        #: members that tick (heartbeat thread alive) but do not poll (a stuck processing loop)
+        self.not_polling: set[int] = set()
+        #: the service's processing, run after every poll of every polling member
+        self.work = None
+
+    def _open(self) -> OffsetStore:
+        cfg = GroupConfig(member_id_factory=lambda prefix: f"{prefix}-{next(self._ids)}")
+        return OffsetStore.open(self.store_dir, partitions=self._store_partitions,
+                                clock=self.clock, group_config=cfg,
+                                retention_check_interval_ms=0, cleaner_backoff_ms=0,
+                                **self._store_kw)
+
+    def member(self, name: str, *, topics=None, listener: Recorder | None = None,
+               **kw) -> GroupMember:
+        kw.setdefault("session_timeout_ms", SESSION)
+        kw.setdefault("heartbeat_interval_ms", HEARTBEAT)
+        kw.setdefault("max_poll_interval_ms", MAX_POLL)
+        kw.setdefault("enable_auto_commit", False)
+        kw.setdefault("partitions_per_topic", self.topics)
+        m = GroupMember(self.store, GROUP, client_id=name,
+                        heartbeat_thread=False, **kw)
+        listener = listener if listener is not None else Recorder()
+        listener.member = m
+        m.listener = listener  # for the tests' convenience
+        m.subscribe(list(topics or self.topics), listener)
+        self.members.append(m)
+        return m
+
+    def live(self) -> list[GroupMember]:
+        return [m for m in self.members if not m.closed]
+
+    def remove(self, m: GroupMember) -> None:
+        self.members.remove(m)
+
+    # -- driving time ----------------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Poll the polling members until nothing changes any more: every answer the store owes
+        (and the requests those answers make the members send) has been delivered."""
+        quiet, last = 0, None
+        for _ in range(500):
+            self.store.flush()
+            time.sleep(0.001)  # let the store's writer thread run its callbacks
+            for m in self.live():
+                if id(m) not in self.stalled and id(m) not in self.not_polling:
+                    m.poll()
+                    if self.work is not None:
+                        self.work(m)
+            snap = [(m.state, m.generation_id, m.member_id, frozenset(m.assignment()))
+                    for m in self.live()]
+            quiet = quiet + 1 if snap == last else 0
+            last = snap
+            if quiet >= 3:
+                return
+        raise AssertionError("the group never settled")
+
+    def step(self, ms: int = STEP) -> None:
+        self.clock.advance(ms)
+        self.store.poll_groups()
+        for m in self.live():
+            if id(m) not in self.stalled:
+                m.tick()
+        self.settle()
+
+    def run_until(self, predicate, *, max_ms: int = 120_000, ms: int = STEP) -> None:
+        self.settle()
+        elapsed = 0
+        while not predicate():
+            if elapsed >= max_ms:
+                raise AssertionError(f"condition not reached in {max_ms} ms of clock: "
+                                     + self.describe())
+            self.step(ms)
+            elapsed += ms
+
+    def run_for(self, ms: int, *, step: int = STEP) -> None:
+        for _ in range(ms // step):
+            self.step(step)
+
+    def stable(self, members=None) -> bool:
+        """The group is Stable and every given member is in its generation with nothing left
+        to apply. Without ``members``: every live, non-stalled member, and the group has no
+        other member (a closed static member stays in the group until its session ends)."""
+        check_all = members is None
+        if check_all:
+            members = [m for m in self.live() if id(m) not in self.stalled]
+        d = self.store.describe_group(GROUP)
+        if d is None or d.state != "Stable":
+            return False
+        ids = {md.member_id for md in d.members}
+        if check_all and ids != {m.member_id for m in members}:
+            return False
+        return all(not m.rebalance_in_progress and m.generation_id == d.generation
+                   and m.member_id in ids for m in members)
+
+    def describe(self) -> str:
+        d = self.store.describe_group(GROUP)
+        group = None if d is None else (d.state, d.generation, [m.member_id for m in d.members])
+        return f"group={group} members=" + "; ".join(
+            f"{m.member_id or '?'}:{m.state}/{m.generation_id}/{sorted(map(str, m.assignment()))}"
+            for m in self.members)
+
+    def close(self) -> None:
+        for m in self.live():
+            m.close()
+        self.store.close()
+
+
+@pytest.fixture
+def harness(store_dir, clock):
+    h = Harness(store_dir, clock)
+    yield h
+    h.close()
+
+
+def check_exact_cover(members, expected: set[TopicPartition]) -> None:
+    """Every partition owned by exactly one member, and nothing else owned."""
+    seen: dict[TopicPartition, str] = {}
+    for m in members:
+        for tp in m.assignment():
+            assert tp not in seen, f"{tp} owned by {seen[tp]} and {m.member_id}"
+            seen[tp] = m.member_id
+    assert set(seen) == expected, f"owned {sorted(seen)} != {sorted(expected)}"
+
+
+# -- the basic contract -------------------------------------------------------------------
+
+def test_single_member_joins_and_gets_everything(harness):
+    a = harness.member("a")
+    assert a.state is MemberState.UNJOINED and a.assignment() == set()
+    harness.run_until(harness.stable)
+    assert a.member_id == "a-1"  # the KIP-394 id the coordinator handed out first
+    assert a.generation_id == 1 and a.is_leader and a.protocol_name == "range"
+    assert a.assignment() == partitions("t", 6)
+    # no revocation before the first join: there was no generation to revoke from
+    assert a.listener.events == [("assigned", sorted(partitions("t", 6)), 1)]
+
+
+def test_position_seek_and_commit_of_positions(harness):
+    a = harness.member("a")
+    harness.run_until(harness.stable)
+    tp = TopicPartition("t", 0)
+    assert a.position(tp) is None  # nothing committed yet
+    a.record_consumed(tp, 10)
+    a.seek(TopicPartition("t", 1), 3)
+    a.commit_sync()
+    assert harness.store.fetch(GROUP) == {tp: (10, "", None), TopicPartition("t", 1): (3, "", None)}
+    assert a.committed(tp).offset == 10
+    with pytest.raises(PartitionNotAssignedError):
+        a.seek(TopicPartition("other", 0), 1)
+    with pytest.raises(ValueError):
+        a.seek(tp, -1)
+
+
+def test_positions_start_at_the_committed_offsets(harness):
+    harness.store.commit_sync(GROUP, {TopicPartition("t", 2): 42})  # before the group exists
+    a = harness.member("a")
+    harness.run_until(harness.stable)
+    assert a.position(TopicPartition("t", 2)) == 42
+    assert a.position(TopicPartition("t", 3)) is None
+
+
+def test_commit_async_runs_its_callback_on_the_next_poll(harness):
+    a = harness.member("a")
+    harness.run_until(harness.stable)
+    a.record_consumed(TopicPartition("t", 0), 5)
+    seen = []
+    fut = a.commit_async(callback=lambda offsets, error: seen.append((dict(offsets), error)))
+    fut.result(timeout=10)
+    assert seen == []  # Kafka runs commit callbacks in poll, on the caller's thread
+    a.poll()
+    assert seen == [({TopicPartition("t", 0): (5, "", None)}, None)]
+
+
+def test_commits_before_joining_are_refused(harness):
+    lone = GroupMember(harness.store, GROUP, partitions_per_topic={"t": 1},
+                       heartbeat_thread=False)
+    with pytest.raises(UnknownMemberIdError):  # not subscribed: not a member at all
+        lone.commit_sync({TopicPartition("t", 0): 1})
+    lone.close()
+    a = harness.member("a")
+    with pytest.raises(RebalanceInProgressError):  # joining: retry after poll()
+        a.commit_sync({TopicPartition("t", 0): 1})
+    a.commit_sync()  # nothing owned: nothing to commit, no error
+    assert harness.store.fetch(GROUP) == {}
+
+
+def test_close_is_idempotent_and_use_after_close_fails(harness):
+    a = harness.member("a")
+    harness.run_until(harness.stable)
+    a.close()
+    a.close()
+    assert a.closed and a.assignment() == set()
+    assert a.listener.kinds()[-1] == "revoked"
+    for call in (a.poll, a.commit_sync, lambda: a.subscribe(["t"]),
+                 lambda: a.seek(TopicPartition("t", 0), 1)):
+        with pytest.raises(MemberClosedError):
+            call()
+    harness.settle()
+    assert harness.store.describe_group(GROUP).state == "Empty"  # a dynamic member leaves
+
+
+def test_poll_needs_a_subscription(harness):
+    m = GroupMember(harness.store, GROUP, partitions_per_topic={"t": 1}, heartbeat_thread=False)
+    with pytest.raises(NotSubscribedError):
+        m.poll()
+    m.close()
+
+
+@pytest.mark.parametrize("kw", [
+    {"heartbeat_interval_ms": 45_000},              # must be below the session timeout
+    {"session_timeout_ms": 0},
+    {"assignors": ()},
+    {"assignors": ("range", "range")},
+    {"group_instance_id": ""},
+])
+def test_bad_settings_are_refused(harness, kw):
+    with pytest.raises((ValueError, TypeError)):
+        GroupMember(harness.store, GROUP, partitions_per_topic={"t": 1}, **kw)
+
+
+def test_a_closed_store_is_reported_by_poll_and_close_stays_quiet(harness):
+    a = harness.member("a", enable_auto_commit=True)
+    harness.run_until(harness.stable)
+    a.record_consumed(TopicPartition("t", 0), 3)
+    harness.store.close()
+    with pytest.raises(StoreClosedError):
+        a.commit_sync()
+    a.tick(harness.clock.now + SESSION)  # heartbeats fail quietly
+    a.close()  # the auto-commit and LeaveGroup fail, and are only logged
+    assert a.closed and a.listener.kinds()[-1] == "revoked"
+
+
+def test_poll_returns_at_once_with_work_and_waits_without(harness):
+    """Like Kafka's poll waiting for records: a member that owns partitions gets them back at
+    once; one that owns none waits for the timeout instead of spinning its caller's loop."""
+    harness.topics = {"t": 1}
+    a, b = harness.member("a"), harness.member("b")
+    harness.run_until(harness.stable)
+    busy, idle = (a, b) if a.assignment() else (b, a)
+    started = time.monotonic()
+    assert busy.poll(timeout_ms=5_000) == {TopicPartition("t", 0)}
+    assert time.monotonic() - started < 1.0
+    started = time.monotonic()
+    assert idle.poll(timeout_ms=150) == set()
+    assert time.monotonic() - started >= 0.14
