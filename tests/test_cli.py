@@ -66,3 +66,30 @@ def test_verify_clean_then_corrupt(populated, capsys):
 
 def test_missing_directory(tmp_path, capsys):
     assert main(["verify", str(tmp_path / "nope")]) == 2
+
+
+def test_compact_cleans_closed_segments_and_keeps_state(store_dir, capsys):
+    with OffsetStore.open(store_dir, partitions=1, segment_bytes=1024) as s:
+        for i in range(200):
+            s.commit_sync("g", {TopicPartition("t", i % 4): i})
+        before = s.fetch("g")
+    assert main(["compact", store_dir]) == 0
+    out = capsys.readouterr().out
+    assert "kept" in out
+    with OffsetStore.open(store_dir) as s:
+        assert s.fetch("g") == before
+        assert sum(p["bytes"] for p in s.stats()) < 200 * 100
+
+
+def test_compact_refuses_a_store_that_is_open(store_dir, capsys):
+    with OffsetStore.open(store_dir, partitions=1) as s:
+        s.commit_sync("g", {TopicPartition("t", 0): 1})
+        assert main(["compact", store_dir]) == 1
+    assert "open" in capsys.readouterr().out
+
+
+def test_bench_options_reach_the_runner(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--help"])
+    assert e.value.code == 0
+    assert "--quick" in capsys.readouterr().out
