@@ -1,0 +1,92 @@
+"""The offsetlog side of the commit cases, through the public API only (``OffsetStore``).
+
+The other cases run in child processes: recovery (``OffsetStore.open``) in
+``bench.recovery_child``, memory (``OffsetTable.apply_batch``) in ``bench.memory_child``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+
+from bench.common import run_threads
+from bench.workload import FIRST_OFFSET, GROUP, TOPIC, thread_group, thread_partitions
+from offsetlog import OffsetStore, TopicPartition
+
+
+def open_store(path: str, **options) -> OffsetStore:
+    """A store as a user opens one for durable commits (``fsync="always"``)."""
+    options.setdefault("fsync", "always")
+    return OffsetStore.open(path, **options)
+
+
+# -- 1. latency --------------------------------------------------------------------------------
+
+def commit_sync_op(store: OffsetStore, group: str = GROUP,
+                   partitions: list[int] | None = None) -> Callable[[], None]:
+    """One single-offset ``commit_sync`` per call, in turn over ``partitions``, offsets rising."""
+    tps = [TopicPartition(TOPIC, p) for p in (partitions or [0])]
+    counter = itertools.count(FIRST_OFFSET)
+    commit = store.commit_sync
+    n = len(tps)
+
+    def op() -> None:
+        off = next(counter)
+        commit(group, {tps[off % n]: off})
+
+    return op
+
+
+# -- 2. throughput: N threads ------------------------------------------------------------------
+
+def commit_sync_threads(path: str, n: int, *, one_group: bool, **window) -> float:
+    """Commits/s of ``n`` threads calling ``commit_sync`` on one store.
+
+    Each thread commits its own partitions (one offset per call, in turn), either all of one
+    group (one log partition, the consumers of one group) or each of its own group.
+    ``window``: see ``run_threads``.
+    """
+    store = open_store(path)
+    try:
+        def make_op(i: int):
+            return commit_sync_op(store, thread_group(i, one_group=one_group),
+                                  thread_partitions(i)), lambda: None
+
+        calls, ns = run_threads(n, make_op, **window)
+    finally:
+        store.close()
+    return calls / (ns / 1e9)
+
+
+# -- 3. async ----------------------------------------------------------------------------------
+
+def commit_async_stream(path: str, n_records: int, keys: list[tuple[str, int]], *,
+                        warmup: int = 2000) -> float:
+    """Records/s of one thread calling ``commit_async`` with one offset per call.
+
+    The clock runs from the first call until every future has resolved (every commit durable);
+    afterwards the last offset of every key is checked with ``fetch``.
+    """
+    tps = [TopicPartition(t, p) for t, p in keys]
+    nkeys = len(tps)
+    store = open_store(path)
+    try:
+        commit = store.commit_async
+        group = GROUP
+        for i in range(warmup):  # opens the segment, warms the async thread
+            commit(group, {tps[i % nkeys]: FIRST_OFFSET + i})
+        store.flush()
+        base = FIRST_OFFSET + warmup
+        t0 = time.perf_counter_ns()
+        futures = [commit(group, {tps[i % nkeys]: base + i}) for i in range(n_records)]
+        for f in futures:
+            f.result()
+        elapsed = time.perf_counter_ns() - t0
+        last = {tps[i % nkeys]: base + i for i in range(max(0, n_records - nkeys), n_records)}
+        got = store.fetch(group, last)
+        if any(got[tp].offset != off for tp, off in last.items()):
+            raise AssertionError("commit_async: the store does not hold the last offsets")
+    finally:
+        store.close()
+    return n_records / (elapsed / 1e9)

@@ -1,0 +1,56 @@
+"""One side of the recovery case, in a fresh interpreter (``python -m bench.recovery_child``).
+
+Each side runs in its own process so that neither inherits the other's heap (whose size
+changes what every garbage collection costs) and both start as a reopening service does.
+
+    python -m bench.recovery_child store|bare|bare-nogc STORE_DIR
+
+``bare-nogc`` is the bare loop with the cyclic garbage collector paused, as the engine pauses it
+during recovery: information, to separate that effect from the rest of the engine's cost.
+
+prints one JSON line: side, records, batches, keys, seconds, records_per_s, peak_rss_bytes.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import resource
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    side, root = argv
+    if side == "store":
+        from offsetlog import OffsetStore
+
+        t0 = time.perf_counter_ns()
+        store = OffsetStore.open(root)
+        elapsed = time.perf_counter_ns() - t0
+        report = store.recovery_report
+        records, batches = report.records, report.batches
+        keys = sum(len(part.table) for part in store._parts)
+        if not report.clean:
+            raise SystemExit(f"recovery was not clean: {report}")
+        store.close()
+    elif side in ("bare", "bare-nogc"):
+        from bench.baselines import bare_replay
+
+        if side == "bare-nogc":
+            gc.disable()
+        t0 = time.perf_counter_ns()
+        records, batches, table = bare_replay(root)
+        elapsed = time.perf_counter_ns() - t0
+        keys = len(table)
+    else:
+        raise SystemExit(f"unknown side {side!r}")
+    print(json.dumps({"side": side, "records": records, "batches": batches, "keys": keys,
+                      "seconds": elapsed / 1e9, "records_per_s": records / (elapsed / 1e9),
+                      "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                      * 1024}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

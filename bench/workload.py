@@ -1,0 +1,143 @@
+"""The workloads both sides of every comparison run: names, keys, the bytes of one commit,
+and a fast generator of large logs in the engine's on-disk layout.
+
+Commits carry one offset each: the smallest commit, where fixed per-commit costs show most,
+and the unit the baselines are defined in (one ``write`` + ``fsync``, one sqlite upsert).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+
+from offsetlog import naming
+from offsetlog.format import STORE_FORMAT_VERSION
+from offsetlog.framing import encode_batch
+from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
+from offsetlog.records import offset_commit
+
+GROUP = "bench-group"
+TOPIC = "bench-topic"
+#: offsets start here so every one encodes in the same number of bytes (msgpack uint32)
+FIRST_OFFSET = 1_000_000
+#: topic partitions each committing thread owns ("its own partitions"); it commits them in turn
+PARTITIONS_PER_THREAD = 4
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def thread_group(thread: int, *, one_group: bool) -> str:
+    """The group thread ``thread`` commits for: one shared group, or one group per thread."""
+    return GROUP if one_group else f"{GROUP}-{thread}"
+
+
+def thread_partitions(thread: int) -> list[int]:
+    """The topic partitions thread ``thread`` owns, disjoint between threads."""
+    return [thread * PARTITIONS_PER_THREAD + k for k in range(PARTITIONS_PER_THREAD)]
+
+
+def framed_commit(group: str = GROUP, topic: str = TOPIC, partition: int = 0,
+                  offset: int = FIRST_OFFSET) -> bytes:
+    """The bytes the engine appends for one single-offset commit (one framed batch)."""
+    ts = now_ms()
+    return encode_batch(0, (offset_commit(0, group, topic, partition, offset,
+                                          commit_timestamp=ts),), timestamp=ts)
+
+
+# -- large logs --------------------------------------------------------------------------------
+
+def group_name(g: int) -> str:
+    return f"consumer-group-{g:06d}"
+
+
+def topic_name(t: int) -> str:
+    return f"topic-{t:03d}"
+
+
+def write_meta(root: str, partitions: int = DEFAULT_PARTITIONS) -> None:
+    meta = {"format": "offsetlog", "version": STORE_FORMAT_VERSION, "partitions": partitions}
+    with open(naming.meta_path(root), "w") as f:
+        f.write(json.dumps(meta, indent=2) + "\n")
+
+
+def generate_log(root: str, n_records: int, *, groups: int, topics: int,
+                 partitions_per_topic: int, max_batch: int = 4,
+                 log_partitions: int = DEFAULT_PARTITIONS,
+                 segment_bytes: int = 100 * 1024 * 1024, seed: int = 0) -> dict:
+    """Write a store directory holding ``n_records`` offset commits, without a store.
+
+    Batches go straight into segment files in the engine's layout (``meta.json``,
+    ``__consumer_offsets-N/<base offset>.log``, rolled at ``segment_bytes`` as the engine rolls),
+    framed by the engine's own ``encode_batch``. The shape is a fleet of consumers: groups take
+    turns; each commit (batch) carries 1..``max_batch`` offsets (uniform, seeded, mean
+    (1+max_batch)/2) of the next consecutive partitions of its group's ``topics`` x
+    ``partitions_per_topic`` keys, so every key is overwritten about ``n_records / keys`` times.
+
+    :return: counts: records, batches, keys (at most), bytes
+    """
+    os.makedirs(root, exist_ok=True)
+    write_meta(root, log_partitions)
+    names = [group_name(g) for g in range(groups)]
+    homes = [partition_for(name, log_partitions) for name in names]
+    topic_names = [topic_name(t) for t in range(topics)]
+    keys_per_group = topics * partitions_per_topic
+    cursor = [0] * groups
+    next_offset = [0] * log_partitions
+    files: dict[int, object] = {}
+    seg_size = [0] * log_partitions
+    ts0 = now_ms() - n_records // 1000  # about one commit per microsecond of history
+    written = batches = total_bytes = 0
+    i = 0
+    randint = random.Random(seed).randint
+    try:
+        while written < n_records:
+            g = i % groups
+            k = min(randint(1, max_batch), n_records - written)
+            group, home = names[g], homes[g]
+            c = cursor[g]
+            ts = ts0 + i // 1000
+            offset = FIRST_OFFSET + i
+            recs = []
+            for d in range(k):
+                key = (c + d) % keys_per_group
+                recs.append(offset_commit(d, group, topic_names[key // partitions_per_topic],
+                                          key % partitions_per_topic, offset,
+                                          commit_timestamp=ts))
+            cursor[g] = (c + k) % keys_per_group
+            base = next_offset[home]
+            data = encode_batch(base, recs, timestamp=ts)
+            f = files.get(home)
+            if f is None or (seg_size[home] and seg_size[home] + len(data) > segment_bytes):
+                if f is not None:
+                    f.close()
+                directory = naming.partition_dir(root, home)
+                os.makedirs(directory, exist_ok=True)
+                f = files[home] = open(naming.segment_path(directory, base), "wb",
+                                       buffering=1 << 20)
+                seg_size[home] = 0
+            f.write(data)
+            seg_size[home] += len(data)
+            next_offset[home] = base + k
+            written += k
+            batches += 1
+            total_bytes += len(data)
+            i += 1
+    finally:
+        for f in files.values():
+            f.close()
+    return {"records": written, "batches": batches,
+            "keys": min(groups * keys_per_group, written), "bytes": total_bytes}
+
+
+def memory_keys(groups: int, topics: int, partitions: int):
+    """Every key of the memory case, group by group: (group, topic, partition)."""
+    topic_names = [topic_name(t) for t in range(topics)]
+    for g in range(groups):
+        group = group_name(g)
+        for topic in topic_names:
+            for p in range(partitions):
+                yield group, topic, p
