@@ -74,7 +74,11 @@ def fmt_met(row: Row) -> str:
 
 def fmt_ratio(row: Row) -> str:
     r = row.ratio
-    return "-" if r is None else f"{r:.3f}×"
+    if r is None:
+        return "-"
+    # more digits where three would round across the target (1.1003 must not read 1.100)
+    near = row.target is not None and abs(r - row.target) < 0.0005
+    return f"{r:.5f}×" if near else f"{r:.3f}×"
 
 
 COLUMNS = ("case", "baseline", "offsetlog", "baseline figure", "ratio", "target", "met")
