@@ -29,6 +29,10 @@ def log_dir():
     warm_page_cache(path)
     yield path, shape
     shutil.rmtree(path, ignore_errors=True)
+    try:
+        os.rmdir(os.path.abspath(root))  # only if empty
+    except OSError:
+        pass
 
 
 @pytest.mark.benchmark(group=f"recovery: {RECORDS:,} records")

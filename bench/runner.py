@@ -32,9 +32,8 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import baselines, cases
-from bench.common import (DEFAULT_DATA_DIR, case_dir, cpu_snapshot, measure_latency, median,
-                          percentile, pressure_stall_s, run_child, warm_page_cache)
-from bench.common import SOURCE_ROOT
+from bench.common import (DEFAULT_DATA_DIR, SOURCE_ROOT, case_dir, cpu_snapshot, measure_latency,
+                          median, percentile, pressure_stall_s, run_child, warm_page_cache)
 from bench.report import (HIGHER, LOWER, Row, engine_version, machine_info, markdown_table,
                           plot_threads, print_table, write_json)
 from bench.workload import (GROUP, PARTITIONS_PER_THREAD, TOPIC, framed_commit, generate_log,
@@ -109,8 +108,9 @@ class Runner:
                                "samples_per_side": len(us["bare"]), **summary}
         n = len(us["bare"])
         self.rows.append(Row("commit_sync p50, 1 thread, fsync=always",
-                             f"os.write+os.fsync append, {len(data)} B", summary["offsetlog"]["p50"],
-                             summary["bare"]["p50"], "us", LOWER, TARGETS["latency"],
+                             f"os.write+os.fsync append, {len(data)} B",
+                             summary["offsetlog"]["p50"], summary["bare"]["p50"], "us", LOWER,
+                             TARGETS["latency"],
                              note=f"{n} interleaved samples per side"))
         self.rows.append(Row("commit_sync p99, 1 thread (info)", "os.write+os.fsync append",
                              summary["offsetlog"]["p99"], summary["bare"]["p99"], "us", LOWER))

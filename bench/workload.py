@@ -113,7 +113,7 @@ def generate_log(root: str, n_records: int, *, groups: int, topics: int,
             f = files.get(home)
             if f is None or (seg_size[home] and seg_size[home] + len(data) > segment_bytes):
                 if f is not None:
-                    f.close()
+                    _close_durably(f)
                 directory = naming.partition_dir(root, home)
                 os.makedirs(directory, exist_ok=True)
                 f = files[home] = open(naming.segment_path(directory, base), "wb",
@@ -128,9 +128,17 @@ def generate_log(root: str, n_records: int, *, groups: int, topics: int,
             i += 1
     finally:
         for f in files.values():
-            f.close()
+            _close_durably(f)
     return {"records": written, "batches": batches,
             "keys": min(groups * keys_per_group, written), "bytes": total_bytes}
+
+
+def _close_durably(f) -> None:
+    """Flush and fsync before closing, so that no measured side later pays for writing back
+    the generator's dirty pages (recovery fsyncs each active segment when it opens it)."""
+    f.flush()
+    os.fsync(f.fileno())
+    f.close()
 
 
 def memory_keys(groups: int, topics: int, partitions: int):
