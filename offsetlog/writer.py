@@ -58,7 +58,7 @@ class Pending:
 
     __slots__ = ("records", "payload", "timestamp", "deferred", "force_sync", "future",
                  "callback", "callback_arg", "done", "error", "base_offset", "result", "on_done",
-                 "waiter", "lead")
+                 "waiter")
 
     def __init__(self, records: tuple | None, timestamp: int, *, deferred: Deferred | None = None,
                  force_sync: bool = False) -> None:
@@ -76,16 +76,15 @@ class Pending:
         self.result: Any = None
         #: called with the item once it is durable or failed, by the thread that led it
         self.on_done: Callable[["Pending"], None] | None = None
-        #: a synchronous committer's wake-up: a lock held until the leader releases it
+        #: a synchronous committer's wake-up: a lock held until its batch is done
         self.waiter: Any = None
-        self.lead = False  # set (with the waiter released) when this committer is to lead
 
 
 class PartitionWriter:
     """The queue, table and log of one log partition."""
 
     __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
-                 "sync_waiters", "async_scheduled", "coordinator")
+                 "async_scheduled", "coordinator")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -95,9 +94,6 @@ class PartitionWriter:
         self.cond = threading.Condition(self.lock)
         self.queue: deque[Pending] = deque()
         self.leader_active = False
-        #: sleeping synchronous committers' items; each is woken alone when its batch is
-        #: done (a per-writer wake-up, as LevelDB's: no thundering herd on the GIL)
-        self.sync_waiters: deque[Pending] = deque()
         #: handed to the async thread and not yet found empty by it: no need to wake it again
         self.async_scheduled = False
         #: the partition's group coordinator; the store sets it, and calls it under ``lock``
@@ -125,7 +121,6 @@ class GroupCommitter:
         if self.fsync_interval_ms is not None:
             self._sync_stop = threading.Event()
             self._start("offsetlog-interval-sync", self._interval_sync_loop)
-        self.callback_thread = self._threads[1]
 
     def _start(self, name: str, target) -> None:
         t = threading.Thread(target=target, name=name, daemon=True)
@@ -180,8 +175,9 @@ class GroupCommitter:
                     if deadline is not None and time.monotonic() >= deadline:
                         raise self._timeout(timeout)
                     continue  # the round was full before our batch: lead the next one
-            # Sleep on a lock of our own until the leader finishes our batch or picks us to
-            # lead; nobody else is woken (LevelDB's per-writer condition).
+            # Sleep on a lock of our own until a leader finishes our batch; nobody else is
+            # woken (LevelDB's per-writer condition). Queued work left after a round goes to
+            # the async writer thread (see _hand_on), never to a sleeping committer.
             if deadline is None:
                 waiter.acquire()
             else:
@@ -190,13 +186,10 @@ class GroupCommitter:
                 # ``done`` was set before we were released: no need to take the partition
                 # lock again just to look (one contended hand-off less per commit).
                 break
-            with part.lock:
-                item.waiter = None  # a leader must not pick us any more unless we re-enlist
+            with part.lock:  # only a timeout wakes us before our batch is done
+                item.waiter = None
                 if item.done:
                     break
-                if item.lead:
-                    lead = True
-                    continue
                 if deadline is not None and time.monotonic() >= deadline:
                     raise self._timeout(timeout)
                 waiter = self._enlist(part, item)
@@ -206,10 +199,9 @@ class GroupCommitter:
 
     @staticmethod
     def _enlist(part: PartitionWriter, item: Pending):
-        """Register a sleeping synchronous committer (``part.lock`` held)."""
-        item.lead = False
+        """Give a synchronous committer its wake-up lock (``part.lock`` held); ``_complete``
+        releases it once the batch is done."""
         item.waiter = waiter = _new_waiter()
-        part.sync_waiters.append(item)
         return waiter
 
     @staticmethod
