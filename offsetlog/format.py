@@ -20,7 +20,6 @@ from enum import IntEnum
 #: ``crc`` is the CRC-32 of the payload.
 BATCH_HEADER = struct.Struct("<IIIBBqIIqqh")
 HEADER_SIZE = BATCH_HEADER.size  # 48
-LENGTH_FIELD = struct.Struct("<I")
 LENGTH_SIZE = 4
 HEADER_CRC_AT = 4
 PAYLOAD_CRC_AT = 8

@@ -30,7 +30,6 @@ from offsetlog.records import Record
 _pack_header = BATCH_HEADER.pack
 _unpack_header = BATCH_HEADER.unpack_from
 _crc32 = zlib.crc32
-_packb = msgpack.Packer(use_bin_type=True).pack
 _MAGIC_BYTE = bytes([MAGIC])
 
 

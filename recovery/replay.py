@@ -37,19 +37,15 @@ def check_limit(path: str, position: int, last_offset: int, limit: int | None) -
 
 def recover_partition(directory: str, partition: int, *,
                       apply_batches: ApplyBatches | None = None, repair: bool = True,
-                      salvage: bool = False, progress: Callable[[int], None] | None = None,
-                      apply_batch=None) -> PartitionRecovery:
+                      salvage: bool = False, progress: Callable[[int], None] | None = None
+                      ) -> PartitionRecovery:
     """Read every segment of one partition, handing valid batches, in order and in chunks,
-    to ``apply_batches`` (``OffsetTable.apply_batches``; ``apply_batch`` takes one at a time).
+    to ``apply_batches`` (``OffsetTable.apply_batches``).
 
     :param repair: truncate a torn tail on disk (False for read-only tools)
     :param salvage: skip corrupt regions (reported in ``skipped``) instead of raising
     :param progress: called with the byte size of each segment once it has been read
     """
-    if apply_batch is not None:
-        def apply_batches(chunk, _one=apply_batch):
-            for batch in chunk:
-                _one(*batch)
     apply = apply_batches
     result = PartitionRecovery(partition=partition, directory=directory)
     # A cleaner's swap interrupted by a crash is finished first (read-only callers only
