@@ -173,16 +173,9 @@ class GroupCoordinator(RebalanceEngine):
         out, now = self._begin(now_ms)
         rid = out.request_id
         group = self._groups.get(group_id)
-        error = None
-        if not group_id:
-            error = InvalidGroupIdError("group_id must not be empty")
-        elif group is None:
-            error = UnknownMemberIdError(f"sync-group: group {group_id!r} does not exist")
-        elif group.state is DEAD:
-            error = CoordinatorNotAvailableError(f"group {group_id!r} is being deleted; retry")
-        else:
-            error = (check_member(group, member_id, group_instance_id, "sync-group")
-                     or check_generation(group, generation_id, "sync-group"))
+        error = self._current_member_error(group, group_id, member_id, group_instance_id,
+                                           generation_id, "sync-group")
+        if group is not None:
             if error is None and ((protocol_type is not None
                                    and protocol_type != group.protocol_type)
                                   or (protocol_name is not None
@@ -224,6 +217,21 @@ class GroupCoordinator(RebalanceEngine):
                     self._touch(group, m, now)
         return out
 
+    @staticmethod
+    def _current_member_error(group: Group | None, group_id: str, member_id: str,
+                              group_instance_id: str | None, generation_id: int,
+                              operation: str):
+        """SyncGroup's and Heartbeat's shared checks: the group exists and is alive, and the
+        caller is its member in its current generation. The error, or None."""
+        if not group_id:
+            return InvalidGroupIdError("group_id must not be empty")
+        if group is None:
+            return UnknownMemberIdError(f"{operation}: group {group_id!r} does not exist")
+        if group.state is DEAD:
+            return CoordinatorNotAvailableError(f"group {group_id!r} is being deleted; retry")
+        return (check_member(group, member_id, group_instance_id, operation)
+                or check_generation(group, generation_id, operation))
+
     # -- Heartbeat -----------------------------------------------------------------------------
 
     def heartbeat(self, group_id: str, *, member_id: str, generation_id: int,
@@ -237,15 +245,9 @@ class GroupCoordinator(RebalanceEngine):
         _check_optional_str("group_instance_id", group_instance_id)
         out, now = self._begin(now_ms)
         group = self._groups.get(group_id)
-        if not group_id:
-            error = InvalidGroupIdError("group_id must not be empty")
-        elif group is None:
-            error = UnknownMemberIdError(f"heartbeat: group {group_id!r} does not exist")
-        elif group.state is DEAD:
-            error = CoordinatorNotAvailableError(f"group {group_id!r} is being deleted; retry")
-        else:
-            error = (check_member(group, member_id, group_instance_id, "heartbeat")
-                     or check_generation(group, generation_id, "heartbeat"))
+        error = self._current_member_error(group, group_id, member_id, group_instance_id,
+                                           generation_id, "heartbeat")
+        if group is not None:
             if error is None and group.state is EMPTY:
                 error = UnknownMemberIdError(f"heartbeat: group {group_id!r} is Empty")
             elif error is None:
