@@ -174,10 +174,13 @@ class BatchReader:
     problem. Raises ``UnsupportedVersionError`` for a valid batch of a newer format.
 
     :param min_offset: the lowest base offset the first batch may have (offsets only grow)
+    :param zero_tail: accept zero bytes from a batch boundary to the end as the end of the
+        data (an active segment's preallocated space), setting ``zero_tail`` to their count;
+        False for a buffer that must end with its last batch (a closed segment)
     """
 
     def __init__(self, data, *, start: int = 0, end: int | None = None, salvage: bool = False,
-                 min_offset: int = -1) -> None:
+                 min_offset: int = -1, zero_tail: bool = True) -> None:
         self._data = data if isinstance(data, memoryview) else memoryview(data)
         self._bytes = data  # .find works on bytes/mmap, not memoryview
         self._start = start
@@ -189,6 +192,9 @@ class BatchReader:
         self.problems: list[Problem] = []
         self.batches = 0  # counted by decoded_chunks
         self.records = 0
+        self._zero_tail_ok = zero_tail
+        #: zero bytes after the last batch accepted as preallocated space
+        self.zero_tail = 0
 
     def raw(self) -> Iterator[tuple[int, int, tuple]]:
         """``(position, end, header_fields)`` of each valid batch.
@@ -280,6 +286,11 @@ class BatchReader:
 
     def _bad_batch(self, pos: int) -> int | None:
         """Classify the invalid batch at ``pos``: where to resume (salvage), or None to stop."""
+        if self._zero_tail_ok:
+            rest = bytes(self._bytes[pos:self._endpos])
+            if rest.count(0) == len(rest):  # reserved space never written: the end, cleanly
+                self.zero_tail = len(rest)
+                return None
         reason, search_from = _check(self._bytes, pos, self._endpos, self.min_offset)
         if reason is None:  # pragma: no cover - the fast paths accept every valid batch
             raise AssertionError("fast path rejected a valid batch")

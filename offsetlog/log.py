@@ -32,7 +32,7 @@ class PartitionLog:
     def _open_active(self) -> SegmentFile:
         if self.segments:
             base, path = self.segments[-1]
-            self._active = SegmentFile.open_existing(path, base)
+            self._active = SegmentFile.open_existing(path, base, limit=self.segment_bytes)
         else:
             self._roll()
         return self._active  # type: ignore[return-value]
@@ -40,11 +40,12 @@ class PartitionLog:
     def _roll(self) -> None:
         """Start a new segment at ``next_offset``; the old one is made durable first."""
         if self._active is not None:
+            self._active.trim()  # a closed segment holds exactly its batches
             self._active.sync()
             self._active.close()
         segment.make_dir(self.directory)
         path = naming.segment_path(self.directory, self.next_offset)
-        self._active = SegmentFile.create(path, self.next_offset)
+        self._active = SegmentFile.create(path, self.next_offset, limit=self.segment_bytes)
         self.segments.append((self.next_offset, path))
 
     def append(self, data, record_count_after: int) -> None:
@@ -86,8 +87,12 @@ class PartitionLog:
         self.segments = list(segments)
 
     def size_bytes(self) -> int:
+        """Bytes of data (the active segment's reserved space not counted)."""
         total = 0
-        for _, path in self.segments:
+        for base, path in self.segments:
+            if self._active is not None and base == self._active.base_offset:
+                total += self._active.size
+                continue
             try:
                 total += os.path.getsize(path)
             except FileNotFoundError:
@@ -95,6 +100,11 @@ class PartitionLog:
         return total
 
     def close(self) -> None:
+        """Close the active segment, cutting its reserved space. The store syncs first; the
+        cut itself needs no sync: a reserve that survives a crash reads as the end of the log."""
         if self._active is not None:
-            self._active.close()
-            self._active = None
+            try:
+                self._active.trim()
+            finally:
+                self._active.close()
+                self._active = None

@@ -61,7 +61,9 @@ def recover_partition(directory: str, partition: int, *,
                                            f"segment, which reaches offset {min_offset - 1}")
         data = segment.read_file(path)
         result.bytes_read += len(data)
-        reader = BatchReader(data, salvage=salvage, min_offset=base)
+        # Only the active segment may end in preallocated (zero) space: closed ones are cut to
+        # their last batch before the roll, so zeros there are damage.
+        reader = BatchReader(data, salvage=salvage, min_offset=base, zero_tail=last)
         if apply is None:
             for pos, stop, h in reader.raw():  # h: offsetlog.format.BATCH_HEADER fields
                 check_limit(path, pos, h[5] + h[6], limit)
@@ -81,12 +83,19 @@ def recover_partition(directory: str, partition: int, *,
             log.warning("salvage: skipped corrupt region %s", dropped)
             result.skipped.append(dropped)
         stop = reader.stop
+        if reader.zero_tail:
+            result.preallocated = reader.zero_tail
+            if repair:  # cut the unused reserve: appends resume at the end of the data
+                segment.truncate_file(path, len(data) - reader.zero_tail)
         if last and repair and (stop is None or not stop.torn):
             # What was written before a crash but never synced is loaded (and served) now:
             # make it durable, so a later power loss cannot take back what readers saw.
             segment.fsync_file(path)
         if stop is not None:
             if stop.torn and last:
+                # Everything from the torn batch on is cut, including any zero reserve after it
+                # (which bytes of a torn write were zeros and which were never written cannot
+                # be told apart).
                 torn = DroppedRange(path, stop.position, len(data) - stop.position, stop.reason)
                 result.truncated = torn
                 if repair:

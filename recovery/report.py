@@ -28,6 +28,8 @@ class PartitionRecovery:
     records: int = 0
     bytes_read: int = 0
     truncated: DroppedRange | None = None  # the torn tail, if there was one
+    #: unused preallocated bytes found after the active segment's last batch (not data)
+    preallocated: int = 0
     skipped: list[DroppedRange] = field(default_factory=list)  # salvage only
 
 

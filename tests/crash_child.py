@@ -50,7 +50,7 @@ def _install_sync_log(path: str, delay_ms: float) -> None:
             time.sleep(delay_ms / 1000.0)
         real(sync_fd)
         target = os.readlink(f"/proc/self/fd/{sync_fd}")
-        size = os.fstat(sync_fd).st_size
+        size = os.lseek(sync_fd, 0, os.SEEK_CUR)  # end of the data (the file may be preallocated)
         os.write(fd, f"SYNC {target} {size}\n".encode())
 
     segment._sync = logged_sync

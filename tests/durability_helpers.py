@@ -17,6 +17,7 @@ import threading
 from typing import Iterable
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition, naming, segment
+from offsetlog.framing import BatchReader
 
 TP = TopicPartition
 OAM = OffsetAndMetadata
@@ -86,10 +87,20 @@ def last_segment(root, partition: int) -> str:
     return segment_files(root)[partition][-1]
 
 
+def data_size(path: str) -> int:
+    """Bytes of ``path`` up to the end of its data: the active segment's preallocated (zero)
+    reserve is not data, so a file's size on disk overstates what was written to it."""
+    with open(path, "rb") as f:
+        data = f.read()
+    reader = BatchReader(data, salvage=False)
+    for _ in reader.raw():
+        pass
+    return len(data) - reader.zero_tail
+
+
 def file_sizes(root) -> dict[str, int]:
-    """Size of every segment file under ``root``."""
-    return {path: os.path.getsize(path)
-            for paths in segment_files(root).values() for path in paths}
+    """Data size (see ``data_size``) of every segment file under ``root``."""
+    return {path: data_size(path) for paths in segment_files(root).values() for path in paths}
 
 
 def copy_store(src, dst) -> str:
@@ -195,7 +206,7 @@ class SyncTracker:
         self._real(fd)  # raises -> nothing is recorded as durable
         path = _fd_path(fd)
         if path is not None:
-            size = os.fstat(fd).st_size
+            size = os.lseek(fd, 0, os.SEEK_CUR)  # the writer's position: the end of the data
             with self._lock:
                 self.durable[path] = max(self.durable.get(path, 0), size)
 

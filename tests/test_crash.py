@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from crash_child import TOPIC_PARTITIONS, call_keys, group_of
-from durability_helpers import TP, Seeded, file_sizes, open_store, segment_files
+from durability_helpers import TP, Seeded, data_size, file_sizes, open_store, segment_files
 
 CHILD = str(Path(__file__).with_name("crash_child.py"))
 ACK_RE = re.compile(rb"^ACK (\d+) (\d+)$")
@@ -126,11 +126,13 @@ class CrashHarness:
                 if m:
                     path = m.group(1).decode()
                     synced[path] = max(synced.get(path, 0), int(m.group(2)))
+        if not self.dir.exists():
+            return  # killed before it created the store
         for p, paths in segment_files(self.dir).items():
             if not paths:
                 continue
             last = paths[-1]
-            size = os.path.getsize(last)
+            size = data_size(last)
             durable = min(synced.get(last, 0), size)
             if durable < size:
                 cut = self.rng.randint(durable, size)

@@ -25,7 +25,7 @@ import time
 import pytest
 
 import offsetlog.segment as segment_mod
-from durability_helpers import (OAM, TP, Seeded, SyncTracker, file_sizes, last_segment,
+from durability_helpers import (OAM, TP, Seeded, SyncTracker, data_size, file_sizes, last_segment,
                                 open_store, store_state)
 from offsetlog.errors import StoreClosedError, StoreFailedError
 
@@ -315,7 +315,7 @@ def test_partial_write_then_error_becomes_a_torn_tail_on_reopen(tmp_path, monkey
                                                                 fraction):
     store = acked_store(tmp_path)
     seg = last_segment(tmp_path, store.partition_of(G1))
-    size = os.path.getsize(seg)
+    size = data_size(seg)
     partial = PartialWrite(fraction)
     monkeypatch.setattr(segment_mod, "_write", partial)
     with pytest.raises(StoreFailedError):
@@ -326,11 +326,17 @@ def test_partial_write_then_error_becomes_a_torn_tail_on_reopen(tmp_path, monkey
     monkeypatch.undo()
     assert_poisoned(store)
     store.close()
-    assert os.path.getsize(seg) == size + written  # the half batch is on disk
+    with open(seg, "rb") as f:
+        on_disk = f.read()
+    # The half batch is on disk, followed only by the segment's unused (zero) reserve: a
+    # poisoned store touches its files no more, not even to give the reserve back.
+    torn = on_disk[size:size + written]
+    assert torn.strip(b"\0") and not on_disk[size + written:].strip(b"\0")
     with open_store(tmp_path) as again:
         assert store_state(again) == ACKED
         [t] = again.recovery_report.truncations
-        assert (t.path, t.position, t.bytes_dropped) == (seg, size, written)
+        # everything from the torn batch on is cut: the half batch and the reserve after it
+        assert (t.path, t.position, t.bytes_dropped) == (seg, size, len(on_disk) - size)
     with open_store(tmp_path) as again:  # the repair was persisted
         assert again.recovery_report.truncations == []
         assert store_state(again) == ACKED
@@ -438,7 +444,8 @@ def test_efbig_from_rlimit_fsize_poisons_the_store(tmp_path):
     assert "POISONED" in out.stdout
     last = int(lines[1])
     seg = last_segment(tmp_path, 0)
-    assert os.path.getsize(seg) <= limit
+    with open(seg, "rb") as f:  # the file is longer: its zero reserve, written before the limit
+        assert len(f.read().rstrip(b"\0")) <= limit
     with open_store(tmp_path) as again:
         assert again.fetch("g") == {TP("t", 0): OAM(last), TP("t", 1): OAM(last)}
         for t in again.recovery_report.truncations:  # a short write leaves a torn tail

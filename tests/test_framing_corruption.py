@@ -101,10 +101,11 @@ class Log:
 
     # -- reading -----------------------------------------------------------------------
 
-    def read(self, *, salvage: bool = False, upto: int | None = None) -> list[tuple]:
+    def read(self, *, salvage: bool = False, upto: int | None = None,
+             zero_tail: bool = True) -> list[tuple]:
         """The records of every batch the reader yields (of the first ``upto`` bytes)."""
         data = bytes(self.buf if upto is None else self.buf[:upto])
-        self.reader = BatchReader(data, salvage=salvage)
+        self.reader = BatchReader(data, salvage=salvage, zero_tail=zero_tail)
         return [norm(b.records()) for b in self.reader]
 
     @property
@@ -217,13 +218,38 @@ def test_length_past_eof_at_end_is_torn(log):
 
 
 @pytest.mark.parametrize("n", [1, 10, HEADER_SIZE - 1, HEADER_SIZE, 100, 4096])
-def test_trailing_zeros_after_last_batch_are_torn(log, n):
+def test_trailing_zeros_after_last_batch_are_preallocated_space(log, n):
+    """An active segment's reserve reads as zeros: the clean end of the data, not damage."""
     log.write()
     log.write(2)
     log.buf += bytes(n)
     assert log.read() == log.batches
-    assert log.stop.torn and log.stop.position == log.end(1), log.stop
+    assert log.stop is None and log.reader.zero_tail == n
+    assert log.reader.end == log.end(1)
     assert log.read_strict_file() == log.batches
+
+
+@pytest.mark.parametrize("n", [1, HEADER_SIZE, 4096])
+def test_trailing_zeros_in_a_closed_segment_are_torn(log, n):
+    """Closed segments are cut to their last batch at the roll: zeros there are not a reserve."""
+    log.write()
+    log.write(2)
+    log.buf += bytes(n)
+    assert log.read(zero_tail=False) == log.batches
+    assert log.stop.torn and log.stop.position == log.end(1), log.stop
+    assert log.reader.zero_tail == 0
+
+
+@pytest.mark.parametrize("junk", [b"\x01", b"\xa1" * 3, b"\x00\x00\x07"])
+def test_zeros_with_anything_after_them_are_not_a_reserve(log, junk):
+    """Only an all-zero remainder is a reserve; zeros followed by other bytes are a torn
+    write (or corruption when a valid batch follows), exactly as without preallocation."""
+    log.write()
+    log.write(2)
+    log.buf += bytes(100) + junk + bytes(50)
+    assert log.read() == log.batches
+    assert log.stop.torn and log.stop.position == log.end(1), log.stop
+    assert log.reader.zero_tail == 0
 
 
 def test_trailing_random_junk_is_torn():
