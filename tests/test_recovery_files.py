@@ -349,3 +349,39 @@ def test_file_sizes_match_the_segments(tmp_path):
     sizes = file_sizes(tmp_path)
     assert sizes == {log.spans[-1][0]: log.spans[-1][2]}
     assert [s for _, s, _ in log.spans] == [0] + [e for _, _, e in log.spans[:-1]]
+
+
+# -- preallocated space (docs/FORMAT.md, "Preallocated space") ------------------------------
+
+def test_reserve_left_by_a_crash_is_cut_on_open_and_appends_resume_at_the_data(tmp_path):
+    """A crash leaves the active segment longer than its data (the zero reserve). Reopen must
+    treat the zeros as the end, not as a torn tail, cut them, and append right after the data:
+    zeros left between two writes would read as a torn tail and lose the second."""
+    src = tmp_path / "live"
+    store = open_store(src, partitions=1)
+    store.commit_sync("g", {TP("t", 0): 1})
+    store.commit_sync("g", {TP("t", 1): 2})
+    [seg] = segment_files(src)[0]
+    data = file_sizes(src)[seg]
+    assert os.path.getsize(seg) > data, "the active segment should hold a reserve"
+    crashed = copy_store(src, tmp_path / "crashed")  # the files as a SIGKILL would leave them
+    store.close()
+    assert os.path.getsize(seg) == data, "a clean close gives the reserve back"
+    with open_store(crashed, partitions=1) as again:
+        report = again.recovery_report
+        assert report.truncations == [] and report.partitions[0].preallocated > 0
+        again.commit_sync("g", {TP("t", 2): 3})
+    with open_store(crashed, partitions=1) as again:
+        assert again.fetch("g") == {TP("t", 0): OAM(1), TP("t", 1): OAM(2), TP("t", 2): OAM(3)}
+        assert again.recovery_report.partitions[0].preallocated == 0
+
+
+def test_rolled_segments_hold_no_reserve(tmp_path):
+    root = tmp_path / "s"
+    with open_store(root, partitions=1, segment_bytes=1024) as store:
+        for i in range(60):
+            store.commit_sync("g", {TP("t", i % 3): i})
+        paths = segment_files(root)[0]
+        assert len(paths) > 3
+        for path in paths[:-1]:  # closed while the store is open: exactly their batches
+            assert os.path.getsize(path) == file_sizes(root)[path] <= 1024
