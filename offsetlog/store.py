@@ -347,8 +347,6 @@ class OffsetStore(GroupRequests):
                    for i, (t, p) in enumerate(sorted(table.offsets.get(group_id, {})))]
             for r in result.records:
                 out.append((len(out),) + tuple(r[1:]))
-            if group_id in table.group_metadata and not result.records:
-                out.append(rec.group_metadata(len(out), group_id, None))
             return tuple(out)
 
         self._run_deferred(group_id, tombstones, now)

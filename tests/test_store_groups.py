@@ -137,3 +137,27 @@ def test_close_answers_parked_requests(store_dir, clock):
     assert isinstance(fut.result().error, CoordinatorNotAvailableError)
     with pytest.raises(StoreClosedError):
         s.join_group("g", client_id="c", session_timeout_ms=SESSION, protocols=[("range", b"")])
+
+
+def test_deleting_a_loaded_group_writes_exactly_one_metadata_tombstone(store_dir, clock):
+    """The coordinator alone decides the GROUP_METADATA tombstone, for a group it formed and
+    for one it loaded from the log alike (one tombstone: none would resurrect the group on
+    replay, two would be noise)."""
+    from recovery.inspect import iter_records
+    from offsetlog.records import GROUP_METADATA
+
+    def metadata_tombstones() -> int:
+        return sum(1 for *_, r in iter_records(store_dir) if r[1] == GROUP_METADATA and r[4] is None)
+
+    with open_store(store_dir, clock) as s:
+        gen, (m1,) = form_group(s, clock)
+        s.commit_sync("g", {TP0: 5}, generation_id=gen, member_id=m1)
+        s.leave_group("g", member_id=m1).result(10)
+    with open_store(store_dir, clock) as s:  # now the group is one the coordinator loaded
+        assert s.describe_group("g").state == "Empty"
+        s.delete_group("g")
+    assert metadata_tombstones() == 1
+    with open_store(store_dir, clock) as s:
+        assert s.groups() == [] and s.describe_group("g") is None
+        s.delete_group("g")  # gone: nothing more is written
+    assert metadata_tombstones() == 1

@@ -412,7 +412,7 @@ class GroupCoordinator(RebalanceEngine):
     def _delete(self, group: Group, now: int, out: Result) -> None:
         group.transition_to(DEAD, now)
         self._forget(group.group_id)
-        if group.generation > 0:  # a group that was never written needs no tombstone
+        if group.persisted:  # a group that was never written needs no tombstone
             self._record(out, group.group_id, None)
 
     # -- loading -------------------------------------------------------------------------------
@@ -434,6 +434,7 @@ class GroupCoordinator(RebalanceEngine):
             self._unload_group(old, now, out)
         if group is None:
             return out
+        group.persisted = True
         self._groups[group_id] = group
         for member in group.members.values():
             self._touch(group, member, now)
