@@ -84,7 +84,7 @@ class PartitionWriter:
     """The queue, table and log of one log partition."""
 
     __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
-                 "async_scheduled", "coordinator")
+                 "async_scheduled", "coordinator", "exclusive_waiting")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -98,6 +98,9 @@ class PartitionWriter:
         self.async_scheduled = False
         #: the partition's group coordinator; the store sets it, and calls it under ``lock``
         self.coordinator = None
+        #: callers waiting in ``exclusive``: no new round starts while there are any, or a
+        #: steady stream of commits would pass leadership from round to round forever
+        self.exclusive_waiting = 0
 
 
 class GroupCommitter:
@@ -156,7 +159,7 @@ class GroupCommitter:
             if precheck is not None:
                 precheck()
             part.queue.append(item)
-            lead = not part.leader_active
+            lead = not part.leader_active and not part.exclusive_waiting
             if not lead:
                 waiter = self._enlist(part, item)
         while True:
@@ -164,7 +167,8 @@ class GroupCommitter:
                 with part.lock:
                     if item.done:
                         break
-                    if part.leader_active:  # taken meanwhile (async thread, cleaner swap)
+                    if part.leader_active or part.exclusive_waiting:
+                        # taken meanwhile (async thread), or a swap is waiting its turn
                         waiter, lead = self._enlist(part, item), False
                     else:
                         group = self._lead(part)
@@ -372,8 +376,9 @@ class GroupCommitter:
             for part in dict.fromkeys(ready):  # de-duplicated, in order
                 while True:
                     with part.lock:
-                        if not part.queue or part.leader_active:
-                            # Empty, or an active leader will hand on what is left.
+                        if not part.queue or part.leader_active or part.exclusive_waiting:
+                            # Empty, or an active leader (or the exclusive holder, once it
+                            # ends) will hand on what is left.
                             part.async_scheduled = False
                             break
                         group = self._lead(part)
@@ -414,8 +419,15 @@ class GroupCommitter:
         committers queue meanwhile and are led as soon as it ends.
         """
         with part.lock:
-            while part.leader_active:
-                part.cond.wait()
+            part.exclusive_waiting += 1
+            try:
+                while part.leader_active:
+                    part.cond.wait()
+            except BaseException:
+                part.exclusive_waiting -= 1
+                self._hand_on(part)  # what queued behind us must not wait for nobody
+                raise
+            part.exclusive_waiting -= 1
             part.leader_active = True
         try:
             yield
