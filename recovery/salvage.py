@@ -257,7 +257,11 @@ def _rewrite(directory: str, base: int, end: int, source: str,
         segment.sync_fd(fd)
     finally:
         os.close(fd)
-    commit_swap(directory, cleaned, base, end, [source])
+    commit_swap(directory, cleaned, base, end, [source], hook=_fault_hook)
+
+
+#: tests set this to a callable(step) to crash a salvage at a swap step (as the cleaner's)
+_fault_hook = None
 
 
 __all__ = ["SalvageReport", "SalvagedRegion", "plan_salvage", "recover_store",
