@@ -193,9 +193,13 @@ def cmd_crashtest(args, console: Console) -> int:
                         "{task.completed}/{task.total}", TimeRemainingColumn(),
                         console=console, transient=True, disable=not console.is_terminal)
     task = progress.add_task("crash cycles", total=config.cycles)
-    with progress:
-        result = run_crashtest(args.dir, config, workload=args.workload,
-                               progress=lambda k, r: progress.update(task, completed=k + 1))
+    try:
+        with progress:
+            result = run_crashtest(args.dir, config, workload=args.workload,
+                                   progress=lambda k, r: progress.update(task, completed=k + 1))
+    except ValueError as e:  # a directory that is not empty, a malformed workload name
+        console.print(f"offsetlog: {e}")
+        return 2
     table = Table(title=f"crashtest {args.dir} (seed {result.seed})")
     table.add_column("WHAT")
     table.add_column("COUNT", justify="right")

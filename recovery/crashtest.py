@@ -50,7 +50,7 @@ from typing import Callable
 
 from compaction.cleaner import STEPS
 from offsetlog import naming
-from recovery.crash_child import TOPIC_PARTITIONS, call_keys, group_of
+from recovery.crash_child import TOPIC_PARTITIONS, call_keys, group_of, load_workload
 from recovery.inspect import scan
 
 #: offsets of cycle k start at k * CYCLE_STRIDE + 1, so they grow from cycle to cycle
@@ -452,6 +452,11 @@ def run_crashtest(directory: str | os.PathLike, config: CrashTestConfig | None =
     config = config or CrashTestConfig()
     if callable(workload):
         workload = f"{workload.__module__}:{workload.__qualname__}"
+    if workload is not None:
+        try:  # fail here, clearly, rather than in every child
+            load_workload(workload)
+        except (ImportError, AttributeError) as e:
+            raise ValueError(f"cannot load workload {workload!r}: {e}") from None
     directory = os.fspath(directory)
     if os.path.isdir(directory) and os.listdir(directory):
         raise ValueError(f"{directory} is not empty: the crash test needs a fresh directory")
