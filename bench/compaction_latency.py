@@ -70,8 +70,10 @@ class CompactionLoop:
         return covered / (end - start)
 
 
-def sample(store: OffsetStore, threads: int, seconds: float, block: int) -> list[int]:
-    """commit_sync latencies (ns) from ``threads`` threads for ``seconds``."""
+def sample(store: OffsetStore, threads: int, seconds: float, block: int,
+           last: dict[str, int]) -> list[int]:
+    """commit_sync latencies (ns) from ``threads`` threads for ``seconds``; ``last`` gets
+    each group's last committed offset."""
     out: list[list[int]] = [[] for _ in range(threads)]
     stop = threading.Event()
     barrier = threading.Barrier(threads + 1)
@@ -87,6 +89,7 @@ def sample(store: OffsetStore, threads: int, seconds: float, block: int) -> list
             t0 = clock()
             store.commit_sync(group, {tp: i})
             mine.append(clock() - t0)
+            last[group] = i
             i += 1
 
     ts = [threading.Thread(target=body, args=(t,), daemon=True) for t in range(threads)]
@@ -122,6 +125,7 @@ def run(args) -> dict:
     samples: dict[tuple[int, str], list[int]] = {}
     coverage: dict[tuple[int, str], list[float]] = {}
     passes = swaps = 0
+    last: dict[str, int] = {}
     try:
         for rep in range(args.repeats):
             for threads in args.threads:
@@ -132,7 +136,8 @@ def run(args) -> dict:
                         loop.thread.start()
                         time.sleep(0.5)  # let the pass get going
                     t0 = time.perf_counter()
-                    lat = sample(store, threads, args.seconds, block=len(samples) + 1 + rep * 100)
+                    lat = sample(store, threads, args.seconds,
+                                 block=len(samples) + 1 + rep * 100, last=last)
                     t1 = time.perf_counter()
                     if loop is not None:
                         coverage.setdefault((threads, mode), []).append(
@@ -144,9 +149,14 @@ def run(args) -> dict:
                         passes += loop.passes
                         swaps += loop.swaps
                     samples.setdefault((threads, mode), []).extend(lat)
-        state_ok = True
+        state_ok = all(store.fetch(g)[TopicPartition("latency", int(g.split("-")[1]))].offset
+                       == off for g, off in last.items())
     finally:
         store.close()
+    with OffsetStore.open(root, cleaner_backoff_ms=0, retention_check_interval_ms=0) as again:
+        state_ok = state_ok and all(
+            again.fetch(g)[TopicPartition("latency", int(g.split("-")[1]))].offset == off
+            for g, off in last.items())
     rows = {}
     for (threads, mode), lat in sorted(samples.items()):
         rows[f"{threads}t-{mode}"] = {
