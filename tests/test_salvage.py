@@ -160,3 +160,20 @@ def test_cli_recover(tmp_path, capsys):
     assert str(b - a) in out and "8..9" in out and "rewrote" in out
     assert file_sizes(tmp_path / "s")[path] == sizes[path] - (b - a)
     assert cli_main(["recover", str(tmp_path / "s")]) == 0
+
+
+def test_salvage_of_a_closed_segment_cut_short_drops_its_tail_and_names_the_lost_offsets(
+        tmp_path):
+    log = build(tmp_path / "s")
+    first = segment_files(tmp_path / "s")[0][0]
+    mine = [(i, s) for i, s in enumerate(log.spans) if s[0] == first]
+    i_last, (_, a, b) = mine[-1]
+    truncate(first, b - 5)  # a closed segment may not end in a torn batch: corruption
+    with pytest.raises(CorruptLogError) as err:
+        recover_store(tmp_path / "s")
+    assert (err.value.path, err.value.position) == (first, a)
+    [region] = salvage_store(tmp_path / "s").regions
+    assert (region.path, region.position, region.bytes_dropped) == (first, a, b - 5 - a)
+    assert region.offsets_lost == (2 * i_last, 2 * i_last + 1)  # up to the next segment's base
+    with open_store(tmp_path / "s") as store:
+        assert store_state(store) == log.model(keep=lambda i: i != i_last)
