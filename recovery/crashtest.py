@@ -21,6 +21,10 @@ store and checks (docs/CRASHTEST.md):
     the reopened store's tables equal a full replay of the log by ``recovery.inspect.scan``
     (whatever snapshots or caches the open used), and that scan finds no corruption and no
     torn tail (the open repaired it);
+``verify``
+    before reopening, the read-only scan ``offsetlog verify`` runs finds nothing wrong with
+    the crashed directory but a torn tail, and its replay (leftover swaps planned, not
+    applied) is the state recovery then produces;
 ``recovery``
     the store opens at all (no ``CorruptLogError``), and nothing the child ran raised.
 
@@ -323,6 +327,20 @@ class _Harness:
         from offsetlog import OffsetStore  # the harness drives the engine; recovery does not
 
         out: list[Violation] = []
+        # First, what `offsetlog verify` sees in the crashed directory (read-only: leftover
+        # swaps are planned, not applied; a torn tail is reported, not cut). Only a torn tail
+        # may be wrong with it, and its replay must be what the reopened store will hold.
+        crashed = None
+        if os.path.isdir(self.store_dir) and os.path.exists(naming.meta_path(self.store_dir)):
+            try:
+                report_before, crashed = scan(self.store_dir, salvage=True, tables=True)
+            except Exception as e:
+                out.append(Violation(k, "verify", f"read-only scan of the crashed store failed:"
+                                                  f" {type(e).__name__}: {e}"))
+            else:
+                if report_before.skipped:
+                    out.append(Violation(k, "verify", "corruption in the crashed store: "
+                                         + "; ".join(map(str, report_before.skipped))))
         options = dict(self.options, cleaner_backoff_ms=0, retention_check_interval_ms=0)
         try:
             store = OffsetStore.open(self.store_dir, **options)
@@ -348,12 +366,17 @@ class _Harness:
                 if not scanned.clean:
                     out.append(Violation(k, "replay", f"the log is not clean after reopening: "
                                                       f"{scanned}"))
+                empty = {"offsets": {}, "group_metadata": {}}
                 for p, table in tables.items():
-                    full = replayed[p].as_dict() if p in replayed else {
-                        "offsets": {}, "group_metadata": {}}
+                    full = replayed[p].as_dict() if p in replayed else empty
                     if table != full:
                         out.append(Violation(k, "replay", f"log partition {p}: the reopened "
                                              "table differs from a full replay of the log"))
+                    if crashed is not None and table != (
+                            crashed[p].as_dict() if p in crashed else empty):
+                        out.append(Violation(k, "verify", f"log partition {p}: the read-only "
+                                             "scan of the crashed store saw another state "
+                                             "than recovery produced"))
         finally:
             store.close()
 
