@@ -233,9 +233,12 @@ class _Harness:
         env = dict(os.environ)
         # The child imports offsetlog, recovery and the user's workload as this process does.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-        child = subprocess.Popen([sys.executable, "-m", "recovery.crash_child",
-                                  json.dumps(child_config)], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, env=env)
+        # stderr to a file, not a pipe: a chatty workload must not block on a full pipe
+        err_path = os.path.join(self.work, f"stderr-{k}")
+        with open(err_path, "wb") as err_file:
+            child = subprocess.Popen([sys.executable, "-m", "recovery.crash_child",
+                                      json.dumps(child_config)], stdout=subprocess.DEVNULL,
+                                     stderr=err_file, env=env)
         violations: list[Violation] = []
         try:
             if self.rng.random() < cfg.early_kill_probability:
@@ -255,8 +258,8 @@ class _Harness:
             if child.poll() is None:
                 child.send_signal(signal.SIGKILL)
             child.wait(timeout=60)
-            stderr = child.stderr.read().decode(errors="replace")
-            child.stderr.close()
+        with open(err_path, "rb") as f:
+            stderr = f.read()[-4000:].decode(errors="replace")
         lines = _read_lines(ack_file)
         if not lines or lines[0] != b"READY":
             self.result.killed_during_startup += 1

@@ -217,28 +217,23 @@ def plan_salvage(directory: str) -> tuple[list[Rewrite], list[SalvagedRegion]]:
 
 def _gaps(path: str, size: int, kept, reasons: dict[int, str], base: int,
           limit: int | None) -> list[SalvagedRegion]:
-    """The byte ranges of a segment outside its kept batches, split at every known problem."""
+    """The byte ranges of a segment outside its kept batches, split at every known problem.
+
+    The offsets a gap held are those between the batches around it (the segment's base
+    before the first, the next segment's base after the last); they are given on the gap's
+    first region, and unknown at the end of the last segment.
+    """
     out = []
     cursor, next_offset = 0, base
     for start, stop, first, last in [*kept, (size, size, None, None)]:
         if start > cursor:
-            if first is not None:
-                hi = first - 1
-            else:
-                hi = limit - 1 if limit is not None else None
+            hi = first - 1 if first is not None else (None if limit is None else limit - 1)
             lost = (next_offset, hi) if hi is not None and hi >= next_offset else None
             cuts = sorted({cursor, *(p for p in reasons if cursor < p < start)})
             for j, a in enumerate(cuts):
                 b = cuts[j + 1] if j + 1 < len(cuts) else start
-                out.append(SalvagedRegion(path, a, b - a,
-                                          reasons.get(a, "unreadable bytes"),
-                                          lost if len(cuts) == 1 else None, "dropped"))
-            if len(cuts) > 1 and lost is not None:
-                # One gap, several problems: the offsets are known for the gap as a whole.
-                first_region = out[-len(cuts)]
-                out[-len(cuts)] = SalvagedRegion(first_region.path, first_region.position,
-                                                 first_region.bytes_dropped,
-                                                 first_region.reason, lost, "dropped")
+                out.append(SalvagedRegion(path, a, b - a, reasons.get(a, "unreadable bytes"),
+                                          lost if j == 0 else None, "dropped"))
         if first is not None:
             next_offset = last + 1
         cursor = max(cursor, stop)
