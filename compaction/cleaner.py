@@ -33,6 +33,7 @@ from offsetlog.errors import CorruptLogError
 from offsetlog.format import Attribute
 from offsetlog.framing import BatchReader, encode_payload, frame
 from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
+from recovery.swap import commit_swap, finish_swaps, plan_swaps
 
 log = logging.getLogger("offsetlog.cleaner")
 
@@ -98,11 +99,12 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
     """
     started = time.perf_counter()
     result = CleanResult(partition)
+    hook = fault_hook or (lambda step: None)
+    swap_lock = swap_lock or contextlib.nullcontext
+    _finish_leftovers(directory, swap_lock, on_swapped)
     closed = [(b, p) for b, p in naming.list_segments(directory) if b < active_base]
     if not closed:
         return result
-    hook = fault_hook or (lambda step: None)
-    swap_lock = swap_lock or contextlib.nullcontext
 
     # Pass 1: the latest offset of every key in the closed segments.
     latest: dict[tuple, int] = {}
@@ -133,33 +135,32 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
         fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         written = 0
         try:
-            for base, path in group:
-                result.bytes_before += os.path.getsize(path)
-                for batch, original in _read_closed(path, base):
-                    data, kept, dropped_tombstones = _clean_batch(
-                        batch, original, latest, now_ms, delete_retention_ms)
-                    result.records_before += batch.record_count
-                    result.records_after += kept
-                    result.tombstones_dropped += dropped_tombstones
-                    if data:
-                        segment.write_all(fd, data)
-                        written += len(data)
-            segment.sync_fd(fd)
-        finally:
-            os.close(fd)
+            try:
+                for base, path in group:
+                    result.bytes_before += os.path.getsize(path)
+                    for batch, original in _read_closed(path, base):
+                        data, kept, dropped_tombstones = _clean_batch(
+                            batch, original, latest, now_ms, delete_retention_ms)
+                        result.records_before += batch.record_count
+                        result.records_after += kept
+                        result.tombstones_dropped += dropped_tombstones
+                        if data:
+                            segment.write_all(fd, data)
+                            written += len(data)
+                segment.sync_fd(fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            # Not committed: the old segments are intact. Free the space now (the failure
+            # may be ENOSPC) rather than at the next open.
+            with contextlib.suppress(OSError):
+                os.unlink(out_path)
+            raise
         result.bytes_after += written
         hook("cleaned-written")
-        swap = naming.swap_path(directory, first_base, end)
         with swap_lock():
-            os.replace(out_path, swap)
-            segment.fsync_dir(directory)
-            hook("swap-renamed")
-            for _, path in group:
-                os.unlink(path)
-            hook("sources-deleted")
-            os.replace(swap, naming.segment_path(directory, first_base))
-            segment.fsync_dir(directory)
-            hook("swap-finished")
+            commit_swap(directory, out_path, first_base, end, [p for _, p in group],
+                        hook=hook)
             if on_swapped is not None:
                 on_swapped(naming.list_segments(directory))
         result.swapped.append((first_base, end))
@@ -167,6 +168,21 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
                                  if b < active_base])
     result.duration_s = time.perf_counter() - started
     return result
+
+
+def _finish_leftovers(directory: str, swap_lock, on_swapped) -> bool:
+    """Finish or discard a swap an earlier, failed cleaning left behind (as recovery would on
+    open) before starting a new one. Cleaning around a committed ``.swap`` would write a second
+    swap over the same offsets, and recovery would then let the stale one replace the newer
+    segment. True if anything was done."""
+    plan = plan_swaps(directory)
+    if not (plan.discard or plan.renames):
+        return False
+    with swap_lock():
+        finish_swaps(directory)
+        if on_swapped is not None:
+            on_swapped(naming.list_segments(directory))
+    return True
 
 
 def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_retention_ms: int

@@ -30,6 +30,17 @@ def stored_partitions(path: str) -> int:
         raise StoreConfigError(f"{naming.meta_path(path)} is unreadable: {e}") from None
 
 
+def data_size(segment_path: str) -> int:
+    """Bytes of a segment file up to the end of its data: an active segment's preallocated
+    reserve (zeros after its last batch) is not data, so its size on disk overstates what was
+    written (docs/FORMAT.md, "Preallocated space")."""
+    data = read_file(segment_path)
+    reader = BatchReader(data)
+    for _ in reader.raw():
+        pass
+    return len(data) - reader.zero_tail
+
+
 def total_segment_bytes(path: str) -> int:
     return sum(os.path.getsize(seg) for _, d in naming.list_partition_dirs(path)
                for _, seg in naming.list_segments(d))

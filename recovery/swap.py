@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 from offsetlog import naming, segment
 
@@ -45,6 +46,31 @@ def plan_swaps(directory: str) -> SwapPlan:
     segments.sort()
     plan.segments = segments
     return plan
+
+
+def commit_swap(directory: str, cleaned: str, base: int, end: int, sources: list[str], *,
+                hook: Callable[[str], None] | None = None) -> str:
+    """Steps 2-4 for a ``.cleaned`` file already written and fsynced (step 1): it replaces
+    ``sources``, every segment whose base is in [``base``, ``end``). A crash anywhere leaves
+    the old segments or the new one, never a mix (``finish_swaps`` on open). The caller keeps
+    writers off these segments meanwhile; the active segment is never among them.
+
+    :param hook: called with each step's name once it is durable (tests crash there)
+    :return: the path of the new segment
+    """
+    hook = hook or (lambda step: None)
+    swap = naming.swap_path(directory, base, end)
+    os.replace(cleaned, swap)
+    segment.fsync_dir(directory)  # the commit point
+    hook("swap-renamed")
+    for path in sources:
+        os.unlink(path)
+    hook("sources-deleted")
+    target = naming.segment_path(directory, base)
+    os.replace(swap, target)
+    segment.fsync_dir(directory)
+    hook("swap-finished")
+    return target
 
 
 def finish_swaps(directory: str) -> list[tuple[int, str]]:

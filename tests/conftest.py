@@ -46,3 +46,12 @@ def pytest_runtest_makereport(item, call):
         for name, value in item.user_properties:
             if name == "seed":
                 report.sections.append(("seed", f"OFFSETLOG_TEST_SEED={value}"))
+
+
+def pytest_configure(config):
+    # The crash-test fixture ships as a pytest plugin (entry point ``pytest11``); register it
+    # here too, for runs from a checkout where the package's entry points are not installed.
+    import recovery.pytest_plugin as plugin
+
+    if not config.pluginmanager.is_registered(plugin):
+        config.pluginmanager.register(plugin, "offsetlog-crashtest")

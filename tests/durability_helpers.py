@@ -17,7 +17,7 @@ import threading
 from typing import Iterable
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition, naming, segment
-from offsetlog.framing import BatchReader
+from recovery.inspect import data_size
 
 TP = TopicPartition
 OAM = OffsetAndMetadata
@@ -85,17 +85,6 @@ def segment_files(root) -> dict[int, list[str]]:
 
 def last_segment(root, partition: int) -> str:
     return segment_files(root)[partition][-1]
-
-
-def data_size(path: str) -> int:
-    """Bytes of ``path`` up to the end of its data: the active segment's preallocated (zero)
-    reserve is not data, so a file's size on disk overstates what was written to it."""
-    with open(path, "rb") as f:
-        data = f.read()
-    reader = BatchReader(data, salvage=False)
-    for _ in reader.raw():
-        pass
-    return len(data) - reader.zero_tail
 
 
 def file_sizes(root) -> dict[str, int]:

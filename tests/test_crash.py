@@ -1,217 +1,99 @@
-"""Real crash tests: a child process commits from several threads and is SIGKILLed at seeded
-random moments, again and again on the same directory; after every kill the parent reopens
-the store and checks the guarantees users rely on:
+"""Real crash tests, through the shipped harness (recovery/crashtest.py): a child process
+commits from several threads and is SIGKILLed at seeded random moments, again and again on the
+same directory; after every kill the store is reopened and every invariant checked (no
+acknowledged commit lost, calls whole and in order, nothing goes backwards, the reopened
+tables equal a full replay of the log). See docs/CRASHTEST.md.
 
-1. no acknowledged commit is lost (a thread's "ACK" line is written only once the commit
-   is durable, so every key shows that commit or a later one of the same thread);
-2. every call is all-or-nothing, and 3. calls of one thread apply in call order: the state of
-   a thread's keys is exactly the state after *some* prefix of its calls (each call writes
-   ``seq`` to its progress key and a seeded subset of its other keys, so the prefix is
-   read off the progress key and every other key is then known exactly);
-4. values never go backwards from one reopen to the next.
-
-The power-loss variant also drops a random part of every byte that was written but not yet
-fsynced (the child logs each fsync), which is what a power failure may do; acknowledged
-commits must survive that too, and recovery must repair the torn tails it leaves.
+Cycle counts here are small to keep the suite fast; the long run (>= 200 cycles) is
+``offsetlog crashtest`` by hand, reported in bench/RESULTS.md.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
 
-from crash_child import TOPIC_PARTITIONS, call_keys, group_of
-from durability_helpers import TP, Seeded, data_size, file_sizes, open_store, segment_files
-
-CHILD = str(Path(__file__).with_name("crash_child.py"))
-ACK_RE = re.compile(rb"^ACK (\d+) (\d+)$")
-SYNC_RE = re.compile(rb"^SYNC (\S+) (\d+)$")
-CYCLE_STRIDE = 10_000_000  # seq numbers of cycle k start at k * CYCLE_STRIDE + 1
+from compaction.cleaner import STEPS
+from durability_helpers import Seeded
+from offsetlog.cli import main as cli_main
+from recovery.crashtest import CrashTestConfig, run_crashtest
 
 
-class CrashHarness:
-    def __init__(self, tmp_path, rng: Seeded, *, mode: str, threads: int, groups: int,
-                 partitions: int, segment_bytes: int, power_loss: bool = False,
-                 sync_delay_ms: float = 0) -> None:
-        self.dir = tmp_path / "store"
-        self.tmp = tmp_path
-        self.rng = rng
-        self.mode = mode
-        self.threads = threads
-        self.groups = groups
-        self.partitions = partitions
-        self.segment_bytes = segment_bytes
-        self.power_loss = power_loss
-        self.sync_delay_ms = sync_delay_ms
-        #: thread -> key -> the seq it holds in the verified state (absent: never committed)
-        self.state: dict[int, dict[TP, int]] = {t: {} for t in range(threads)}
-        #: thread -> its last applied seq (its progress key), 0 if none
-        self.progress = {t: 0 for t in range(threads)}
-        self.stats = {"acked": 0, "applied": 0, "truncations": 0, "cut_bytes": 0,
-                      "killed_before_ready": 0}
-
-    # -- one cycle -------------------------------------------------------------------------
-
-    def cycle(self, k: int) -> None:
-        start = k * CYCLE_STRIDE + 1
-        ack_file = self.tmp / f"ack-{k}"
-        sync_log = self.tmp / f"sync-{k}" if self.power_loss else None
-        durable_at_start = file_sizes(self.dir) if self.dir.exists() else {}
-        config = {"dir": str(self.dir), "ack_file": str(ack_file), "start": start,
-                  "seed": self.rng.seed_value, "threads": self.threads, "groups": self.groups,
-                  "mode": self.mode, "partitions": self.partitions,
-                  "segment_bytes": self.segment_bytes,
-                  "sync_log": str(sync_log) if sync_log else None,
-                  "sync_delay_ms": self.sync_delay_ms}
-        child = subprocess.Popen([sys.executable, CHILD, json.dumps(config)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            if self.rng.random() < 0.15:
-                time.sleep(self.rng.uniform(0, 0.25))  # maybe during start-up or recovery
-            else:
-                self._wait_ready(child, ack_file)
-                time.sleep(self.rng.uniform(0.01, 0.35))
-            if child.poll() is not None:
-                raise AssertionError(self.rng.why(
-                    f"cycle {k}: child exited by itself ({child.returncode}): "
-                    f"{child.stderr.read().decode(errors='replace')[-2000:]}"))
-        finally:
-            child.send_signal(signal.SIGKILL)
-            child.wait(timeout=60)
-            child.stderr.close()
-        acked = self._read_acks(ack_file)
-        if not ack_file.exists() or not ack_file.read_bytes().startswith(b"READY\n"):
-            self.stats["killed_before_ready"] += 1
-        if self.power_loss:
-            self._lose_unsynced(sync_log, durable_at_start)
-        self._verify(k, start, acked)
-
-    def _wait_ready(self, child, ack_file: Path) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if ack_file.exists() and ack_file.read_bytes().startswith(b"READY\n"):
-                return
-            if child.poll() is not None:
-                raise AssertionError(self.rng.why(
-                    f"child died before opening the store: "
-                    f"{child.stderr.read().decode(errors='replace')[-2000:]}"))
-            time.sleep(0.005)
-        raise AssertionError(self.rng.why("child never opened the store"))
-
-    @staticmethod
-    def _read_acks(ack_file: Path) -> dict[int, int]:
-        acked: dict[int, int] = {}
-        if ack_file.exists():
-            for line in ack_file.read_bytes().splitlines():
-                m = ACK_RE.match(line)
-                if m:
-                    t, seq = int(m.group(1)), int(m.group(2))
-                    acked[t] = max(acked.get(t, 0), seq)
-        return acked
-
-    def _lose_unsynced(self, sync_log: Path, durable_at_start: dict[str, int]) -> None:
-        """Cut each partition's last segment somewhere in its unsynced suffix."""
-        synced = dict(durable_at_start)
-        if sync_log.exists():
-            for line in sync_log.read_bytes().splitlines():
-                m = SYNC_RE.match(line)
-                if m:
-                    path = m.group(1).decode()
-                    synced[path] = max(synced.get(path, 0), int(m.group(2)))
-        if not self.dir.exists():
-            return  # killed before it created the store
-        for p, paths in segment_files(self.dir).items():
-            if not paths:
-                continue
-            last = paths[-1]
-            size = data_size(last)
-            durable = min(synced.get(last, 0), size)
-            if durable < size:
-                cut = self.rng.randint(durable, size)
-                os.truncate(last, cut)
-                self.stats["cut_bytes"] += size - cut
-
-    def _verify(self, k: int, start: int, acked: dict[int, int]) -> None:
-        where = f"cycle {k}"
-        store = open_store(self.dir, partitions=self.partitions)
-        try:
-            self.stats["truncations"] += len(store.recovery_report.truncations)
-            fetched = {g: store.fetch(group_of(g, self.groups)) for g in range(self.groups)}
-        finally:
-            store.close()
-        for t in range(self.threads):
-            mine = {tp: v for tp, v in fetched[t % self.groups].items() if tp.topic == f"t{t}"}
-            got = {tp: v.offset for tp, v in mine.items()}
-            assert all(v == (v.offset, "", None) for v in mine.values()), mine
-            c = got.get(TP(f"t{t}", 0), 0)
-            why = self.rng.why(f"{where}, thread {t}: progress {c}, acked {acked.get(t)}, "
-                               f"previous {self.progress[t]}")
-            # 1. nothing acknowledged is lost
-            assert c >= acked.get(t, 0), "acknowledged commit lost: " + why
-            # 4. never backwards
-            assert c >= self.progress[t], "went backwards: " + why
-            # 2+3. exactly the state after the prefix of calls ending at c
-            expected = dict(self.state[t])
-            if c != self.progress[t]:
-                assert start <= c < start + CYCLE_STRIDE, "impossible progress value: " + why
-                for seq in range(start, c + 1):
-                    for tp in call_keys(self.rng.seed_value, t, seq):
-                        expected[tp] = seq
-            assert got == expected, (f"not a prefix of whole calls: {why}\n"
-                                     f" got {sorted(got.items())}\nwant {sorted(expected.items())}")
-            assert set(got) <= {TP(f"t{t}", p) for p in range(TOPIC_PARTITIONS)}
-            self.stats["acked"] += 1 if t in acked else 0
-            self.stats["applied"] += max(0, c - max(self.progress[t], start - 1))
-            self.state[t] = expected
-            self.progress[t] = c
-
-
-def run_cycles(harness: CrashHarness, cycles: int, budget_s: float) -> dict:
-    started = time.monotonic()
-    done = 0
-    for k in range(cycles):
-        harness.cycle(k)
-        done += 1
-        if time.monotonic() - started > budget_s and done >= cycles // 2:
-            break  # a slow machine: fewer cycles, same checks
-    harness.stats["cycles"] = done
-    print(f"crash cycles: {harness.stats} [seed {harness.rng.seed_value}]")
-    assert harness.stats["applied"] > 0, harness.rng.why(f"no commit ever landed: {harness.stats}")
-    return harness.stats
+def run(tmp_path, rng: Seeded, **settings):
+    config = CrashTestConfig(seed=rng.seed_value, **settings)
+    result = run_crashtest(tmp_path / "ct", config)
+    print(result.summary())
+    assert result.ok, rng.why(result.summary())
+    assert result.applied > 0, rng.why(f"no commit ever landed: {result.summary()}")
+    return result
 
 
 @pytest.mark.slow
 def test_kill9_during_sync_commits_loses_nothing_acknowledged(tmp_path):
     rng = Seeded()
-    harness = CrashHarness(tmp_path, rng, mode="sync", threads=6, groups=4, partitions=3,
-                           segment_bytes=16 * 1024)
-    stats = run_cycles(harness, cycles=25, budget_s=30)
-    assert stats["acked"] > 0, rng.why(str(stats))
+    result = run(tmp_path, rng, cycles=20, threads=6, groups=4, partitions=3,
+                 async_fraction=0.0, segment_bytes=16 * 1024, time_budget_s=25)
+    assert result.acknowledged > 0, rng.why(result.summary())
 
 
 @pytest.mark.slow
 def test_kill9_during_mixed_async_and_sync_commits_keeps_calls_whole_and_in_order(tmp_path):
     rng = Seeded()
-    harness = CrashHarness(tmp_path, rng, mode="mixed", threads=6, groups=3, partitions=50,
-                           segment_bytes=8 * 1024)
-    stats = run_cycles(harness, cycles=20, budget_s=25)
-    assert stats["acked"] > 0, rng.why(str(stats))
+    result = run(tmp_path, rng, cycles=16, threads=6, groups=3, partitions=50,
+                 async_fraction=0.6, segment_bytes=8 * 1024, time_budget_s=20)
+    assert result.acknowledged > 0, rng.why(result.summary())
 
 
 @pytest.mark.slow
 def test_power_loss_after_kill_drops_only_unsynced_bytes(tmp_path):
     """SIGKILL, then drop a random part of every partition's unsynced tail (a power cut)."""
     rng = Seeded()
-    harness = CrashHarness(tmp_path, rng, mode="mixed", threads=6, groups=4, partitions=3,
-                           segment_bytes=16 * 1024, power_loss=True, sync_delay_ms=2)
-    stats = run_cycles(harness, cycles=20, budget_s=25)
-    assert stats["cut_bytes"] > 0, rng.why(f"no unsynced bytes were ever dropped: {stats}")
-    assert stats["truncations"] > 0, rng.why(f"no torn tail was ever repaired: {stats}")
+    result = run(tmp_path, rng, cycles=16, threads=6, groups=4, partitions=3,
+                 async_fraction=0.6, segment_bytes=16 * 1024, power_loss=True,
+                 early_kill_probability=0.0, time_budget_s=20)
+    assert result.bytes_cut > 0, rng.why(f"no unsynced bytes were ever dropped: {result}")
+    assert result.torn_tails_repaired > 0, rng.why(f"no torn tail was ever repaired: {result}")
+
+
+@pytest.mark.slow
+def test_kill9_mid_compaction_and_at_every_swap_step(tmp_path):
+    """A compaction loop runs beside the commits; every other cycle the child kills itself
+    at the next step of a cleaner swap; tails are torn now and then."""
+    rng = Seeded()
+    result = run(tmp_path, rng, cycles=2 * len(STEPS) + 2, threads=4, groups=3, partitions=2,
+                 compaction=True, tear_tail=0.5, early_kill_probability=0.0)
+    # Every step is reached: the later ones wait for the partition's writer
+    # (GroupCommitter.exclusive), which no longer starts new rounds while a swap waits.
+    assert set(STEPS) <= set(result.killed_at_step), rng.why(result.summary())
+
+
+def test_the_harness_reports_an_acknowledged_commit_that_is_not_there(tmp_path):
+    result = run_crashtest(tmp_path / "ct", CrashTestConfig(cycles=3, threads=2,
+                                                            early_kill_probability=0.0),
+                           workload="crash_workloads:acks_what_it_never_commits")
+    assert not result.ok and result.cycles == 1  # stops at the first violation
+    assert {v.invariant for v in result.violations} == {"acknowledged"}, result.summary()
+    assert "liar" in str(result.violations[0])
+
+
+def test_power_loss_needs_fsync_always():
+    with pytest.raises(ValueError, match="fsync"):
+        CrashTestConfig(power_loss=True, store_options={"fsync": "interval"})
+
+
+def test_pytest_fixture_crash_tests_a_service_workload(offsetlog_crashtest):
+    """What a service embedding offsetlog writes in its own suite (docs/CRASHTEST.md)."""
+    result = offsetlog_crashtest(workload="crash_workloads:consumer_loop", cycles=6, threads=3,
+                                 early_kill_probability=0.0,
+                                 store_options={"partitions": 5, "fsync": "always"})
+    assert result.cycles == 6 and result.acknowledged > 0
+
+
+def test_cli_crashtest_exit_status(tmp_path, capsys):
+    assert cli_main(["crashtest", str(tmp_path / "ok"), "--cycles", "3", "--threads", "2",
+                     "--seed", "7", "--compaction", "--tear-tail", "0.5",
+                     "--option", "partitions=2"]) == 0
+    out = capsys.readouterr().out
+    assert "0 violations" in out or "violations: 0" in out, out
+    assert cli_main(["crashtest", str(tmp_path / "bad"), "--cycles", "2", "--threads", "1",
+                     "--workload", "crash_workloads:acks_what_it_never_commits"]) == 1
+    assert "acknowledged" in capsys.readouterr().out

@@ -450,3 +450,160 @@ def test_efbig_from_rlimit_fsize_poisons_the_store(tmp_path):
         assert again.fetch("g") == {TP("t", 0): OAM(last), TP("t", 1): OAM(last)}
         for t in again.recovery_report.truncations:  # a short write leaves a torn tail
             assert t.path == seg
+
+
+# -- compaction failures -----------------------------------------------------------------
+#
+# A cleaning that fails (a write, an fsync, a rename, a full disk) must leave the log
+# replaying exactly as before, mark only its partition uncleanable (the reason in stats()),
+# and leave the store taking commits on every partition: the cleaner's files are not the log,
+# so its failure does not poison the store. Reopening, or the next cleaning, finishes or
+# discards what the failed one left. (tests/test_compaction.py covers a failing fault_hook.)
+
+from compaction.cleaner import STEPS  # noqa: E402
+from offsetlog import naming  # noqa: E402
+
+
+def dirty_store(path, partitions=2, unique_first: int = 0, commits: int = 240, **kw):
+    """A store whose partitions each have several closed segments full of overwritten keys
+    (after ``unique_first`` keys committed once, which every cleaning keeps)."""
+    store = open_store(path, partitions=partitions, segment_bytes=1024, **kw)
+    for i in range(unique_first):
+        store.commit_sync("grp-0", {TP("once", i): OAM(i, "kept" * 10)})
+    for i in range(commits):
+        store.commit_sync(f"grp-{i % 4}", {TP("t", i % 3): i, TP("u", 0): OAM(i, "m" * 20)})
+    return store
+
+
+def leftovers(path) -> list[str]:
+    return [n for _, d in naming.list_partition_dirs(str(path)) for n in os.listdir(d)
+            if n.endswith((".swap", ".cleaned"))]
+
+
+def failing_cleaning(store, monkeypatch, name: str, fail) -> int:
+    """Run compact() with ``segment.<name>`` replaced by ``fail``; returns the partition it
+    failed on."""
+    monkeypatch.setattr(segment_mod, name, fail)
+    try:
+        with pytest.raises(OSError):
+            store.compact()
+    finally:
+        monkeypatch.undo()
+    [failed] = [p["partition"] for p in store.stats() if p["uncleanable"]]
+    return failed
+
+
+@pytest.mark.parametrize("name,after", [("_write", 0), ("_write", 3), ("_sync", 0),
+                                        ("_fsync", 0), ("_fsync", 1), ("_fsync", 2)])
+def test_a_failed_write_or_fsync_in_the_cleaner_keeps_the_log_and_the_store_working(
+        tmp_path, monkeypatch, name, after):
+    """``_fsync`` is the directory fsync: the 1st of a swap is its commit point, the 2nd ends
+    it; ``_fsync`` after=2 fails the first swap's end and so on."""
+    store = dirty_store(tmp_path)
+    expected = store_state(store)
+    failed = failing_cleaning(store, monkeypatch, name,
+                              FailAfter(getattr(segment_mod, name), after))
+    stats = {p["partition"]: p for p in store.stats()}
+    assert "Errno 5" in stats[failed]["uncleanable"] or "I/O" in stats[failed]["uncleanable"]
+    assert store_state(store) == expected  # nothing a reader sees changed
+    if name != "_fsync":  # uncommitted: the half-written .cleaned file is gone at once
+        assert leftovers(tmp_path) == []
+    # The store is not poisoned: commits go on, on the failed partition too.
+    groups = {store.partition_of(f"grp-{i}"): f"grp-{i}" for i in range(4)}
+    for p, g in groups.items():
+        store.commit_sync(g, {TP("t", 0): 10_000 + p})
+        expected[g][TP("t", 0)] = OAM(10_000 + p)
+    assert store_state(store) == expected
+    # Cleaning it again finishes (or discards) what the failure left, then cleans.
+    store.compact()
+    assert leftovers(tmp_path) == [] and store_state(store) == expected
+    assert all(p["uncleanable"] is None for p in store.stats())
+    store.close()
+    with open_store(tmp_path) as again:
+        assert store_state(again) == expected and again.recovery_report.clean
+
+
+def test_cleaning_again_after_a_failed_swap_then_reopening_loses_nothing(tmp_path):
+    """A swap that failed after its commit point leaves ``<base>.<end>.swap`` beside its
+    sources in the live store. A later cleaning whose first group reaches further wrote a
+    second swap, ``<base>.<end2>.swap``, and left the stale one; reopening then let the stale
+    swap replace the newer segment and lost the records between ``end`` and ``end2`` (found
+    by this test). The cleaner now finishes a leftover swap before cleaning again."""
+    store = open_store(tmp_path, partitions=1, segment_bytes=1024)
+    i = 0
+    while len(store._parts[0].log.segments) < 3:  # S0, S1 full of key a; S2 holds one commit
+        store.commit_sync("g", {TP("a", 0): i})
+        i += 1
+    store.compact()  # S0 empty, S1 one record: small enough to be grouped with S2 later
+
+    def fail(name):
+        if name == "swap-renamed":
+            raise OSError(errno.EIO, "injected at " + name)
+
+    store._cleaner_fault_hook = fail
+    with pytest.raises(OSError):
+        store.compact()  # leaves S0.S2.swap (S1's old a) beside S0 and S1
+    store._cleaner_fault_hook = None
+    store.commit_sync("g", {TP("b", 0): OAM(1, "x" * 950)})  # rolls S2 while it is small
+    store.compact()  # groups S0, S1, S2 (with the latest a) into one swap ending at S3
+    expected = store_state(store)
+    assert expected["g"][TP("a", 0)] == OAM(i - 1)
+    store.close()
+    with open_store(tmp_path) as again:
+        assert store_state(again) == expected
+    assert leftovers(tmp_path) == []
+
+
+def test_the_background_cleaner_leaves_an_uncleanable_partition_alone(tmp_path, monkeypatch):
+    store = dirty_store(tmp_path, partitions=1)
+    calls = []
+
+    def fail(name):
+        calls.append(name)
+        raise OSError(errno.EIO, "injected")
+
+    store._cleaner_fault_hook = fail
+    with pytest.raises(OSError):
+        store.compact()
+    assert store.stats()[0]["uncleanable"]
+    store.config = store.config.__class__(**{**store.config.__dict__, "cleaner_backoff_ms": 5,
+                                             "min_cleanable_dirty_ratio": 0.0})
+    thread = threading.Thread(target=store._cleaner_loop, daemon=True)
+    thread.start()
+    time.sleep(0.3)
+    store._retention_stop.set()
+    thread.join(10)
+    assert calls == ["cleaned-written"]  # never retried in the background
+    store._cleaner_fault_hook = None
+    store.close()
+
+
+def test_enospc_while_cleaning_keeps_the_log_and_the_store_working(tiny_tmpfs):
+    """A real full disk: the .cleaned file cannot be written. Nothing is lost, the space is
+    given back at once, commits continue, and a cleaning after space is freed succeeds."""
+    path = tiny_tmpfs / "store"
+    # The first segment's keys survive cleaning, so the first .cleaned file needs new space.
+    store = dirty_store(path, partitions=1, unique_first=12, commits=100)
+    expected = store_state(store)
+    filler = tiny_tmpfs / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:  # fill the disk to the last page
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError as e:
+        assert e.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError) as err:
+        store.compact()
+    assert err.value.errno == errno.ENOSPC
+    assert "No space" in store.stats()[0]["uncleanable"]
+    assert leftovers(path) == [] and store_state(store) == expected
+    os.unlink(filler)
+    store.commit_sync("grp-0", {TP("t", 0): 99_999})
+    expected["grp-0"][TP("t", 0)] = OAM(99_999)
+    (result,) = store.compact()
+    assert result.bytes_after < result.bytes_before and store_state(store) == expected
+    store.close()
+    with open_store(path) as again:
+        assert store_state(again) == expected
