@@ -32,10 +32,11 @@ def check_no_double_owner(h: Harness) -> None:
       IllegalGeneration, or its poll timeout makes it leave; its next poll reports them lost.
 
     A zombie is harmless only because the coordinator refuses its commits, so that is checked
-    too. The harness has delivered every answer (``settle``), so no member is merely waiting to
-    hear about a generation it did take part in.
+    too. Every answer the store owes has been delivered first (``settle`` has done that; the
+    wait covers a late no-op deadline poll of the store's timer thread), so no member is merely
+    waiting to hear about a generation it did take part in.
     """
-    assert not h.answers_owed()
+    h.await_answers()
     d = h.store.describe_group(GROUP)
     in_group = {m.member_id for m in d.members} if d is not None else set()
     generation = d.generation if d is not None else None
