@@ -7,12 +7,16 @@ How time moves: the store and every member share a :class:`ManualClock`; members
 their heartbeat thread, and :meth:`Harness.step` does what the threads would: advance the clock,
 fire the coordinator's deadlines, tick (heartbeat) and poll the members that are "alive", then
 :meth:`Harness.settle` until the store has delivered every answer it owes (JoinGroup and
-SyncGroup answers are delivered by the store's writer thread, a few ms of real time later).
-Member ids come from a counter (``<client_id>-<n>``), so every run is the same.
+SyncGroup answers are delivered by the store's writer thread once durable, and a leader runs
+its assignor on a thread of its own). The harness counts those answers rather than waiting a
+fixed real time, so a heavily loaded machine, where the writer thread may not run for many ms,
+sees the same states as an idle one. Member ids come from a counter (``<client_id>-<n>``), so
+every run is the same.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -76,6 +80,7 @@ class Harness:
         self._store_partitions = store_partitions
         self._store_kw = store_kw
         self._ids = iter(range(1, 1_000_000))
+        self._owed_lock = threading.Lock()
         self.store = self._open()
         self.members: list[GroupMember] = []
         #: members that neither tick nor poll (a stalled process)
@@ -87,10 +92,59 @@ class Harness:
 
     def _open(self) -> OffsetStore:
         cfg = GroupConfig(member_id_factory=lambda prefix: f"{prefix}-{next(self._ids)}")
-        return OffsetStore.open(self.store_dir, partitions=self._store_partitions,
-                                clock=self.clock, group_config=cfg,
-                                retention_check_interval_ms=0, cleaner_backoff_ms=0,
-                                **self._store_kw)
+        store = OffsetStore.open(self.store_dir, partitions=self._store_partitions,
+                                 clock=self.clock, group_config=cfg,
+                                 retention_check_interval_ms=0, cleaner_backoff_ms=0,
+                                 **self._store_kw)
+        self._count_answers(store)
+        return store
+
+    def _count_answers(self, store: OffsetStore) -> None:
+        """Count every coordinator call (request or deadline poll) from the moment it is queued
+        until its answers have been handed to the members. The answer futures run the members'
+        callbacks inside the delivery, so when the count is back to zero the members have
+        handled them (and any request they sent meanwhile was counted before that)."""
+        writer = store._writer
+        submit = writer.submit_computed
+        #: this store's calls not yet delivered (a reopened store gets a fresh count)
+        self._owed = owed = [0]
+
+        def counted_submit(part, compute, timestamp, on_done):
+            def counted_done(item):
+                try:
+                    on_done(item)
+                finally:
+                    with self._owed_lock:
+                        owed[0] -= 1
+            with self._owed_lock:
+                owed[0] += 1
+            try:
+                submit(part, compute, timestamp, counted_done)
+            except BaseException:
+                with self._owed_lock:
+                    owed[0] -= 1
+                raise
+
+        writer.submit_computed = counted_submit
+
+    def answers_owed(self) -> bool:
+        """Whether an answer is on its way to a member: a coordinator call not yet delivered,
+        or a leader's assignor still running (its SyncGroup is counted once sent)."""
+        if self.store.closed:
+            return False  # nothing more will be delivered
+        with self._owed_lock:
+            if self._owed[0]:
+                return True
+        return any(t.name.startswith("offsetlog-member-assign-") for t in threading.enumerate())
+
+    def await_answers(self, timeout_s: float = 60.0) -> None:
+        """Wait (real time) until the store owes the members nothing; parked JoinGroups and
+        SyncGroups are not owed: they wait for the clock or for other members."""
+        deadline = time.monotonic() + timeout_s
+        while self.answers_owed():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"group answers still owed after {timeout_s}s")
+            time.sleep(0.0005)
 
     def member(self, name: str, *, topics=None, listener: Recorder | None = None,
                **kw) -> GroupMember:
@@ -122,7 +176,7 @@ class Harness:
         quiet, last = 0, None
         for _ in range(500):
             self.store.flush()
-            time.sleep(0.001)  # let the store's writer thread run its callbacks
+            self.await_answers()
             for m in self.live():
                 if id(m) not in self.stalled and id(m) not in self.not_polling:
                     m.poll()
@@ -130,15 +184,16 @@ class Harness:
                         self.work(m)
             snap = [(m.state, m.generation_id, m.member_id, frozenset(m.assignment()))
                     for m in self.live()]
-            quiet = quiet + 1 if snap == last else 0
+            quiet = quiet + 1 if snap == last and not self.answers_owed() else 0
             last = snap
-            if quiet >= 3:
+            if quiet >= 2:
                 return
         raise AssertionError("the group never settled")
 
     def step(self, ms: int = STEP) -> None:
         self.clock.advance(ms)
         self.store.poll_groups()
+        self.await_answers()  # what the deadlines caused reaches the members before they tick
         for m in self.live():
             if id(m) not in self.stalled:
                 m.tick()
