@@ -93,12 +93,14 @@ class TransactionRequests:
             now = self._clock()
             if meta is not None and meta.decided:
                 meta = self._txn_complete(meta, meta.state == PREPARE_COMMIT)
+            bumped = False
             if meta is not None and (meta.state == ONGOING
                                      or (meta.state == PREPARED and not keep_prepared)):
                 # Kafka's fencing abort: the abort is written with the bumped epoch, so the
-                # old epoch is dead from the decision on.
-                bumped = min(meta.producer_epoch + 1, MAX_EPOCH)
-                meta = self._txn_complete(meta, False, producer_epoch=bumped)
+                # old epoch is dead from the decision on; the new handle keeps that epoch.
+                bumped = meta.producer_epoch < MAX_EPOCH
+                meta = self._txn_complete(meta, False,
+                                          producer_epoch=meta.producer_epoch + bumped)
             if meta is not None and meta.state == PREPARED:
                 if meta.producer_epoch >= MAX_EPOCH:
                     raise InvalidTxnStateError(
@@ -108,7 +110,10 @@ class TransactionRequests:
                                timeout_ms=timeout)
                 self._txn_write_state(meta, force_sync=True)
             else:
-                pid, epoch = next_epoch(meta, self._allocate_producer_id)
+                if bumped:
+                    pid, epoch = meta.producer_id, meta.producer_epoch
+                else:
+                    pid, epoch = next_epoch(meta, self._allocate_producer_id)
                 meta = TxnMetadata(transactional_id, pid, epoch, EMPTY, timeout, now)
                 self._txn_write_state(meta)
             return Transaction(self, meta)
