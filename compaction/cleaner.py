@@ -123,10 +123,12 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
 
     # Pass 1: the latest offset of every key in the closed segments, and the transactions.
     scan = _scan(closed)
-    if scan.first_unstable is not None:
+    while scan.first_unstable is not None:
         # Clean only what lies wholly before the first undecided transaction, and scan that
-        # again: what is "latest" depends on the range.
-        result.first_unstable_offset = scan.first_unstable
+        # again: what is "latest" depends on the range, and a transaction decided by a marker
+        # beyond the new end is undecided within it (so this may shrink the range again).
+        if result.first_unstable_offset is None:
+            result.first_unstable_offset = scan.first_unstable
         ends = [b for b, _ in closed[1:]] + [active_base]
         closed = [seg for seg, end in zip(closed, ends) if end <= scan.first_unstable]
         if not closed:

@@ -387,3 +387,40 @@ def test_compaction_drops_aborted_keeps_undecided_and_then_markers(store_dir, cl
     with open_store(store_dir, partitions=1) as s:
         assert {g: s.fetch(g) for g in ("g", "p")} == state
         assert s.fetch("g", require_stable=True) == state["g"]
+
+
+def test_compaction_never_lets_an_aborted_offset_shadow_a_committed_one(store_dir):
+    with open_store(store_dir, partitions=1, segment_bytes=1024) as s:
+        s.commit_sync("g", {TP0: 1})
+        t = s.init_transactions("t")
+        t.begin()
+        t.commit_offsets("g", {TP0: 2})
+        t.abort()
+        for i in range(30):
+            s.commit_sync("p", {TopicPartition("x", 0): i})
+        s.compact()
+    with open_store(store_dir, partitions=1) as s:
+        assert offsets(s, "g") == {TP0: 1}
+
+
+def test_compaction_stops_before_an_undecided_transaction_and_what_it_overlaps(store_dir):
+    with open_store(store_dir, partitions=1, segment_bytes=1024) as s:
+        a, b = s.init_transactions("a"), s.init_transactions("b")
+        a.begin()
+        a.commit_offsets("g", {TP0: 1})  # decided only after b begins
+        for i in range(12):
+            s.commit_sync("p", {TopicPartition("x", 0): i})
+        b.begin()
+        b.commit_offsets("g", {TP1: 1})  # stays undecided
+        for i in range(12):
+            s.commit_sync("p", {TopicPartition("x", 0): i})
+        a.commit()
+        for i in range(12):
+            s.commit_sync("p", {TopicPartition("x", 0): i})
+        (result,) = s.compact()
+        assert result.first_unstable_offset is not None
+        state = offsets(s, "g")
+    with open_store(store_dir, partitions=1) as s:
+        assert offsets(s, "g") == state == {TP0: 1}
+        kept = s.init_transactions("b", keep_prepared=True)
+        assert not kept.prepared
