@@ -200,14 +200,16 @@ class HarnessReport:
     step_kills: dict = field(default_factory=dict)
     resolved: dict = field(default_factory=dict)  # "commit"/"abort" -> prepared txns decided
     exits_before_kill: int = 0  # cycles where the service finished before the kill
+    cycles_with_progress: int = 0  # cycles in which the database's progress advanced
     duration_s: float = 0.0
     seed: int = 0
 
     def __str__(self) -> str:
         return (f"{self.cycles} SIGKILL cycles over {self.records} records (seed {self.seed}): "
                 f"{self.timed_kills} at random times, step kills {self.step_kills}, prepared "
-                f"transactions resolved {self.resolved}, {self.exits_before_kill} runs "
-                f"finished first; every record exactly once; {self.duration_s:.1f} s")
+                f"transactions resolved {self.resolved}, {self.cycles_with_progress} cycles made "
+                f"progress, {self.exits_before_kill} runs finished first; every record "
+                f"exactly once; {self.duration_s:.1f} s")
 
 
 def _spawn(cfg: ServiceConfig) -> subprocess.Popen:
@@ -236,7 +238,7 @@ def verify_ledger(db_path: str, *, complete_at: int | None = None) -> int:
     return progress
 
 
-def run_harness(work_dir: str, *, cycles: int = 100, records: int = 2000, batch: int = 10,
+def run_harness(work_dir: str, *, cycles: int = 100, records: int = 10_000, batch: int = 10,
                 process: str = "offsetlog.txn_harness:derive_rows",
                 setup: str | None = "offsetlog.txn_harness:setup_derived",
                 check: str | None = "offsetlog.txn_harness:check_derived",
@@ -258,6 +260,7 @@ def run_harness(work_dir: str, *, cycles: int = 100, records: int = 2000, batch:
                          batch=batch, process=process, setup=setup,
                          events_file=os.path.join(work_dir, "events.log"))
     steps: Counter = Counter()
+    progress = 0
     for k in range(cycles):
         timed = rng.random() < 0.5
         cfg = ServiceConfig(**{**asdict(base), "kill_at": None if timed else
@@ -282,7 +285,9 @@ def run_harness(work_dir: str, *, cycles: int = 100, records: int = 2000, batch:
         else:
             raise ExactlyOnceViolation(f"cycle {k}: the service failed (exit "
                                        f"{child.returncode}, seed {seed}):\n{err.decode()}")
-        verify_ledger(base.db_path)
+        now = verify_ledger(base.db_path)
+        report.cycles_with_progress += now > progress
+        progress = now
         report.cycles += 1
         if log is not None and (k + 1) % 10 == 0:
             log(f"{k + 1}/{cycles} cycles, progress {verify_ledger(base.db_path)}")
@@ -317,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", help="work directory (store + SQLite database); must be new")
     parser.add_argument("--cycles", type=int, default=100)
-    parser.add_argument("--records", type=int, default=2000)
+    parser.add_argument("--records", type=int, default=10_000,
+                        help="input records; enough that the kill cycles do not finish them")
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--process", default="offsetlog.txn_harness:derive_rows",
                         help="module:function called per record inside the database txn")
