@@ -258,9 +258,15 @@ def _scan(closed) -> _Scan:
 
 
 def _clean_txn_batch(batch, original: bytes, scan: _Scan, now_ms: int,
-                     delete_retention_ms: int) -> tuple[bytes, int, int]:
+                     delete_retention_ms: int, keep_markers_from: int | None = None
+                     ) -> tuple[bytes, int, int]:
     """(framed bytes or b"", records kept, markers dropped) for a transactional or control
-    batch of a decided transaction."""
+    batch of a decided transaction.
+
+    :param keep_markers_from: never drop a marker at this log offset or above (a snapshot
+        taken below it may hold the transaction's offsets as pending: its replay needs the
+        marker), like tombstones
+    """
     txn = scan.batch_txn[batch.base_offset]
     records = batch.records()
     base = batch.base_offset
@@ -269,7 +275,8 @@ def _clean_txn_batch(batch, original: bytes, scan: _Scan, now_ms: int,
         if scan.survivors[txn]:
             return original, len(records), 0
         if attributes & Attribute.DELETE_HORIZON:
-            if now_ms >= timestamp:
+            if now_ms >= timestamp and (keep_markers_from is None
+                                        or batch.base_offset < keep_markers_from):
                 return b"", 0, len(records)
             return original, len(records), 0
         kept = records

@@ -119,6 +119,8 @@ class CrashHarness:
 
     def _lose_unsynced(self, sync_log: Path, durable_at_start: dict[str, int]) -> None:
         """Cut each partition's last segment somewhere in its unsynced suffix."""
+        if not self.dir.exists():
+            return  # killed before the child created the store: nothing was written
         synced = dict(durable_at_start)
         if sync_log.exists():
             for line in sync_log.read_bytes().splitlines():
