@@ -3,10 +3,9 @@
 Each operation commits 10 offsets (thread i owns topic partitions 10i .. 10i+9 of one group):
 
 * ``txn``:   ``begin(); commit_offsets(group, offsets); commit()`` on the thread's own
-  transactional id. With fsync="always" that is 5 synchronous writes (Ongoing state with the
-  partition, the offsets, PrepareCommit, the marker, CompleteCommit), 4 when the data and the
-  state share a log partition rarely matters: each is its own fsync unless group commit
-  merges it with another thread's;
+  transactional id. With fsync="always" that is 4 synchronous writes, each its own fsync
+  unless group commit merges it with another thread's: the Ongoing state (carrying the last
+  transaction's CompleteCommit), the offsets, PrepareCommit, the marker;
 * ``plain``: ``commit_sync(group, offsets)``: one write, one fsync.
 
 Both run in the same process and the same run, alternating ``--reps`` times, 1 and 8 threads.

@@ -48,6 +48,12 @@ class TransactionRequests:
     def _init_transactions(self) -> None:
         self._txn_locks: dict[str, threading.RLock] = {}
         self._txn_locks_lock = threading.Lock()
+        #: transactional id -> its CompleteCommit / CompleteAbort not yet written: it goes in
+        #: the same batch as the id's next state record (or at the next timer pass, or close),
+        #: which saves a synchronous write per transaction. Losing it in a crash is harmless:
+        #: the log then says PrepareCommit / PrepareAbort and reopen writes the markers again
+        #: (they find nothing pending) and the Complete record.
+        self._txn_owed: dict[str, TxnMetadata] = {}
         # Producer ids are never reused: every id ever handed out is in a TRANSACTION_STATE
         # record or a batch header, and the tables remember the highest.
         self._next_pid = max((p.table.txn.max_producer_id for p in self._parts), default=-1) + 1
@@ -60,9 +66,21 @@ class TransactionRequests:
             self._txn_timer.start()
 
     def _stop_transactions(self) -> None:
+        """On close, before the final drain: stop the timer, write owed Complete records."""
         self._txn_timer_stop.set()
         if self._txn_timer is not None and self._txn_timer is not threading.current_thread():
             self._txn_timer.join()
+        try:
+            self._txn_flush_owed()
+        except Exception as e:  # a failed store: reopen completes them (roll-forward)
+            log.warning("%s: could not write completed transaction states: %r", self.path, e)
+
+    def _txn_flush_owed(self) -> None:
+        for tid in list(self._txn_owed):
+            with self._txn_lock(tid):
+                meta = self._txn_owed.get(tid)
+                if meta is not None:
+                    self._txn_write_state(meta)
 
     # -- public ----------------------------------------------------------------------------
 
@@ -148,6 +166,7 @@ class TransactionRequests:
                     aborted += 1
             finally:
                 lock.release()
+        self._txn_flush_owed()
         return aborted
 
     def transaction_state(self, transactional_id: str) -> TxnMetadata | None:
@@ -175,18 +194,28 @@ class TransactionRequests:
         return self._parts[partition_for(transactional_id, self._partitions)]
 
     def _txn_meta(self, transactional_id: str) -> TxnMetadata | None:
+        owed = self._txn_owed.get(transactional_id)
+        if owed is not None:
+            return owed  # newer than the table's (decided) state
         part = self._txn_part(transactional_id)
         with part.lock:
             value = part.table.txn.states.get(transactional_id)
         return None if value is None else TxnMetadata.from_value(transactional_id, value)
 
     def _txn_write_state(self, meta: TxnMetadata, *, force_sync: bool = False) -> None:
+        """Write ``meta`` (after the id's owed Complete record, in the same batch)."""
         from offsetlog.writer import Pending
 
-        record = rec.transaction_state(0, meta.transactional_id, meta.to_value())
-        self._writer.submit_sync(self._txn_part(meta.transactional_id),
-                                 Pending((record,), meta.update_timestamp,
+        tid = meta.transactional_id
+        values = [meta.to_value()]
+        owed = self._txn_owed.get(tid)
+        if owed is not None and owed is not meta:
+            values.insert(0, owed.to_value())
+        records = tuple(rec.transaction_state(i, tid, v) for i, v in enumerate(values))
+        self._writer.submit_sync(self._txn_part(tid),
+                                 Pending(records, meta.update_timestamp,
                                          force_sync=force_sync), None)
+        self._txn_owed.pop(tid, None)
 
     def _txn_sync_partitions(self, partitions) -> None:
         """Make everything written to ``partitions`` durable, whatever the fsync policy."""
@@ -223,7 +252,7 @@ class TransactionRequests:
                 hook("marker", meta)
         meta = meta.to(COMPLETE_COMMIT if meta.state == PREPARE_COMMIT else COMPLETE_ABORT,
                        now_ms=now)
-        self._txn_write_state(meta)
+        self._txn_owed[meta.transactional_id] = meta  # written with the next state record
         if hook is not None:
             hook("completed", meta)
         return meta

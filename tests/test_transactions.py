@@ -424,3 +424,31 @@ def test_compaction_stops_before_an_undecided_transaction_and_what_it_overlaps(s
         assert offsets(s, "g") == state == {TP0: 1}
         kept = s.init_transactions("b", keep_prepared=True)
         assert not kept.prepared
+
+
+def _last_state_record(store_dir, tid):
+    states = [r for _, r in _records(store_dir) if r[1] == 4 and r[3]["transactional_id"] == tid]
+    return states[-1][4]["state"]
+
+
+def test_the_complete_record_rides_with_the_next_state_write_or_close(store_dir):
+    with open_store(store_dir) as s:
+        txn = s.init_transactions("t")
+        with txn:
+            txn.commit_offsets("g", {TP0: 1})
+        assert s.transaction_state("t").state == COMPLETE_COMMIT
+        assert _last_state_record(store_dir, "t") == "PrepareCommit"  # not written yet
+        with txn:
+            txn.commit_offsets("g", {TP0: 2})  # its Ongoing record carries the Complete
+        states = [r[4]["state"] for _, r in _records(store_dir) if r[1] == 4]
+        assert states[-3:] == ["CompleteCommit", "Ongoing", "PrepareCommit"]
+    assert _last_state_record(store_dir, "t") == "CompleteCommit"  # written by close()
+
+
+def test_the_timer_pass_writes_owed_complete_records(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        txn = s.init_transactions("t")
+        with txn:
+            txn.commit_offsets("g", {TP0: 1})
+        s.poll_transactions()
+        assert _last_state_record(store_dir, "t") == "CompleteCommit"
