@@ -454,8 +454,14 @@ class GroupCommitter:
             self._async_cv.notify_all()
         if self.fsync_interval_ms is not None:
             self._sync_stop.set()
-        self._callbacks.put(None)
         me = threading.current_thread()
+        # The writer threads first: one may have finished a round (so drain() returned) and
+        # still be resolving it, queueing callbacks that must run before the callback thread
+        # is told to stop.
+        callback_thread = self._threads[1]
         for t in self._threads:
-            if t is not me:
+            if t is not me and t is not callback_thread:
                 t.join()
+        self._callbacks.put(None)
+        if callback_thread is not me:
+            callback_thread.join()
