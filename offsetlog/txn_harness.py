@@ -116,10 +116,15 @@ def open_db(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)  # transactions are explicit
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("CREATE TABLE IF NOT EXISTS offsetlog_ledger (number INTEGER NOT NULL)")
-    conn.execute("CREATE TABLE IF NOT EXISTS offsetlog_progress "
-                 "(id INTEGER PRIMARY KEY CHECK (id = 0), next_offset INTEGER NOT NULL)")
-    conn.execute("INSERT OR IGNORE INTO offsetlog_progress VALUES (0, 0)")
+    # One transaction, so a kill cannot leave the progress table without its row.
+    conn.executescript("""
+        BEGIN IMMEDIATE;
+        CREATE TABLE IF NOT EXISTS offsetlog_ledger (number INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS offsetlog_progress
+            (id INTEGER PRIMARY KEY CHECK (id = 0), next_offset INTEGER NOT NULL);
+        INSERT OR IGNORE INTO offsetlog_progress VALUES (0, 0);
+        COMMIT;
+    """)
     return conn
 
 
@@ -224,6 +229,12 @@ def verify_ledger(db_path: str, *, complete_at: int | None = None) -> int:
     (and, with ``complete_at``, the progress is that); returns the progress."""
     conn = sqlite3.connect(db_path)
     try:
+        tables = {name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "offsetlog_progress" not in tables:  # killed before the service created them
+            if complete_at:
+                raise ExactlyOnceViolation(f"no progress recorded, expected {complete_at}")
+            return 0
         progress = conn.execute("SELECT next_offset FROM offsetlog_progress").fetchone()[0]
         numbers = [n for (n,) in conn.execute(
             "SELECT number FROM offsetlog_ledger ORDER BY number")]

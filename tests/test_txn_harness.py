@@ -25,3 +25,9 @@ def test_the_ledger_check_catches_a_duplicate(tmp_path):
     conn.close()
     with pytest.raises(ExactlyOnceViolation, match="duplicates: \\[1\\]"):
         verify_ledger(str(tmp_path / "db"))
+
+
+def test_a_database_the_service_never_set_up_counts_as_no_progress(tmp_path):
+    assert verify_ledger(str(tmp_path / "empty.db")) == 0
+    with pytest.raises(ExactlyOnceViolation):
+        verify_ledger(str(tmp_path / "empty.db"), complete_at=5)
