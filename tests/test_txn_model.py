@@ -15,7 +15,7 @@ import shutil
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -26,6 +26,16 @@ GROUPS = ["g", "billing"]
 TIDS = ["t0", "t1"]
 tps = st.builds(TP, st.just("in"), st.integers(0, 1))
 offset_maps = st.dictionaries(tps, st.integers(0, 1000), min_size=1, max_size=2)
+
+
+class _Fixed:
+    """Stands in for ``st.data()`` when one rule calls another with a known choice."""
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def draw(self, strategy, label=None):
+        return self.value
 
 
 class TxnMachine(RuleBasedStateMachine):
@@ -65,6 +75,9 @@ class TxnMachine(RuleBasedStateMachine):
         return self.seq
 
     def _finish(self, tid, commit):
+        if commit and any(seq < self.stored.get(k, (None, 0))[1]
+                          for k, (_, seq) in self.pending[tid].items()):
+            event("commit of a superseded pending offset")
         for key, (offset, seq) in sorted(self.pending[tid].items(), key=lambda kv: kv[1][1]):
             if commit and seq > self.stored.get(key, (None, 0))[1]:
                 self.stored[key] = (offset, seq)
@@ -80,6 +93,44 @@ class TxnMachine(RuleBasedStateMachine):
         for tp, v in offsets.items():
             self.stored[(group, tp)] = (v, seq)
 
+    @precondition(lambda self: any(m == "ready" for m in self.mode.values()))
+    @rule(data=st.data(),
+          writes=st.lists(st.tuples(st.sampled_from(GROUPS), offset_maps,
+                                    st.sampled_from([None, "before", "after"]),
+                                    st.integers(0, 1000)), min_size=1, max_size=3),
+          outcome=st.sampled_from(["commit", "abort", "prepare-commit", "leave-open"]))
+    def whole_transaction(self, data, writes, outcome):
+        """A transaction in one step (the step-wise rules interleave more, but rarely get a
+        transaction to its end): offsets, each maybe with a plain commit of one of its keys
+        just before or after, then an outcome."""
+        tid = data.draw(st.sampled_from([t for t in TIDS if self.mode[t] == "ready"]))
+        self.handles[tid].begin()
+        self.mode[tid] = "open"
+        for group, offsets, plain, value in writes:
+            if plain == "before":
+                self.commit_sync(group, {min(offsets): value})
+            self.txn_commit_offsets(_Fixed(tid), group, offsets)
+            if plain == "after":
+                self.commit_sync(group, {min(offsets): value})
+        if outcome == "leave-open":
+            return
+        if outcome == "prepare-commit":
+            self.handles[tid].prepare()
+        if outcome == "abort":
+            self.handles[tid].abort()
+        else:
+            self.handles[tid].commit()
+        self._finish(tid, outcome != "abort")
+        self.mode[tid] = "ready"
+
+    @precondition(lambda self: any(self.pending.values()))
+    @rule(data=st.data(), value=st.integers(0, 1000))
+    def commit_sync_over_pending(self, data, value):
+        """A plain commit of a key with pending offsets (Kafka's ordering rule decides)."""
+        keys = sorted({k for p in self.pending.values() for k in p})
+        group, tp = data.draw(st.sampled_from(keys))
+        self.commit_sync(group, {tp: value})
+
     @rule(group=st.sampled_from(GROUPS))
     def delete_group(self, group):
         self.store.delete_group(group)
@@ -94,6 +145,13 @@ class TxnMachine(RuleBasedStateMachine):
     @rule()
     def compact(self):
         self.store.compact()
+
+    @rule()
+    def roll_segments(self):
+        """Plain commits of another group until the active segments roll: what came before
+        becomes cleanable."""
+        for i in range(12):
+            self.store.commit_sync("filler", {TP("f", 0): i})
 
     @rule()
     def compact_and_reopen(self):
@@ -181,6 +239,6 @@ class TxnMachine(RuleBasedStateMachine):
 
 
 TxnMachine.TestCase.settings = settings(
-    max_examples=80, stateful_step_count=40, deadline=None, database=None,
+    max_examples=60, stateful_step_count=30, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 TestTxnModel = TxnMachine.TestCase
