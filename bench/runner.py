@@ -16,6 +16,8 @@ Cases (and what each compares):
 ``recovery``   OffsetStore.open on a large log, records/s  vs  a bare read+CRC+decode loop
 ``memory``     OffsetTable RSS for N keys  vs  a plain dict with interned strings
 ``assignors``  bench.assignors.run_assignor_benchmark(), when that module exists
+``transactions``  begin + commit_offsets(10 offsets) + commit per s, 1 and 8 threads  vs
+               commit_sync of the same 10 offsets (bench/transactions.py)
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from bench.workload import (GROUP, PARTITIONS_PER_THREAD, TOPIC, framed_commit, 
                             thread_partitions)
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-CASES = ("latency", "threads", "async", "recovery", "memory", "assignors")
+CASES = ("latency", "threads", "async", "recovery", "memory", "assignors", "transactions")
 
 #: sizes of a full run (~10 minutes on 2 cores) and of --quick (~1-2 minutes)
 FULL = {
@@ -184,6 +186,25 @@ class Runner:
                                  note="what a minimal group commit reaches in this run: the "
                                       "issue quotes ~3.5x at 8 and ~6.5x at 32"
                                       if n == 8 else ""))
+
+    # -- transactions (information: no target) ------------------------------------------
+
+    def transactions(self) -> None:
+        from bench.transactions import run_case
+
+        s = self.sizes
+        window = {"duration_s": s["thread_duration_s"], "warmup_s": s["thread_warmup_s"]}
+        for n in (1, 8):
+            got: dict[str, list[float]] = {"plain": [], "txn": []}
+            for r in range(s["thread_reps"]):
+                for kind in ("plain", "txn"):
+                    with case_dir(self.data_dir, f"txn-{kind}-{n}") as d:
+                        got[kind].append(run_case(os.path.join(d, "store"), kind, n, **window))
+            self.raw.setdefault("transactions", {})[n] = got
+            self.rows.append(Row(f"transactions of 10 offsets, {n} thread(s) (info)",
+                                 "commit_sync of the same 10 offsets", median(got["txn"]),
+                                 median(got["plain"]), "commits/s", HIGHER,
+                                 note=f"median of {len(got['txn'])}"))
 
     # -- 3 ---------------------------------------------------------------------------------
 

@@ -13,6 +13,16 @@ Kafka's rules (LogCleaner), for one log partition:
 * expired offsets disappear only through the tombstones expiry wrote: the cleaner has no
   notion of time beyond the horizon.
 
+Transactions (Kafka's rules again; docs/TRANSACTIONS.md):
+
+* nothing at or after the first offset of a transaction still undecided in the closed
+  segments is cleaned (Kafka's last stable offset bounds cleaning the same way): the cleaned
+  range ends at the last segment before it;
+* records of aborted transactions are dropped; records of committed ones compete by log offset
+  with plain records for their key (the latest survives, as in the table);
+* a marker is kept while any record of its transaction survives; once none does, it is
+  treated like a tombstone: stamped with a delete horizon, then dropped at or after it.
+
 Output is grouped into files of at most ``segment_bytes`` of *input*, each named after its
 first input segment, and swapped in with the crash-safe protocol in recovery/swap.py. Reading
 and writing happen without any lock; only the swap (renames) needs the partition's writer to
@@ -32,7 +42,8 @@ from offsetlog import naming, segment
 from offsetlog.errors import CorruptLogError
 from offsetlog.format import Attribute
 from offsetlog.framing import BatchReader, encode_payload, frame
-from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
+from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
+                               TRANSACTION_STATE)
 from recovery.swap import commit_swap, finish_swaps, plan_swaps
 
 log = logging.getLogger("offsetlog.cleaner")
@@ -53,6 +64,10 @@ class CleanResult:
     records_before: int = 0
     records_after: int = 0
     tombstones_dropped: int = 0
+    markers_dropped: int = 0
+    #: first offset of a transaction undecided in the closed segments: cleaning stopped
+    #: before the segment holding it (None: nothing undecided)
+    first_unstable_offset: int | None = None
     duration_s: float = 0.0
     swapped: list[tuple[int, int]] = field(default_factory=list)  # [base, end) replaced
 
@@ -69,7 +84,9 @@ def _key(record) -> tuple | None:
         return (OFFSET_COMMIT, key["group"], key["topic"], key["partition"])
     if rtype == GROUP_METADATA:
         return (GROUP_METADATA, key["group"])
-    return None  # unknown or future types (transaction markers): never dropped here
+    if rtype == TRANSACTION_STATE:
+        return (TRANSACTION_STATE, key["transactional_id"])
+    return None  # markers (their own rule) and unknown types: never dropped as superseded
 
 
 def _read_closed(path: str, base: int):
@@ -106,14 +123,21 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
     if not closed:
         return result
 
-    # Pass 1: the latest offset of every key in the closed segments.
-    latest: dict[tuple, int] = {}
-    for base, path in closed:
-        for batch, _ in _read_closed(path, base):
-            for record in batch.records():
-                k = _key(record)
-                if k is not None:
-                    latest[k] = batch.base_offset + record[0]
+    # Pass 1: the latest offset of every key in the closed segments, and the transactions.
+    scan = _scan(closed)
+    while scan.first_unstable is not None:
+        # Clean only what lies wholly before the first undecided transaction, and scan that
+        # again: what is "latest" depends on the range, and a transaction decided by a marker
+        # beyond the new end is undecided within it (so this may shrink the range again).
+        if result.first_unstable_offset is None:
+            result.first_unstable_offset = scan.first_unstable
+        ends = [b for b, _ in closed[1:]] + [active_base]
+        closed = [seg for seg, end in zip(closed, ends) if end <= scan.first_unstable]
+        if not closed:
+            result.duration_s = time.perf_counter() - started
+            return result
+        scan = _scan(closed)
+    latest = scan.latest
 
     # Group inputs so an output file holds at most segment_bytes of input.
     groups: list[list[tuple[int, str]]] = []
@@ -139,8 +163,14 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
                 for base, path in group:
                     result.bytes_before += os.path.getsize(path)
                     for batch, original in _read_closed(path, base):
-                        data, kept, dropped_tombstones = _clean_batch(
-                            batch, original, latest, now_ms, delete_retention_ms)
+                        if batch.attributes & Attribute.SEMANTIC:
+                            data, kept, dropped_tombstones = _clean_txn_batch(
+                                batch, original, scan, now_ms, delete_retention_ms)
+                            result.markers_dropped += dropped_tombstones
+                            dropped_tombstones = 0
+                        else:
+                            data, kept, dropped_tombstones = _clean_batch(
+                                batch, original, latest, now_ms, delete_retention_ms)
                         result.records_before += batch.record_count
                         result.records_after += kept
                         result.tombstones_dropped += dropped_tombstones
@@ -183,6 +213,104 @@ def _finish_leftovers(directory: str, swap_lock, on_swapped) -> bool:
         if on_swapped is not None:
             on_swapped(naming.list_segments(directory))
     return True
+
+
+class _Scan:
+    """What pass 1 learns: the latest offset per key, and each transaction's outcome.
+
+    Transactions are told apart per producer id: in one log partition a producer's batches up
+    to its next marker are one transaction (the store finishes a transaction, markers
+    included, before that producer can write again).
+    """
+
+    def __init__(self) -> None:
+        self.latest: dict[tuple, int] = {}
+        self.batch_txn: dict[int, int] = {}  # base offset of a txn batch -> transaction
+        self.committed: dict[int, bool] = {}  # transaction -> committed (decided only)
+        self.writes: dict[int, list[tuple[tuple, int]]] = {}  # transaction -> (key, offset)
+        self.survivors: dict[int, int] = {}  # transaction -> its records that survive
+        self.first_unstable: int | None = None
+
+
+def _scan(closed) -> _Scan:
+    scan = _Scan()
+    latest = scan.latest
+    open_txn: dict[int, tuple[int, int]] = {}  # producer id -> (transaction, first offset)
+    count = 0
+    for base, path in closed:
+        for batch, _ in _read_closed(path, base):
+            records = batch.records()
+            if not batch.attributes & Attribute.SEMANTIC:
+                for record in records:
+                    k = _key(record)
+                    if k is not None:
+                        latest[k] = batch.base_offset + record[0]
+                continue
+            pid = batch.producer_id
+            if pid not in open_txn:
+                open_txn[pid] = (count, batch.base_offset)
+                scan.writes[count] = []
+                count += 1
+            txn = open_txn[pid][0]
+            scan.batch_txn[batch.base_offset] = txn
+            if batch.attributes & Attribute.CONTROL:
+                del open_txn[pid]
+                committed = any(r[1] == TRANSACTION_MARKER and r[4]["result"] == COMMIT
+                                for r in records)
+                scan.committed[txn] = committed
+                writes = scan.writes[txn]
+                if not committed:
+                    writes.clear()
+                for k, offset in writes:
+                    if latest.get(k, -1) < offset:  # a later plain record of k wins
+                        latest[k] = offset
+                continue
+            scan.writes[txn].extend((_key(r), batch.base_offset + r[0]) for r in records)
+    if open_txn:
+        scan.first_unstable = min(first for _, first in open_txn.values())
+    for txn, writes in scan.writes.items():
+        scan.survivors[txn] = sum(1 for k, offset in writes if latest.get(k) == offset)
+    return scan
+
+
+def _clean_txn_batch(batch, original: bytes, scan: _Scan, now_ms: int,
+                     delete_retention_ms: int, keep_markers_from: int | None = None
+                     ) -> tuple[bytes, int, int]:
+    """(framed bytes or b"", records kept, markers dropped) for a transactional or control
+    batch of a decided transaction.
+
+    :param keep_markers_from: never drop a marker at this log offset or above (a snapshot
+        taken below it may hold the transaction's offsets as pending: its replay needs the
+        marker), like tombstones
+    """
+    txn = scan.batch_txn[batch.base_offset]
+    records = batch.records()
+    base = batch.base_offset
+    attributes, timestamp = batch.attributes, batch.timestamp
+    if attributes & Attribute.CONTROL:
+        if scan.survivors[txn]:
+            return original, len(records), 0
+        if attributes & Attribute.DELETE_HORIZON:
+            if now_ms >= timestamp and (keep_markers_from is None
+                                        or batch.base_offset < keep_markers_from):
+                return b"", 0, len(records)
+            return original, len(records), 0
+        kept = records
+        attributes |= Attribute.DELETE_HORIZON
+        timestamp = now_ms + delete_retention_ms
+    else:
+        latest = scan.latest
+        kept = [r for r in records
+                if scan.committed[txn] and latest.get(_key(r)) == base + r[0]]
+        if not kept:
+            return b"", 0, 0
+        if len(kept) == len(records):
+            return original, len(kept), 0
+    data = frame(base, encode_payload(kept), record_count=len(kept),
+                 last_offset_delta=batch.last_offset_delta, timestamp=timestamp,
+                 attributes=attributes, producer_id=batch.producer_id,
+                 producer_epoch=batch.producer_epoch)
+    return data, len(kept), 0
 
 
 def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_retention_ms: int

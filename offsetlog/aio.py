@@ -41,12 +41,13 @@ class AsyncOffsetStore:
                                       member_id=member_id, group_instance_id=group_instance_id)
         await asyncio.wrap_future(fut)
 
-    async def fetch(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
-                    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        return self.store.fetch(group_id, partitions)
+    async def fetch(self, group_id: str, partitions: Iterable[TopicPartition] | None = None, *,
+                    require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
+        return self.store.fetch(group_id, partitions, require_stable=require_stable)
 
-    async def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
-        return self.store.committed(group_id, tp)
+    async def committed(self, group_id: str, tp: TopicPartition, *,
+                        require_stable: bool = False) -> OffsetAndMetadata | None:
+        return self.store.committed(group_id, tp, require_stable=require_stable)
 
     async def groups(self) -> list[str]:
         return self.store.groups()

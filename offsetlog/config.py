@@ -42,6 +42,12 @@ class StoreConfig:
     min_cleanable_dirty_ratio: float = 0.5
     #: ms between the background cleaner's checks; 0 turns it off (log.cleaner.backoff.ms)
     cleaner_backoff_ms: int = 15_000
+    #: ms a transaction may stay open (not prepared) before the store aborts it
+    #: (transaction.timeout.ms)
+    transaction_timeout_ms: int = 60_000
+    #: ms between the store's looks for timed-out transactions; 0 turns the timer off
+    #: (transaction.abort.timed.out.transaction.cleanup.interval.ms)
+    transaction_check_interval_ms: int = 10_000
     #: longest metadata string, in UTF-16 code units (offset.metadata.max.bytes)
     metadata_max_bytes: int = 4096
     #: callable returning epoch ms; every timestamp the store writes comes from it
@@ -63,6 +69,8 @@ class StoreConfig:
         positive_int("metadata_max_bytes", self.metadata_max_bytes, 0)
         positive_int("delete_retention_ms", self.delete_retention_ms, 0)
         positive_int("cleaner_backoff_ms", self.cleaner_backoff_ms, 0)
+        positive_int("transaction_timeout_ms", self.transaction_timeout_ms)
+        positive_int("transaction_check_interval_ms", self.transaction_check_interval_ms, 0)
         if not isinstance(self.min_cleanable_dirty_ratio, (int, float)) or not (
                 0.0 <= self.min_cleanable_dirty_ratio <= 1.0):
             raise StoreConfigError("min_cleanable_dirty_ratio must be within [0, 1]")

@@ -113,3 +113,55 @@ class CommitTimeoutError(OffsetlogError, TimeoutError):
 
     The commit may still complete later: it stays queued and is applied in order.
     """
+
+
+# -- transactions (docs/TRANSACTIONS.md) ----------------------------------------------------
+
+class TransactionError(OffsetlogError):
+    """Root of the transactional errors."""
+
+
+class ProducerFencedError(TransactionError):
+    """A newer ``init_transactions`` for the same transactional id bumped the epoch: this
+    handle is a zombie and every later call of it fails (Kafka's PRODUCER_FENCED)."""
+
+    code = 90
+
+    def __init__(self, message: str, *, transactional_id: str, producer_epoch: int,
+                 current_epoch: int | None) -> None:
+        super().__init__(message)
+        self.transactional_id = transactional_id
+        self.producer_epoch = producer_epoch
+        self.current_epoch = current_epoch
+
+
+class InvalidTxnStateError(TransactionError):
+    """The call is not allowed in the transaction's current state (e.g. ``commit()`` with
+    no transaction begun, ``commit_offsets`` after ``prepare()``)."""
+
+    code = 48
+
+
+class TransactionTimeoutError(InvalidTxnStateError):
+    """The store aborted this handle's transaction because it stayed open longer than its
+    ``transaction_timeout_ms``. Call ``abort()`` to acknowledge it, then ``begin()`` again."""
+
+    def __init__(self, message: str, *, transactional_id: str, timeout_ms: int) -> None:
+        super().__init__(message)
+        self.transactional_id = transactional_id
+        self.timeout_ms = timeout_ms
+
+
+class UnstableOffsetCommitError(TransactionError):
+    """``fetch(..., require_stable=True)`` asked for partitions that have transactional
+    offsets still pending (KIP-447); retry once the transaction has completed.
+
+    :ivar partitions: the ``TopicPartition``s with pending offsets
+    """
+
+    code = 88
+
+    def __init__(self, message: str, *, group_id: str, partitions: list) -> None:
+        super().__init__(message)
+        self.group_id = group_id
+        self.partitions = partitions

@@ -45,7 +45,7 @@ class Attribute:
     #: cleaning may drop this batch's tombstones (first cleaned + delete_retention_ms, KIP-534)
     DELETE_HORIZON = 0x04
     KNOWN = TRANSACTIONAL | CONTROL | DELETE_HORIZON
-    #: bits that change what the records mean; this version applies none of them yet
+    #: bits that change what the records mean: the table applies such batches off its hot path
     SEMANTIC = TRANSACTIONAL | CONTROL
 
 
@@ -60,6 +60,7 @@ class RecordType(IntEnum):
     OFFSET_COMMIT = 1  # key (group, topic, partition) -> committed offset
     GROUP_METADATA = 2  # key (group,) -> generation, protocol, leader, members
     TRANSACTION_MARKER = 3  # key (producer_id,) -> commit or abort, in a control batch
+    TRANSACTION_STATE = 4  # key (transactional_id,) -> producer id, epoch, state, partitions
 
 
 # Directory and file naming: see offsetlog.naming.

@@ -26,15 +26,21 @@ Record = tuple
 OFFSET_COMMIT = int(RecordType.OFFSET_COMMIT)
 GROUP_METADATA = int(RecordType.GROUP_METADATA)
 TRANSACTION_MARKER = int(RecordType.TRANSACTION_MARKER)
+TRANSACTION_STATE = int(RecordType.TRANSACTION_STATE)
 
 #: Highest value version this code reads, per record type.
-MAX_VERSION = {OFFSET_COMMIT: 0, GROUP_METADATA: 0, TRANSACTION_MARKER: 0}
+MAX_VERSION = {OFFSET_COMMIT: 0, GROUP_METADATA: 0, TRANSACTION_MARKER: 0, TRANSACTION_STATE: 0}
+
+#: TRANSACTION_MARKER results
+COMMIT = "commit"
+ABORT = "abort"
 
 #: Field names and defaults, per record type (documentation and the dump tool read these).
 KEY_FIELDS = {
     OFFSET_COMMIT: ("group", "topic", "partition"),
     GROUP_METADATA: ("group",),
     TRANSACTION_MARKER: ("producer_id",),
+    TRANSACTION_STATE: ("transactional_id",),
 }
 VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
     OFFSET_COMMIT: {
@@ -55,6 +61,15 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
     TRANSACTION_MARKER: {
         "producer_epoch": None,  # required
         "result": None,  # required: "commit" or "abort"
+    },
+    TRANSACTION_STATE: {
+        "producer_id": None,  # required
+        "producer_epoch": None,  # required
+        "state": None,  # required: one of offsetlog.txn.state.STATES
+        "partitions": [],  # log partitions the open transaction has written to, sorted
+        "timeout_ms": None,  # required
+        "start_timestamp": -1,  # epoch ms the open transaction first wrote; -1 when none
+        "update_timestamp": None,  # required, epoch ms of this record
     },
 }
 
@@ -80,6 +95,19 @@ def offset_tombstone(delta: int, group: str, topic: str, partition: int) -> Reco
 
 def group_metadata(delta: int, group: str, value: dict[str, Any] | None) -> Record:
     return (delta, GROUP_METADATA, 0, {"group": group}, value)
+
+
+def transaction_marker(delta: int, producer_id: int, producer_epoch: int, result: str
+                       ) -> Record:
+    """The one record of a control batch: ``producer_id``'s open transaction in this log
+    partition is committed or aborted."""
+    return (delta, TRANSACTION_MARKER, 0, {"producer_id": producer_id},
+            {"producer_epoch": producer_epoch, "result": result})
+
+
+def transaction_state(delta: int, transactional_id: str, value: dict[str, Any] | None
+                      ) -> Record:
+    return (delta, TRANSACTION_STATE, 0, {"transactional_id": transactional_id}, value)
 
 
 def check_version(record_type: int, version: int) -> None:

@@ -28,13 +28,14 @@ from offsetlog import naming, records as rec, segment
 from offsetlog.config import StoreConfig, system_clock_ms
 from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreConfigError,
                               StoreFailedError, StoreLockedError, UnknownMemberIdError,
-                              UnsupportedVersionError)
+                              UnstableOffsetCommitError, UnsupportedVersionError)
 from offsetlog.format import STORE_FORMAT_VERSION
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.group_api import GroupRequests
 from offsetlog.log import PartitionLog
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
 from offsetlog.table import OffsetTable
+from offsetlog.txn_api import TransactionRequests
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_offsets, check_partition_list
 from offsetlog.writer import GroupCommitter, PartitionWriter, Pending
@@ -53,7 +54,7 @@ _open_paths: set[str] = set()
 _open_paths_lock = threading.Lock()
 
 
-class OffsetStore(GroupRequests):
+class OffsetStore(GroupRequests, TransactionRequests):
     """An embedded, crash-safe store of consumer offsets.
 
     Open it with :meth:`open` (also a context manager)::
@@ -91,6 +92,7 @@ class OffsetStore(GroupRequests):
             for group_id, value in sorted(part.table.group_metadata.items()):
                 part.coordinator.load(group_id, value, now_ms=now)
         self._init_groups()
+        self._init_transactions()  # rolls forward transactions decided before a crash
         self._retention_stop = threading.Event()
         self._retention_thread: threading.Thread | None = None
         if config.retention_check_interval_ms:
@@ -116,7 +118,9 @@ class OffsetStore(GroupRequests):
              metadata_max_bytes: int = 4096, delete_retention_ms: int = 24 * 3600 * 1000,
              min_cleanable_dirty_ratio: float = 0.5,
              cleaner_backoff_ms: int = 15_000,
-             group_config: GroupConfig | None = None) -> "OffsetStore":
+             group_config: GroupConfig | None = None,
+             transaction_timeout_ms: int = 60_000,
+             transaction_check_interval_ms: int = 10_000) -> "OffsetStore":
         """Open (creating if needed) the store in directory ``path`` and recover it.
 
         :param partitions: log partitions; fixed at creation. ``None`` means the stored count,
@@ -125,6 +129,8 @@ class OffsetStore(GroupRequests):
         :param clock: callable returning epoch ms; defaults to the system clock
         :param group_config: the group coordinator's settings (session timeout bounds,
             initial rebalance delay, group size limit)
+        :param transaction_timeout_ms: default time an open transaction may last before the
+            store aborts it (docs/TRANSACTIONS.md)
         :return: the open store; ``store.recovery_report`` says what recovery found
         :raises StoreLockedError: the directory is open elsewhere
         :raises StoreConfigError: bad options, or options that contradict the directory
@@ -141,7 +147,9 @@ class OffsetStore(GroupRequests):
                              metadata_max_bytes=metadata_max_bytes,
                              delete_retention_ms=delete_retention_ms,
                              min_cleanable_dirty_ratio=min_cleanable_dirty_ratio,
-                             cleaner_backoff_ms=cleaner_backoff_ms)
+                             cleaner_backoff_ms=cleaner_backoff_ms,
+                             transaction_timeout_ms=transaction_timeout_ms,
+                             transaction_check_interval_ms=transaction_check_interval_ms)
         if not os.path.isdir(path):
             os.makedirs(path, exist_ok=True)
             segment.fsync_dir(os.path.dirname(path))
@@ -286,14 +294,23 @@ class OffsetStore(GroupRequests):
 
     # -- reads ---------------------------------------------------------------------------
 
-    def fetch(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
-              ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Committed offsets of ``group_id`` (all, or those of ``partitions``); absent = none."""
+    def fetch(self, group_id: str, partitions: Iterable[TopicPartition] | None = None, *,
+              require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Committed offsets of ``group_id`` (all, or those of ``partitions``); absent = none.
+
+        Offsets of open transactions are not shown until they commit.
+
+        :param require_stable: raise ``UnstableOffsetCommitError`` when any of the requested
+            partitions (all of the group's, without ``partitions``) has transactional offsets
+            pending (KIP-447), instead of answering with the last committed ones
+        """
         self._check_open()
         check_group_id(group_id)
         wanted = None if partitions is None else check_partition_list(partitions)
         part = self._parts[partition_for(group_id, self._partitions)]
         with part.lock:
+            if require_stable:
+                self._check_stable(part, group_id, wanted)
             entries = part.table.offsets.get(group_id)
             if not entries:
                 return {}
@@ -303,9 +320,21 @@ class OffsetStore(GroupRequests):
                 items = [(tp, entries[tp]) for tp in sorted(set(wanted)) if tp in entries]
         return {TopicPartition(t, p): OffsetAndMetadata(e[0], e[1], e[2]) for (t, p), e in items}
 
-    def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
+    @staticmethod
+    def _check_stable(part, group_id: str, wanted) -> None:
+        pending = part.table.txn.pending_partitions(group_id)
+        if wanted is not None:
+            pending &= set(wanted)
+        if pending:
+            tps = sorted(TopicPartition(t, p) for t, p in pending)
+            raise UnstableOffsetCommitError(
+                f"group {group_id!r} has transactional offsets pending for {tps}",
+                group_id=group_id, partitions=tps)
+
+    def committed(self, group_id: str, tp: TopicPartition, *,
+                  require_stable: bool = False) -> OffsetAndMetadata | None:
         """The committed offset of one partition, or ``None``."""
-        return self.fetch(group_id, [tp]).get(tp)
+        return self.fetch(group_id, [tp], require_stable=require_stable).get(tp)
 
     def groups(self) -> list[str]:
         """Every group with committed offsets or group metadata, sorted."""
@@ -326,7 +355,9 @@ class OffsetStore(GroupRequests):
         now = self._clock()
 
         def tombstones(table: OffsetTable) -> tuple:
-            present = table.offsets.get(group_id, {})
+            # A tombstone also drops the key's pending transactional offsets.
+            present = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(
+                group_id)
             return tuple(rec.offset_tombstone(i, group_id, t, p)
                          for i, (t, p) in enumerate(tp for tp in tps if tp in present))
 
@@ -343,8 +374,10 @@ class OffsetStore(GroupRequests):
         def tombstones(table: OffsetTable) -> tuple:
             # The coordinator refuses (NonEmptyGroupError) while the group has members.
             result = part.coordinator.delete_group(group_id, now_ms=now)
+            # Pending transactional offsets go too: a tombstone drops them (docs/TRANSACTIONS.md)
+            keys = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
             out = [rec.offset_tombstone(i, group_id, t, p)
-                   for i, (t, p) in enumerate(sorted(table.offsets.get(group_id, {})))]
+                   for i, (t, p) in enumerate(sorted(keys))]
             for r in result.records:
                 out.append((len(out),) + tuple(r[1:]))
             return tuple(out)
@@ -374,8 +407,11 @@ class OffsetStore(GroupRequests):
             def expire(table: OffsetTable, coordinator=part.coordinator) -> tuple:
                 # KIP-211: standalone groups from their commits; managed groups by state
                 # (Empty since when, subscribed topics), and emptied groups are deleted.
+                # Keys with pending transactional offsets, and groups holding any, are left
+                # alone until their transactions complete.
                 result = coordinator.expire_offsets(table.offsets, now_ms=now,
-                                                    retention_ms=retention)
+                                                    retention_ms=retention,
+                                                    pending=table.txn.pending_by_group())
                 return tuple(result.records)
 
             item = Pending(None, now, deferred=expire)
@@ -481,6 +517,7 @@ class OffsetStore(GroupRequests):
             if t is not None and t is not threading.current_thread():
                 t.join()
         self._stop_groups()
+        self._stop_transactions()
         self._writer.closing = True  # from here on nothing new is queued (see check_usable)
         try:
             self._writer.drain()

@@ -9,6 +9,9 @@ Layout (chosen for memory: see bench/RESULTS.md, "Memory")::
     offsets[group][(topic, partition)] = (offset, metadata, leader_epoch,
                                           commit_timestamp, expire_timestamp)
 
+Transactional state (pending offsets, transaction metadata) is in ``txn``
+(``offsetlog.txn.pending.PendingTransactions``); batches that touch it leave the hot path.
+
 Keying by group first means ``fetch(group)`` does not scan other groups, and the group string
 is stored once per group rather than once per key. Keys are plain tuples (equal to, and
 hashing like, ``TopicPartition``) and topics are interned, so a million keys share their
@@ -22,9 +25,12 @@ from typing import Iterator
 
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.format import Attribute, RecordType
+from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
+                               TRANSACTION_STATE, Record, check_version)
+from offsetlog.txn.pending import PendingTransactions
 
 SEMANTIC = Attribute.SEMANTIC
-from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
+CONTROL = Attribute.CONTROL
 
 #: index of each field in a table entry
 OFFSET, METADATA, LEADER_EPOCH, COMMIT_TIMESTAMP, EXPIRE_TIMESTAMP = range(5)
@@ -33,7 +39,7 @@ Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_times
 
 
 class OffsetTable:
-    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied")
+    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn")
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
@@ -42,6 +48,8 @@ class OffsetTable:
         #: log offset after the last applied record: the table is "as of" this offset
         self.next_offset = 0
         self.records_applied = 0
+        #: pending transactional offsets and transaction metadata (offsetlog.txn.pending)
+        self.txn = PendingTransactions()
 
     def apply_batches(self, batches) -> None:
         """Apply batches in order: the single entry point for state changes.
@@ -52,14 +60,15 @@ class OffsetTable:
         """
         offsets = self.offsets
         intern = sys.intern
+        pending = self.txn.keys  # non-empty only while transactional offsets are pending
         count = 0
         for base_offset, records, attributes, producer_id, producer_epoch in batches:
-            if attributes & SEMANTIC:
-                # Transactional and control batches arrive with transactions; until this
-                # code knows how to apply them, refusing is the only safe answer.
-                raise UnsupportedVersionError(
-                    f"batch at offset {base_offset} has attributes {attributes:#x} "
-                    "(transactions), which this version cannot apply")
+            if attributes & SEMANTIC or pending:
+                # Transactional and control batches, and plain commits while transactional
+                # offsets are pending (they may supersede them), take the slow path.
+                self._apply_slow(base_offset, records, attributes, producer_id)
+                count += len(records)
+                continue
             for delta, rtype, version, key, value in records:
                 if rtype == OFFSET_COMMIT and version == 0:
                     group = key["group"]
@@ -81,6 +90,46 @@ class OffsetTable:
             self.next_offset = base_offset + records[-1][0] + 1
             self.records_applied += count
 
+    def _apply_slow(self, base_offset: int, records, attributes: int, producer_id: int) -> None:
+        txn = self.txn
+        if attributes & CONTROL:
+            for delta, rtype, version, key, value in records:
+                check_version(rtype, version)
+                if rtype != TRANSACTION_MARKER or value is None:
+                    raise UnsupportedVersionError(
+                        f"control batch at offset {base_offset} holds a record of type "
+                        f"{rtype}, not a transaction marker")
+                txn.complete(key["producer_id"], value["result"] == COMMIT, self.offsets)
+            return
+        transactional = attributes & Attribute.TRANSACTIONAL
+        intern = sys.intern
+        for delta, rtype, version, key, value in records:
+            if rtype == OFFSET_COMMIT and version == 0:
+                group = key["group"]
+                tp = (intern(key["topic"]), key["partition"])
+                if transactional:
+                    if value is None:
+                        raise UnsupportedVersionError(
+                            f"transactional batch at offset {base_offset} holds a tombstone")
+                    txn.add(group, tp, producer_id, _entry(value), base_offset + delta)
+                    continue
+                g = self.offsets.get(group)
+                if value is None:
+                    txn.drop_key(group, tp)
+                    if g is not None and g.pop(tp, None) is not None and not g:
+                        del self.offsets[group]
+                else:
+                    txn.superseded_by_plain(group, tp)
+                    if g is None:
+                        g = self.offsets[group] = {}
+                    g[tp] = _entry(value)
+            elif transactional:
+                raise UnsupportedVersionError(
+                    f"transactional batch at offset {base_offset} holds a record of type "
+                    f"{rtype}; only offset commits can be transactional")
+            else:
+                self._apply_other(base_offset + delta, rtype, version, key, value)
+
     def apply_batch(self, base_offset: int, records, attributes: int = 0,
                     producer_id: int = -1, producer_epoch: int = -1) -> None:
         """Apply one batch (``apply_batches`` of one)."""
@@ -97,6 +146,8 @@ class OffsetTable:
                 self.group_metadata.pop(key["group"], None)
             else:
                 self.group_metadata[key["group"]] = value
+        elif rtype == TRANSACTION_STATE:
+            self.txn.set_state(key["transactional_id"], value)
         else:
             raise UnsupportedVersionError(
                 f"record at offset {log_offset} is a {RecordType(rtype).name}, "
@@ -125,5 +176,13 @@ class OffsetTable:
 
     def as_dict(self) -> dict:
         """A plain copy, for comparisons in tests and verification."""
-        return {"offsets": dict(self.items()),
-                "group_metadata": {g: v for g, v in self.group_metadata.items()}}
+        out = {"offsets": dict(self.items()),
+               "group_metadata": {g: v for g, v in self.group_metadata.items()}}
+        if self.txn:
+            out["transactions"] = self.txn.to_state()
+        return out
+
+
+def _entry(value: dict) -> Entry:
+    return (value["offset"], value.get("metadata", ""), value.get("leader_epoch"),
+            value["commit_timestamp"], value.get("expire_timestamp"))

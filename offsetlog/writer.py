@@ -58,11 +58,16 @@ class Pending:
 
     __slots__ = ("records", "payload", "timestamp", "deferred", "force_sync", "future",
                  "callback", "callback_arg", "done", "error", "base_offset", "result", "on_done",
-                 "waiter")
+                 "waiter", "attributes", "producer_id", "producer_epoch")
 
     def __init__(self, records: tuple | None, timestamp: int, *, deferred: Deferred | None = None,
-                 force_sync: bool = False) -> None:
+                 force_sync: bool = False, attributes: int = 0, producer_id: int = -1,
+                 producer_epoch: int = -1) -> None:
         self.records = records
+        #: batch header fields: transactional offsets and markers (docs/TRANSACTIONS.md)
+        self.attributes = attributes
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
         self.payload = encode_payload(records) if records else b""
         self.timestamp = timestamp
         self.deferred = deferred
@@ -297,7 +302,9 @@ class GroupCommitter:
             part.lock.release()
             try:
                 frames = [frame(item.base_offset, item.payload, record_count=len(item.records),
-                                last_offset_delta=item.records[-1][0], timestamp=item.timestamp)
+                                last_offset_delta=item.records[-1][0], timestamp=item.timestamp,
+                                attributes=item.attributes, producer_id=item.producer_id,
+                                producer_epoch=item.producer_epoch)
                           for item in group if item.records]
                 if frames:
                     part.log.append(b"".join(frames) if len(frames) > 1 else frames[0], base)
@@ -314,7 +321,8 @@ class GroupCommitter:
                 for item in group:
                     item.error = failed
             else:
-                part.table.apply_batches([(item.base_offset, item.records, 0, -1, -1)
+                part.table.apply_batches([(item.base_offset, item.records, item.attributes,
+                                           item.producer_id, item.producer_epoch)
                                           for item in group if item.records])
             for item in group:
                 item.done = True
@@ -458,8 +466,14 @@ class GroupCommitter:
             self._async_cv.notify_all()
         if self.fsync_interval_ms is not None:
             self._sync_stop.set()
-        self._callbacks.put(None)
         me = threading.current_thread()
+        # The writer threads first: one may have finished a round (so drain() returned) and
+        # still be resolving it, queueing callbacks that must run before the callback thread
+        # is told to stop.
+        callback_thread = self._threads[1]
         for t in self._threads:
-            if t is not me:
+            if t is not me and t is not callback_thread:
                 t.join()
+        self._callbacks.put(None)
+        if callback_thread is not me:
+            callback_thread.join()

@@ -31,13 +31,19 @@ def test_store_signatures():
         assert commit[name].kind is inspect.Parameter.KEYWORD_ONLY
     assert "callback" in inspect.signature(OffsetStore.commit_async).parameters
     for method in ("fetch", "committed", "groups", "delete_offsets", "delete_group",
-                   "expire_offsets", "flush", "close"):
+                   "expire_offsets", "flush", "close", "init_transactions"):
         assert callable(getattr(OffsetStore, method))
+    for name in ("keep_prepared", "transaction_timeout_ms"):
+        assert (inspect.signature(OffsetStore.init_transactions).parameters[name].kind
+                is inspect.Parameter.KEYWORD_ONLY)
+    assert "require_stable" in inspect.signature(OffsetStore.fetch).parameters
 
 
 def test_error_names():
     for name in ("IllegalGenerationError", "UnknownMemberIdError", "RebalanceInProgressError",
                  "FencedInstanceIdError", "OffsetMetadataTooLargeError",
                  "CoordinatorLoadInProgressError", "InvalidGroupIdError", "StoreClosedError",
-                 "CorruptLogError", "StoreFailedError", "StoreLockedError"):
+                 "CorruptLogError", "StoreFailedError", "StoreLockedError",
+                 "ProducerFencedError", "InvalidTxnStateError", "TransactionTimeoutError",
+                 "UnstableOffsetCommitError"):
         assert issubclass(getattr(errors, name), errors.OffsetlogError), name

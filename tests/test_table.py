@@ -77,10 +77,21 @@ def test_newer_record_version_fails_loudly():
                            {"offset": 1, "commit_timestamp": 1}),))
 
 
-def test_transactional_batches_are_refused_until_supported():
+def test_transactional_batches_hold_offsets_pending_until_their_marker():
     t = OffsetTable()
-    with pytest.raises(UnsupportedVersionError, match="transactions"):
-        t.apply_batch(0, (commit(0, "g", "t", 0, 1),), attributes=1)
+    t.apply_batch(0, (commit(0, "g", "t", 0, 1),), attributes=1, producer_id=4,
+                  producer_epoch=0)
+    assert t.get("g", "t", 0) is None and t.txn.pending_partitions("g") == {("t", 0)}
+    t.apply_batch(1, (rec.transaction_marker(0, 4, 0, rec.COMMIT),), attributes=3,
+                  producer_id=4, producer_epoch=0)
+    assert t.get("g", "t", 0)[0] == 1 and not t.txn.keys
+
+
+def test_control_batch_with_a_data_record_is_refused():
+    t = OffsetTable()
+    with pytest.raises(UnsupportedVersionError, match="not a transaction marker"):
+        t.apply_batch(0, (commit(0, "g", "t", 0, 1),), attributes=3, producer_id=1,
+                      producer_epoch=0)
 
 
 def test_topics_are_interned():

@@ -369,11 +369,14 @@ class GroupCoordinator(RebalanceEngine):
         return STANDALONE if group is None else RetentionView.of_group(group)
 
     def expire_offsets(self, offsets: Mapping[str, Mapping[tuple[str, int], tuple]], *,
-                       now_ms: int, retention_ms: int) -> Result:
+                       now_ms: int, retention_ms: int,
+                       pending: Mapping[str, set] | None = None) -> Result:
         """The retention pass for this log partition (KIP-211 rules: ``offsetlog.group.expiry``).
 
         :param offsets: group -> ``(topic, partition)`` -> table entry, i.e. the partition
             table's ``offsets``
+        :param pending: group -> ``(topic, partition)``s with pending transactional offsets:
+            those keys never expire, and a group with any is never deleted (Kafka's rule)
         :return: a Result whose records tombstone the expired offsets and, for every group left
             Empty without offsets, its group metadata (the group is dropped: Dead)
         """
@@ -382,11 +385,15 @@ class GroupCoordinator(RebalanceEngine):
         for gid in sorted(set(offsets) | set(self._groups)):
             entries = offsets.get(gid, {})
             view = self.retention_view(gid)
+            open_tps = pending.get(gid) if pending else None
             gone = expired_offsets(view, entries, now, retention_ms)
+            if open_tps:
+                gone = [tp for tp in gone if tp not in open_tps]
             for topic, partition in gone:
                 out.records.append(offset_tombstone(len(out.records), gid, topic, partition))
             group = self._groups.get(gid)
-            if group is not None and should_delete_group(view, len(entries) - len(gone)):
+            if (group is not None and not open_tps
+                    and should_delete_group(view, len(entries) - len(gone))):
                 self._delete(group, now, out)
         return out
 
