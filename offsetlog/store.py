@@ -277,7 +277,7 @@ class OffsetStore(GroupRequests, TransactionRequests):
                 precheck()
             fut.set_result(None)
             if callback is not None:
-                self._writer._callbacks.put((callback, offsets, None))
+                self._writer.queue_callback(callback, offsets, None)
             return fut
         item.future = fut
         if callback is not None:
@@ -289,7 +289,7 @@ class OffsetStore(GroupRequests, TransactionRequests):
             # way every other outcome is (the future and the callback), not as a usage error.
             fut.set_exception(e)
             if callback is not None:
-                self._writer._callbacks.put((callback, offsets, e))
+                self._writer.queue_callback(callback, offsets, e)
         return fut
 
     # -- reads ---------------------------------------------------------------------------

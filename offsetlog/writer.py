@@ -123,6 +123,10 @@ class GroupCommitter:
         self._async_ready: list[PartitionWriter] = []
         self._stopping = False
         self._callbacks: queue.SimpleQueue = queue.SimpleQueue()
+        #: set by stop() under _callbacks_lock once the callback thread has been told to end;
+        #: later callbacks (a committer still finishing its round) run in the caller's thread
+        self._callbacks_closed = False
+        self._callbacks_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._start("offsetlog-async-writer", self._async_loop)
         self._start("offsetlog-callbacks", self._callback_loop)
@@ -369,7 +373,23 @@ class GroupCommitter:
                 else:
                     fut.set_exception(item.error)
             if item.callback is not None:
-                self._callbacks.put((item.callback, item.callback_arg, item.error))
+                self.queue_callback(item.callback, item.callback_arg, item.error)
+
+    def queue_callback(self, callback, arg, error) -> None:
+        """Run ``callback(arg, error)`` on the callback thread, or here once it has stopped
+        (a synchronous committer may finish resolving its round after close() drained)."""
+        with self._callbacks_lock:
+            if not self._callbacks_closed:
+                self._callbacks.put((callback, arg, error))
+                return
+        self._run_callback(callback, arg, error)
+
+    @staticmethod
+    def _run_callback(callback, arg, error) -> None:
+        try:
+            callback(arg, error)
+        except Exception:  # a user's callback must not kill the thread that runs the others
+            log.exception("commit callback %r raised", callback)
 
     # -- background threads ----------------------------------------------------------------
 
@@ -397,11 +417,7 @@ class GroupCommitter:
             job = self._callbacks.get()
             if job is None:
                 return
-            callback, arg, error = job
-            try:
-                callback(arg, error)
-            except Exception:  # a user's callback must not kill the thread that runs the others
-                log.exception("commit callback %r raised", callback)
+            self._run_callback(*job)
 
     def _interval_sync_loop(self) -> None:
         interval = self.fsync_interval_ms / 1000.0
@@ -474,6 +490,8 @@ class GroupCommitter:
         for t in self._threads:
             if t is not me and t is not callback_thread:
                 t.join()
-        self._callbacks.put(None)
+        with self._callbacks_lock:
+            self._callbacks_closed = True
+            self._callbacks.put(None)
         if callback_thread is not me:
             callback_thread.join()

@@ -370,3 +370,16 @@ def test_exclusive_is_granted_after_at_most_the_round_in_flight(tmp_path, mode):
         store.close()
     # one record per commit, one commit in flight per thread: a round holds at most `threads`
     assert worst <= threads, f"{worst} records were written after exclusive() asked"
+
+
+def test_a_callback_queued_after_close_stopped_the_callback_thread_still_runs(tmp_path):
+    """A synchronous committer that led a round may finish resolving it after close() has
+    drained and stopped the callback thread; its callbacks then run in its own thread
+    rather than being queued for a thread that is gone."""
+    store = open_store(tmp_path, partitions=1)
+    writer = store._writer
+    store.close()
+    ran = []
+    writer.queue_callback(lambda arg, exc: ran.append((arg, exc, threading.current_thread())),
+                          "offsets", None)
+    assert ran == [("offsets", None, threading.current_thread())]
