@@ -113,3 +113,15 @@ class CommitTimeoutError(OffsetlogError, TimeoutError):
 
     The commit may still complete later: it stays queued and is applied in order.
     """
+
+
+class SnapshotError(OffsetlogError):
+    """Taking (or discarding) an LMDB snapshot failed. Snapshots are a cache: the log is never
+    touched by such a failure, and commits go on.
+
+    :ivar failures: partition -> the exception, for ``store.snapshot()``
+    """
+
+    def __init__(self, message: str, *, failures: dict | None = None) -> None:
+        super().__init__(message)
+        self.failures = failures or {}
