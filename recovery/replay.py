@@ -155,20 +155,25 @@ def recover_partition(directory: str, partition: int, *,
 def _trusted_start(path: str, base: int, last: bool, start_offset: int,
                    position: tuple[int, int] | None) -> int | None:
     """Where to start reading a segment that holds ``start_offset``: the snapshot's recorded
-    byte position if it can be trusted, else 0 (scan). None: the file ends before it.
+    byte position if it checks out, else 0 (scan from the start). None: the file ends before
+    that position, so the log ends before ``start_offset``.
 
     The position was recorded in the segment that was active when the snapshot was taken.
-    If that segment is still the last one, it is the same file, only appended to (the
-    cleaner never touches the active segment), so the position is exact unless the file is
-    now shorter. Otherwise the segment may have been cleaned and its batches moved: the
-    position is used only if a whole, valid batch starting exactly at ``start_offset`` is
-    there (offsets are unique, so that is the batch; everything before it is below it).
+    If that segment is still the last one, it is the same file, only appended to (the cleaner
+    never touches the active segment), so a file now shorter than the position ends before
+    the snapshot, and a file exactly that long holds nothing after it. Otherwise (or to be
+    sure) the position is used only if a whole, valid batch starting exactly at
+    ``start_offset`` is there: offsets are unique, so that is the batch, and everything before
+    it in the file is below it. A cleaned segment fails this check and is scanned.
     """
     if position is None or position[0] != base or position[1] == 0:
         return 0
     pos = position[1]
-    if last:
-        return pos if pos <= os.path.getsize(path) else None
+    size = os.path.getsize(path)
+    if pos >= size:
+        if last:
+            return pos if pos == size else None
+        return 0
     data = segment.read_file(path, pos)
     if len(data) < LENGTH_SIZE:
         return 0
