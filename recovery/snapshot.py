@@ -220,5 +220,26 @@ class SnapshotStore:
         self.env.close()
 
 
+def tombstone_floors(snapshot_dir: str) -> dict[int, int]:
+    """partition -> the offset at and above which a cleaner must keep tombstones, for every
+    snapshot stored in ``snapshot_dir`` (0 for an entry whose header does not check out: it
+    may be a newer format this code cannot read). For tools that rewrite a log offline; the
+    store keeps its own floors. Empty if there is no snapshot store."""
+    if not os.path.isdir(snapshot_dir):
+        return {}
+    store = SnapshotStore(snapshot_dir, readonly=True)
+    try:
+        entries = store.read_all()
+    finally:
+        store.close()
+    out = {}
+    for p, data in entries.items():
+        try:
+            out[p] = decode_header(data, p)[4]
+        except SnapshotInvalid:
+            out[p] = 0
+    return out
+
+
 __all__ = ["HEADER", "HEADER_SIZE", "MAGIC", "Snapshot", "SnapshotInvalid", "SnapshotStore",
-           "VERSION", "decode", "decode_header", "encode", "partition_key"]
+           "VERSION", "decode", "decode_header", "encode", "partition_key", "tombstone_floors"]

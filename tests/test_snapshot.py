@@ -396,3 +396,24 @@ def test_interval_fsync_snapshot_covers_only_durable_records(tmp_path, monkeypat
         s.snapshot()
         assert len(synced) > n  # the log was synced before the snapshot was taken
         assert not s._parts[0].log.dirty
+
+
+def test_tombstone_floors_for_offline_tools(tmp_path):
+    assert snap.tombstone_floors(naming.snapshot_dir(str(tmp_path))) == {}
+    _store_with_snapshot(tmp_path)
+    entries = raw_entries(tmp_path)
+    floors = snap.tombstone_floors(naming.snapshot_dir(str(tmp_path)))
+    assert floors == {p: snap.decode(d, p).offset for p, d in entries.items()}
+    p = next(iter(entries))
+    put_raw(tmp_path, p, b"OLSN\x09\x00" + bytes(100))  # a format this code cannot read
+    assert snap.tombstone_floors(naming.snapshot_dir(str(tmp_path)))[p] == 0
+
+
+def test_header_constants_match_the_doc():
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "docs", "FORMAT.md"),
+               encoding="utf-8").read().split("## Snapshot store", 1)[1]
+    assert snap.HEADER.format == "<4sHHIqqqqqIII" and snap.HEADER_SIZE == 64
+    assert snap.MAGIC == b"OLSN" and "`OLSN`" in doc and snap.VERSION == 1
+    assert sorted(OffsetTable.SNAPSHOT_SECTIONS) == sorted(
+        s for s in ("next_offset", "records_applied", "topics", "offsets", "group_metadata")
+        if f"| `{s}` |" in doc)
