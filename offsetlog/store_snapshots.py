@@ -326,6 +326,10 @@ class StoreSnapshots:
         if self._snapshots is None or not self.config.snapshot_on_close:
             return
         for part in self._parts:
+            if part.log.dirty:
+                # Its fsync on close failed: retrying it could "succeed" over lost pages
+                # (DESIGN.md, "Group commit"), so nothing of it is snapshotted.
+                continue
             if part.table.next_offset != (self._snap[part.index].offset or 0):
                 try:
                     self._snapshot_partition(part)

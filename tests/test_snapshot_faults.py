@@ -175,3 +175,14 @@ def test_sigkill_while_snapshotting_loses_no_durable_commit(tmp_path):
             assert tables(s) == {p: (full[p] if p in full else OffsetTable()).as_dict()
                                  for p in range(2)}, rng.why("replay")
     assert loaded, rng.why("no reopen used a snapshot")
+
+
+def test_close_does_not_snapshot_a_partition_whose_final_fsync_failed(tmp_path, monkeypatch):
+    s = open_store(tmp_path, partitions=1, fsync="never")
+    s.commit_sync("g", {TP("t", 0): 1})
+    monkeypatch.setattr(segment, "_sync", lambda fd: (_ for _ in ()).throw(OSError(5, "EIO")))
+    s.close()  # logs the failed fsync; a retry could falsely succeed, so no snapshot either
+    monkeypatch.undo()
+    with open_store(tmp_path, partitions=1) as s:
+        assert not s.recovery_report.snapshots_loaded
+        assert s.committed("g", TP("t", 0)).offset == 1  # (the page cache still has it)
