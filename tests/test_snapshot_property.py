@@ -94,14 +94,16 @@ class SnapshotMachine(RuleBasedStateMachine):
     def delete_group(self, group):
         self.store.delete_group(group)
 
-    @rule(group=st.sampled_from(GROUPS), n=st.integers(10, 20))
-    def snapshot_then_delete_group(self, group, n):
+    @rule(group=st.sampled_from(GROUPS), n=st.integers(10, 20), clean=st.booleans())
+    def snapshot_then_delete_group(self, group, n, clean):
         """The history that needs the cleaner's tombstone floor: tombstones just above a
         snapshot, pushed into closed segments by more commits."""
         self.store.commit_sync(group, {TP("a", 0): n, TP("b", 1): n})
         self.store.snapshot()
         self.store.delete_group(group)
         self.burst(group=group, n=n)  # same partition; other keys than those deleted
+        if clean:
+            self.compact()
 
     @rule(ms=st.sampled_from([100, 1000, 5000]))
     def expire(self, ms):
@@ -153,7 +155,7 @@ class SnapshotMachine(RuleBasedStateMachine):
 
 
 SnapshotMachine.TestCase.settings = settings(
-    max_examples=50, stateful_step_count=40, deadline=None, database=None,
+    max_examples=60, stateful_step_count=40, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TestSnapshotMachine = SnapshotMachine.TestCase
 
