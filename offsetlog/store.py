@@ -95,6 +95,8 @@ class OffsetStore(GroupRequests, StoreSnapshots):
                 part.coordinator.load(group_id, value, now_ms=now)
         self._init_groups()
         self._retention_stop = threading.Event()
+        # before the cleaner starts: it asks for the snapshots' tombstone floor
+        self._init_snapshots(_snapshots or LoadedSnapshots(None, {}))
         self._retention_thread: threading.Thread | None = None
         if config.retention_check_interval_ms:
             self._retention_thread = threading.Thread(
@@ -106,7 +108,6 @@ class OffsetStore(GroupRequests, StoreSnapshots):
             self._cleaner_thread = threading.Thread(
                 target=self._cleaner_loop, name="offsetlog-cleaner", daemon=True)
             self._cleaner_thread.start()
-        self._init_snapshots(_snapshots or LoadedSnapshots(None, {}))
 
     # -- opening -------------------------------------------------------------------------
 
