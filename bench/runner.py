@@ -14,6 +14,7 @@ Cases (and what each compares):
                lock, and vs sqlite3 (WAL, synchronous=FULL, one upsert per transaction)
 ``async``      commit_async records/s, 1 thread  vs  a bare encode -> write+fsync pipeline
 ``recovery``   OffsetStore.open on a large log, records/s  vs  a bare read+CRC+decode loop
+``snapshot``   reopen with a snapshot at 99% of the log  vs  a full replay of it (seconds)
 ``memory``     OffsetTable RSS for N keys  vs  a plain dict with interned strings
 ``assignors``  bench.assignors.run_assignor_benchmark(), when that module exists
 ``transactions``  begin + commit_offsets(10 offsets) + commit per s, 1 and 8 threads  vs
@@ -42,7 +43,8 @@ from bench.workload import (GROUP, PARTITIONS_PER_THREAD, TOPIC, framed_commit, 
                             thread_partitions)
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-CASES = ("latency", "threads", "async", "recovery", "memory", "assignors", "transactions")
+CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
+         "transactions")
 
 #: sizes of a full run (~10 minutes on 2 cores) and of --quick (~1-2 minutes)
 FULL = {
@@ -52,6 +54,7 @@ FULL = {
     "async_records": 200_000, "async_reps": 3,
     "recovery_records": 5_000_000, "recovery_groups": 10_000, "recovery_topics": 10,
     "recovery_partitions_per_topic": 10, "recovery_reps": 5,
+    "snapshot_records": 5_000_000, "snapshot_reps": 5,
     "memory_groups": 1000, "memory_topics": 10, "memory_partitions": 100,
 }
 QUICK = {
@@ -60,6 +63,7 @@ QUICK = {
     "async_records": 50_000, "async_reps": 1,
     "recovery_records": 500_000, "recovery_groups": 2000, "recovery_topics": 10,
     "recovery_partitions_per_topic": 10, "recovery_reps": 1,
+    "snapshot_records": 500_000, "snapshot_reps": 1,
     "memory_groups": 200, "memory_topics": 10, "memory_partitions": 100,
 }
 #: the targets of the project's issue (ratio offsetlog / baseline)
@@ -270,6 +274,23 @@ class Runner:
         self.rows.append(Row(f"recovery (reopen), {n:,} records (info)",
                              "bare loop, cyclic GC paused like the engine", med["store"],
                              med["bare-nogc"], "records/s", HIGHER))
+
+    # -- 4b --------------------------------------------------------------------------------
+
+    def snapshot(self) -> None:
+        from bench import snapshot_reopen
+
+        s = self.sizes
+        n = s["snapshot_records"]
+        with case_dir(self.data_dir, "snapshot") as d:
+            res = snapshot_reopen.run(os.path.join(d, "store"), n, s["snapshot_reps"],
+                                      log=self.log)
+        self.raw["snapshot"] = res
+        self.rows.append(Row(f"reopen with a snapshot at 99%, {n:,} records",
+                             "full replay of the same log", res["median_s"]["snapshot"],
+                             res["median_s"]["full"], "s", LOWER, snapshot_reopen.TARGET,
+                             note=f"{res['keys']:,} keys, fresh process per run, median of "
+                                  f"{len(res['runs']['full'])}"))
 
     # -- 5 ---------------------------------------------------------------------------------
 

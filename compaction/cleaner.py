@@ -105,9 +105,14 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
                     delete_retention_ms: int, segment_bytes: int,
                     swap_lock: Callable[[], ContextManager] | None = None,
                     on_swapped: Callable[[list[tuple[int, str]]], None] | None = None,
-                    fault_hook: FaultHook | None = None) -> CleanResult:
+                    fault_hook: FaultHook | None = None,
+                    keep_tombstones_from: int | None = None) -> CleanResult:
     """Clean the closed segments (base < ``active_base``) of one partition directory.
 
+    :param keep_tombstones_from: never drop a tombstone at this log offset or above. The
+        store passes the lowest offset of its snapshots of the partition: such a snapshot
+        still holds the key the tombstone deletes, and replaying it plus the log after it
+        without the tombstone would bring the key back (docs/DESIGN.md, "Snapshots")
     :param swap_lock: context manager factory held around each swap (the store passes one
         that pauses its writer for this partition); None for an offline directory
     :param on_swapped: called, under ``swap_lock``, with the directory's segment list after
@@ -165,12 +170,14 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
                     for batch, original in _read_closed(path, base):
                         if batch.attributes & Attribute.SEMANTIC:
                             data, kept, dropped_tombstones = _clean_txn_batch(
-                                batch, original, scan, now_ms, delete_retention_ms)
+                                batch, original, scan, now_ms, delete_retention_ms,
+                                keep_markers_from=keep_tombstones_from)
                             result.markers_dropped += dropped_tombstones
                             dropped_tombstones = 0
                         else:
                             data, kept, dropped_tombstones = _clean_batch(
-                                batch, original, latest, now_ms, delete_retention_ms)
+                                batch, original, latest, now_ms, delete_retention_ms,
+                                keep_tombstones_from)
                         result.records_before += batch.record_count
                         result.records_after += kept
                         result.tombstones_dropped += dropped_tombstones
@@ -313,8 +320,8 @@ def _clean_txn_batch(batch, original: bytes, scan: _Scan, now_ms: int,
     return data, len(kept), 0
 
 
-def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_retention_ms: int
-                 ) -> tuple[bytes, int, int]:
+def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_retention_ms: int,
+                 keep_tombstones_from: int | None = None) -> tuple[bytes, int, int]:
     """(framed bytes or b"", records kept, tombstones dropped) for one input batch."""
     records = batch.records()
     base = batch.base_offset
@@ -327,7 +334,8 @@ def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_reten
         if k is not None and latest.get(k) != base + record[0]:
             continue  # superseded by a later record of the same key
         if record[4] is None and k is not None:
-            if horizon is not None and now_ms >= horizon:
+            if horizon is not None and now_ms >= horizon and (
+                    keep_tombstones_from is None or base + record[0] < keep_tombstones_from):
                 dropped_tombstones += 1
                 continue
             has_tombstone = True

@@ -1,4 +1,5 @@
-"""The ``offsetlog`` command: bench, dump, describe, verify, compact, recover, crashtest.
+"""The ``offsetlog`` command: bench, dump, describe, verify, compact, recover, crashtest,
+snapshot.
 
 The read-only commands (dump, describe, verify) never take the store's lock and never repair
 anything, so they are safe to point at a store a service has open.
@@ -63,7 +64,36 @@ def cmd_verify(args, console: Console) -> int:
         console.print(f"[red]corruption:[/red] {s}")
     console.print(f"{report.records} records in {report.batches} batches, "
                   f"{report.bytes_read} bytes: " + ("[red]CORRUPT[/red]" if corrupt else "ok"))
+    _verify_snapshots(args.dir, {p: r.next_offset for p, r in report.partitions.items()},
+                      console)
     return 1 if corrupt else 0
+
+
+def _verify_snapshots(path: str, log_ends: dict[int, int], console: Console) -> None:
+    """The snapshot part of verify: a bad snapshot is a warning, not a failure (it is a cache:
+    open discards it and replays the log)."""
+    with console.status("checking snapshots"):
+        checks = inspect.check_snapshots(path, log_ends)
+    if not checks:
+        console.print("snapshots: none stored")
+        return
+    table = Table(title=f"snapshots {path}")
+    for col in ("PARTITION", "OFFSET", "KEYS", "BYTES", "CREATED", "STATUS"):
+        table.add_column(col, justify="left" if col in ("CREATED", "STATUS") else "right")
+    for c in checks:
+        status = "ok" if c.problem is None else (
+            f"[yellow]WARNING: {c.problem} (discarded on next open)[/yellow]")
+        table.add_row(str(c.partition) if c.partition >= 0 else "-",
+                      "-" if c.offset is None else str(c.offset),
+                      "-" if c.keys is None else str(c.keys), str(c.bytes), _ts(c.created_ms),
+                      status)
+    console.print(table)
+    bad = sum(c.problem is not None for c in checks)
+    if bad:
+        console.print(f"[yellow]snapshots: {bad} of {len(checks)} would be discarded[/yellow] "
+                      "(a warning: snapshots are a cache, the log is replayed instead)")
+    else:
+        console.print(f"snapshots: {len(checks)} ok")
 
 
 def cmd_dump(args, console: Console) -> int:
@@ -169,7 +199,7 @@ def _option_value(text: str):
 def cmd_crashtest(args, console: Console) -> int:
     import logging  # noqa: PLC0415
 
-    from recovery.crashtest import config_from_options, run_crashtest  # noqa: PLC0415
+    from recovery.crashtest import config_from_options  # noqa: PLC0415
     options = {}
     for item in args.option:
         key, sep, value = item.partition("=")
@@ -187,8 +217,19 @@ def cmd_crashtest(args, console: Console) -> int:
     except (TypeError, ValueError) as e:
         console.print(f"offsetlog: {e}")
         return 2
-    # Recovery logs every torn tail it repairs; here that is the expected outcome.
-    logging.getLogger("offsetlog").setLevel(logging.ERROR)
+    # Recovery logs every torn tail it repairs; here that is the expected outcome. The level
+    # is put back afterwards: the command may run inside a caller's process (tests do).
+    engine_log = logging.getLogger("offsetlog")
+    level_before = engine_log.level
+    engine_log.setLevel(logging.ERROR)
+    try:
+        return _run_crashtest(args, console, config)
+    finally:
+        engine_log.setLevel(level_before)
+
+
+def _run_crashtest(args, console: Console, config) -> int:
+    from recovery.crashtest import run_crashtest  # noqa: PLC0415
     progress = Progress("[progress.description]{task.description}", BarColumn(),
                         "{task.completed}/{task.total}", TimeRemainingColumn(),
                         console=console, transient=True, disable=not console.is_terminal)
@@ -220,6 +261,42 @@ def cmd_crashtest(args, console: Console) -> int:
                   f"{len(result.violations)} violations"
                   + ("" if result.ok else f" (replay with --seed {result.seed})"))
     return 0 if result.ok else 1
+
+
+def cmd_snapshot(args, console: Console) -> int:
+    from offsetlog.errors import SnapshotError
+    from offsetlog.store import OffsetStore  # takes the store's lock: refuses an open store
+    with console.status("opening the store (replaying what the snapshots do not cover)"):
+        store = OffsetStore.open(args.dir, cleaner_backoff_ms=0, retention_check_interval_ms=0,
+                                 snapshot_interval_records=0, snapshot_interval_ms=0,
+                                 snapshot_on_close=False)
+    rows, failed = [], 0
+    with store:
+        progress = Progress("[progress.description]{task.description}", BarColumn(),
+                            TimeRemainingColumn(), console=console, transient=True,
+                            disable=not console.is_terminal)
+        with progress:
+            task = progress.add_task("snapshotting", total=store.partitions)
+            for p in range(store.partitions):
+                try:
+                    for r in store.snapshot([p]):
+                        rows.append((p, str(r.offset), str(r.keys) if r.taken else "-",
+                                     str(r.bytes) if r.taken else "-",
+                                     f"{r.duration_s:.3f}" if r.taken else "-",
+                                     "written" if r.taken else "up to date"))
+                except SnapshotError as e:
+                    failed += 1
+                    rows.append((p, "-", "-", "-", "-", f"[red]FAILED: {e.failures.get(p, e)}[/red]"))
+                progress.advance(task)
+    table = Table(title=f"snapshot {args.dir}")
+    for col in ("PARTITION", "OFFSET", "KEYS", "BYTES", "SECONDS", "STATUS"):
+        table.add_column(col, justify="left" if col == "STATUS" else "right")
+    for p, *cells in rows:
+        table.add_row(str(p), *cells)
+    console.print(table)
+    console.print(f"{len(rows) - failed} partitions snapshotted or up to date, {failed} failed"
+                  if rows else "nothing to snapshot: every log partition is empty")
+    return 1 if failed else 0
 
 
 def cmd_bench(args, console: Console) -> int:
@@ -288,7 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="an OffsetStore.open option, e.g. fsync=always (JSON values)")
     p.set_defaults(func=cmd_crashtest)
-    p = sub.add_parser("verify", help="check every CRC; exit 1 on corruption")
+    p = sub.add_parser("snapshot", help="snapshot every log partition's table now "
+                                        "(takes the store's lock)")
+    p.add_argument("dir")
+    p.set_defaults(func=cmd_snapshot)
+    p = sub.add_parser("verify", help="check every CRC of the log and the snapshots; "
+                                      "exit 1 on log corruption")
     p.add_argument("dir")
     p.set_defaults(func=cmd_verify)
     return parser

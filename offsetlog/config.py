@@ -48,6 +48,16 @@ class StoreConfig:
     #: ms between the store's looks for timed-out transactions; 0 turns the timer off
     #: (transaction.abort.timed.out.transaction.cleanup.interval.ms)
     transaction_check_interval_ms: int = 10_000
+    #: keep LMDB snapshots of the tables in <store>/snapshots and load them on open; False
+    #: discards any snapshots found there (they would go stale while this store writes)
+    snapshots: bool = True
+    #: records a log partition takes between background snapshots of it; 0: never by count
+    snapshot_interval_records: int = 100_000
+    #: ms after which a log partition that changed is snapshotted in the background; 0: never
+    #: by time (measured with ``clock``)
+    snapshot_interval_ms: int = 60_000
+    #: snapshot every log partition that changed since its last snapshot on a clean close()
+    snapshot_on_close: bool = True
     #: longest metadata string, in UTF-16 code units (offset.metadata.max.bytes)
     metadata_max_bytes: int = 4096
     #: callable returning epoch ms; every timestamp the store writes comes from it
@@ -71,6 +81,8 @@ class StoreConfig:
         positive_int("cleaner_backoff_ms", self.cleaner_backoff_ms, 0)
         positive_int("transaction_timeout_ms", self.transaction_timeout_ms)
         positive_int("transaction_check_interval_ms", self.transaction_check_interval_ms, 0)
+        positive_int("snapshot_interval_records", self.snapshot_interval_records, 0)
+        positive_int("snapshot_interval_ms", self.snapshot_interval_ms, 0)
         if not isinstance(self.min_cleanable_dirty_ratio, (int, float)) or not (
                 0.0 <= self.min_cleanable_dirty_ratio <= 1.0):
             raise StoreConfigError("min_cleanable_dirty_ratio must be within [0, 1]")

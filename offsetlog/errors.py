@@ -165,3 +165,15 @@ class UnstableOffsetCommitError(TransactionError):
         super().__init__(message)
         self.group_id = group_id
         self.partitions = partitions
+
+
+class SnapshotError(OffsetlogError):
+    """Taking (or discarding) an LMDB snapshot failed. Snapshots are a cache: the log is never
+    touched by such a failure, and commits go on.
+
+    :ivar failures: partition -> the exception, for ``store.snapshot()``
+    """
+
+    def __init__(self, message: str, *, failures: dict | None = None) -> None:
+        super().__init__(message)
+        self.failures = failures or {}

@@ -70,5 +70,6 @@ CLEANED_SUFFIX = ".cleaned"  # a cleaner's output being written; discarded by re
 SWAP_SUFFIX = ".swap"  # a cleaner's finished output; recovery completes the swap
 SEGMENT_NAME_DIGITS = 20
 META_FILE = "meta.json"
+SNAPSHOT_DIR = "snapshots"  # the LMDB environment of table snapshots (recovery/snapshot.py)
 LOCK_FILE = "LOCK"
 STORE_FORMAT_VERSION = 1

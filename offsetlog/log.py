@@ -67,6 +67,16 @@ class PartitionLog:
     def active_base(self) -> int | None:
         return self.segments[-1][0] if self.segments else None
 
+    def end_position(self) -> tuple[int, int] | None:
+        """``(base offset, size in bytes)`` of the active segment: where the next batch goes.
+        Only meaningful while no one appends (a snapshot holds the partition's leadership)."""
+        if not self.segments:
+            return None
+        if self._active is not None:
+            return self._active.base_offset, self._active.size
+        base, path = self.segments[-1]
+        return base, os.path.getsize(path)
+
     def dirty_ratio(self) -> float:
         """Dirty bytes over cleanable bytes, both counted in closed segments only (as Kafka
         does): the active segment can never be cleaned, so counting it would keep a freshly

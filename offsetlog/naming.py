@@ -6,7 +6,7 @@ import os
 import re
 
 from offsetlog.format import (CLEANED_SUFFIX, LOCK_FILE, META_FILE, PARTITION_DIR_PREFIX,
-                              SEGMENT_NAME_DIGITS, SEGMENT_SUFFIX, SWAP_SUFFIX)
+                              SEGMENT_NAME_DIGITS, SEGMENT_SUFFIX, SNAPSHOT_DIR, SWAP_SUFFIX)
 
 _SEGMENT_RE = re.compile(r"^(\d{%d})\.log$" % SEGMENT_NAME_DIGITS)
 _PARTITION_RE = re.compile(r"^__consumer_offsets-(\d+)$")
@@ -107,3 +107,8 @@ def meta_path(root: str) -> str:
 
 def lock_path(root: str) -> str:
     return os.path.join(root, LOCK_FILE)
+
+
+def snapshot_dir(root: str) -> str:
+    """The LMDB environment holding the store's table snapshots."""
+    return os.path.join(root, SNAPSHOT_DIR)

@@ -66,8 +66,11 @@ def make_dir(path: str) -> bool:
     return True
 
 
-def read_file(path: str) -> bytes:
+def read_file(path: str, start: int = 0) -> bytes:
+    """The bytes of ``path`` from byte ``start`` on."""
     with open(path, "rb") as f:
+        if start:
+            f.seek(start)
         return f.read()
 
 

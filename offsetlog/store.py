@@ -34,13 +34,15 @@ from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.group_api import GroupRequests
 from offsetlog.log import PartitionLog
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
+from offsetlog.store_snapshots import (LoadedSnapshots, StoreSnapshots, delete_discarded,
+                                       open_snapshots, recover_with_snapshot)
 from offsetlog.table import OffsetTable
 from offsetlog.txn_api import TransactionRequests
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_offsets, check_partition_list
 from offsetlog.writer import GroupCommitter, PartitionWriter, Pending
 from compaction.cleaner import CleanResult, clean_partition
-from recovery.replay import recover_partition
+from recovery.snapshot import partition_key as snapshot_key
 from recovery.report import RecoveryReport
 
 log = logging.getLogger("offsetlog.store")
@@ -54,7 +56,7 @@ _open_paths: set[str] = set()
 _open_paths_lock = threading.Lock()
 
 
-class OffsetStore(GroupRequests, TransactionRequests):
+class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
     """An embedded, crash-safe store of consumer offsets.
 
     Open it with :meth:`open` (also a context manager)::
@@ -68,7 +70,8 @@ class OffsetStore(GroupRequests, TransactionRequests):
 
     def __init__(self, path: str, config: StoreConfig, *, _lock_fd: int,
                  _parts: list[PartitionWriter], _report: RecoveryReport,
-                 _group_config: GroupConfig | None = None) -> None:
+                 _group_config: GroupConfig | None = None,
+                 _snapshots: LoadedSnapshots | None = None) -> None:
         self.path = path
         self.config = config
         self._clock = config.clock
@@ -92,8 +95,11 @@ class OffsetStore(GroupRequests, TransactionRequests):
             for group_id, value in sorted(part.table.group_metadata.items()):
                 part.coordinator.load(group_id, value, now_ms=now)
         self._init_groups()
+        self._retention_stop = threading.Event()  # stops every background thread
+        # before the cleaner starts (it asks for the snapshots' tombstone floor) and before
+        # anything is written (the roll-forward below)
+        self._init_snapshots(_snapshots or LoadedSnapshots(None, {}))
         self._init_transactions()  # rolls forward transactions decided before a crash
-        self._retention_stop = threading.Event()
         self._retention_thread: threading.Thread | None = None
         if config.retention_check_interval_ms:
             self._retention_thread = threading.Thread(
@@ -120,7 +126,9 @@ class OffsetStore(GroupRequests, TransactionRequests):
              cleaner_backoff_ms: int = 15_000,
              group_config: GroupConfig | None = None,
              transaction_timeout_ms: int = 60_000,
-             transaction_check_interval_ms: int = 10_000) -> "OffsetStore":
+             transaction_check_interval_ms: int = 10_000, snapshots: bool = True,
+             snapshot_interval_records: int = 100_000, snapshot_interval_ms: int = 60_000,
+             snapshot_on_close: bool = True) -> "OffsetStore":
         """Open (creating if needed) the store in directory ``path`` and recover it.
 
         :param partitions: log partitions; fixed at creation. ``None`` means the stored count,
@@ -131,6 +139,13 @@ class OffsetStore(GroupRequests, TransactionRequests):
             initial rebalance delay, group size limit)
         :param transaction_timeout_ms: default time an open transaction may last before the
             store aborts it (docs/TRANSACTIONS.md)
+        :param snapshots: load and keep LMDB snapshots of the tables (``<path>/snapshots``), so
+            that opening replays only the log after them; False discards any found there
+        :param snapshot_interval_records: snapshot a log partition in the background after
+            this many records (0: not by count)
+        :param snapshot_interval_ms: ... or this long after its last snapshot if it changed
+            (0: not by time). Both 0: no background snapshots
+        :param snapshot_on_close: snapshot every changed partition on a clean ``close()``
         :return: the open store; ``store.recovery_report`` says what recovery found
         :raises StoreLockedError: the directory is open elsewhere
         :raises StoreConfigError: bad options, or options that contradict the directory
@@ -149,7 +164,11 @@ class OffsetStore(GroupRequests, TransactionRequests):
                              min_cleanable_dirty_ratio=min_cleanable_dirty_ratio,
                              cleaner_backoff_ms=cleaner_backoff_ms,
                              transaction_timeout_ms=transaction_timeout_ms,
-                             transaction_check_interval_ms=transaction_check_interval_ms)
+                             transaction_check_interval_ms=transaction_check_interval_ms,
+                             snapshots=snapshots,
+                             snapshot_interval_records=snapshot_interval_records,
+                             snapshot_interval_ms=snapshot_interval_ms,
+                             snapshot_on_close=snapshot_on_close)
         if not os.path.isdir(path):
             os.makedirs(path, exist_ok=True)
             segment.fsync_dir(os.path.dirname(path))
@@ -158,14 +177,16 @@ class OffsetStore(GroupRequests, TransactionRequests):
             stored = _read_or_create_meta(path, partitions, config.partitions)
             if stored != config.partitions:
                 config = dataclasses.replace(config, partitions=stored)
-            parts, report = _recover(path, config)
+            parts, report, loaded = _recover(path, config)
         except BaseException:
             _release_lock(path, lock_fd)
             raise
         try:
             store = cls(path, config, _lock_fd=lock_fd, _parts=parts, _report=report,
-                        _group_config=group_config)
+                        _group_config=group_config, _snapshots=loaded)
         except BaseException:
+            if loaded.store is not None:
+                loaded.store.close()
             _release_lock(path, lock_fd)
             raise
         if not report.clean:
@@ -458,13 +479,15 @@ class OffsetStore(GroupRequests, TransactionRequests):
                 active_base = plog.active_base
             if active_base is None or len(plog.segments) < 2:
                 return None
+            floor = self._tombstone_floor(part.index)  # after active_base: see its docstring
             try:
                 result = clean_partition(
                     plog.directory, part.index, active_base=active_base, now_ms=now,
                     delete_retention_ms=self.config.delete_retention_ms,
                     segment_bytes=self.config.segment_bytes,
                     swap_lock=lambda: self._writer.exclusive(part),
-                    on_swapped=plog.replace_segments, fault_hook=self._cleaner_fault_hook)
+                    on_swapped=plog.replace_segments, fault_hook=self._cleaner_fault_hook,
+                    keep_tombstones_from=floor)
             except Exception as e:
                 plog.uncleanable = f"{type(e).__name__}: {e}"
                 log.error("%s: log partition %d marked uncleanable: %s", self.path,
@@ -513,7 +536,7 @@ class OffsetStore(GroupRequests, TransactionRequests):
                 return
             self._closed = True
         self._retention_stop.set()
-        for t in (self._retention_thread, self._cleaner_thread):
+        for t in (self._retention_thread, self._cleaner_thread, self._snapshot_thread):
             if t is not None and t is not threading.current_thread():
                 t.join()
         self._stop_groups()
@@ -528,10 +551,12 @@ class OffsetStore(GroupRequests, TransactionRequests):
                         part.log.sync()
                     except OSError as e:
                         log.error("%s: fsync on close failed: %r", self.path, e)
+                self._snapshot_on_close()
         finally:
             self._writer.stop()
             for part in self._parts:
                 part.log.close()
+            self._close_snapshots()
             _release_lock(self.path, self._lock_fd)
 
     @property
@@ -552,7 +577,9 @@ class OffsetStore(GroupRequests, TransactionRequests):
 
     def stats(self) -> list[dict]:
         """Per log partition: keys, groups, next log offset, segments, bytes on disk, dirty
-        ratio, when it was last cleaned (epoch ms or None) and why it is uncleanable (or None).
+        ratio, when it was last cleaned (epoch ms or None) and why it is uncleanable (or None);
+        the log offset and creation time (epoch ms) of its snapshot on disk (or None), how
+        many snapshots of it failed and the last failure (or None).
         """
         self._check_open()
         out = []
@@ -564,7 +591,8 @@ class OffsetStore(GroupRequests, TransactionRequests):
                             "next_offset": plog.next_offset, "segments": len(plog.segments),
                             "bytes": plog.size_bytes(), "dirty_ratio": plog.dirty_ratio(),
                             "last_cleaned_ms": plog.last_cleaned_ms,
-                            "uncleanable": plog.uncleanable})
+                            "uncleanable": plog.uncleanable,
+                            **self._snapshot_stats(part.index)})
         return out
 
 
@@ -637,7 +665,8 @@ def _read_or_create_meta(path: str, requested: int | None, default: int) -> int:
     return stored
 
 
-def _recover(path: str, config: StoreConfig) -> tuple[list[PartitionWriter], RecoveryReport]:
+def _recover(path: str, config: StoreConfig
+             ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
     started = time.perf_counter()
     # Replay allocates millions of small acyclic objects; with the cyclic GC on, every
     # collection re-scans the growing table (measured: ~15% of replay time at 1M records).
@@ -652,25 +681,39 @@ def _recover(path: str, config: StoreConfig) -> tuple[list[PartitionWriter], Rec
 
 
 def _recover_all(path: str, config: StoreConfig, started: float
-                 ) -> tuple[list[PartitionWriter], RecoveryReport]:
+                 ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
     report = RecoveryReport()
     found = dict(naming.list_partition_dirs(path))
     extra = [p for p in found if p >= config.partitions]
     if extra:
         raise StoreConfigError(
             f"{path} has log partitions {extra} beyond its partition count {config.partitions}")
-    parts = []
-    for p in range(config.partitions):
-        directory = naming.partition_dir(path, p)
-        table = OffsetTable()
-        if p in found:
-            result = recover_partition(directory, p, apply_batches=table.apply_batches)
-            report.partitions[p] = result
-            segments, next_offset = result.segments, result.next_offset
-        else:
-            segments, next_offset = [], 0
-        plog = PartitionLog(directory, p, segments=segments, next_offset=next_offset,
-                            segment_bytes=config.segment_bytes)
-        parts.append(PartitionWriter(p, plog, table))
+    snapshot_store, snapshots, discard = open_snapshots(path, config, report)
+    try:
+        parts = []
+        kept: dict[int, tuple[int, int]] = {}
+        for p in range(config.partitions):
+            directory = naming.partition_dir(path, p)
+            snapshot = snapshots.get(p)
+            table, result, used = recover_with_snapshot(path, directory, p, p in found,
+                                                        snapshot, report)
+            if used:
+                report.snapshots_loaded[p] = snapshot.offset
+                kept[p] = (snapshot.offset, snapshot.created_ms)
+            elif snapshot is not None:
+                discard.append(snapshot_key(p))
+            if result is not None:
+                report.partitions[p] = result
+                segments, next_offset = result.segments, result.next_offset
+            else:
+                segments, next_offset = [], 0
+            plog = PartitionLog(directory, p, segments=segments, next_offset=next_offset,
+                                segment_bytes=config.segment_bytes)
+            parts.append(PartitionWriter(p, plog, table))
+        delete_discarded(snapshot_store, discard)
+    except BaseException:
+        if snapshot_store is not None:
+            snapshot_store.close()
+        raise
     report.duration_s = time.perf_counter() - started
-    return parts, report
+    return parts, report, LoadedSnapshots(snapshot_store, kept)

@@ -153,6 +153,81 @@ class OffsetTable:
                 f"record at offset {log_offset} is a {RecordType(rtype).name}, "
                 "which this version cannot apply")
 
+    # -- snapshots -----------------------------------------------------------------------
+
+    #: the sections of ``snapshot_state``. A snapshot holding any other section was written
+    #: by a version that keeps more state than this one: loading it would drop that state, so
+    #: ``from_snapshot_state`` refuses it (the caller replays the log instead).
+    SNAPSHOT_SECTIONS = frozenset({"next_offset", "records_applied", "topics", "offsets",
+                                   "group_metadata", "transactions"})
+
+    def snapshot_state(self) -> dict:
+        """The table's whole state as a dict of named sections of msgpack-able values
+        (recovery/snapshot.py stores it; docs/FORMAT.md, "Snapshot store").
+
+        ``offsets`` is flattened for speed (no object per key on either side): a list
+        ``[group, flat, group, flat, ...]`` where ``flat`` holds 7 values per key:
+        ``topic_index, partition, offset, metadata, leader_epoch, commit_timestamp,
+        expire_timestamp``, and ``topics`` lists each topic once. The lists are new; the
+        values in them are immutable or never mutated after they are applied, so the result
+        is a consistent copy even once the table moves on.
+        """
+        topic_index: dict[str, int] = {}
+        offsets: list = []
+        for group, g in self.offsets.items():
+            flat: list = []
+            extend = flat.extend
+            for (topic, partition), entry in g.items():
+                i = topic_index.get(topic)
+                if i is None:
+                    i = topic_index[topic] = len(topic_index)
+                extend((i, partition))
+                extend(entry)
+            offsets.append(group)
+            offsets.append(flat)
+        return {"next_offset": self.next_offset, "records_applied": self.records_applied,
+                "topics": list(topic_index), "offsets": offsets,
+                "group_metadata": dict(self.group_metadata),
+                # pending transactional offsets and transaction metadata: a snapshot taken
+                # while a transaction is open must hand it on, undecided
+                "transactions": self.txn.to_state()}
+
+    @classmethod
+    def from_snapshot_state(cls, state: dict) -> "OffsetTable":
+        """The table ``snapshot_state`` described.
+
+        :raises ValueError: a section this version does not know, a missing section, or a
+            malformed one (the snapshot is then discarded, never half-loaded)
+        """
+        if not isinstance(state, dict):
+            raise ValueError(f"snapshot state is a {type(state).__name__}, not a map")
+        unknown = set(state) - cls.SNAPSHOT_SECTIONS
+        if unknown:
+            raise ValueError(f"unknown snapshot sections {sorted(map(str, unknown))}")
+        missing = cls.SNAPSHOT_SECTIONS - set(state)
+        if missing:
+            raise ValueError(f"missing snapshot sections {sorted(missing)}")
+        table = cls()
+        try:
+            intern = sys.intern
+            topics = [intern(t) for t in state["topics"]]
+            offsets = state["offsets"]
+            out = table.offsets
+            for i in range(0, len(offsets), 2):
+                flat = offsets[i + 1]
+                if len(flat) % 7:
+                    raise ValueError(f"offsets of group {offsets[i]!r} are not 7-tuples")
+                it = iter(flat)
+                out[offsets[i]] = {(topics[t], p): (o, m, le, c, e)
+                                   for t, p, o, m, le, c, e in zip(it, it, it, it, it, it, it)}
+            table.group_metadata = dict(state["group_metadata"])
+            table.next_offset = int(state["next_offset"])
+            table.records_applied = int(state["records_applied"])
+            table.txn = PendingTransactions.from_state(state["transactions"], intern=intern)
+        except (TypeError, IndexError, KeyError, AttributeError, ValueError) as e:
+            raise ValueError(f"malformed snapshot state: {e!r}") from None
+        return table
+
     # -- reads ---------------------------------------------------------------------------
 
     def get(self, group: str, topic: str, partition: int) -> Entry | None:

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Callable, Iterator
+
+import lmdb
 
 from offsetlog import naming
 from offsetlog.errors import StoreConfigError
 from offsetlog.framing import BatchReader
 from offsetlog.segment import read_file
 from offsetlog.table import OffsetTable
+from recovery import snapshot
 from recovery.replay import recover_partition
 from recovery.report import PartitionRecovery, RecoveryReport
 from recovery.swap import plan_swaps
@@ -63,6 +67,57 @@ def scan(path: str, *, salvage: bool = True, tables: bool = False,
     return report, out
 
 
+@dataclass
+class SnapshotCheck:
+    """What ``check_snapshots`` found for one stored snapshot."""
+
+    partition: int
+    offset: int | None = None
+    created_ms: int | None = None
+    keys: int | None = None
+    bytes: int = 0
+    problem: str | None = None  # why open would discard it; None: it would be loaded
+
+
+def check_snapshots(path: str, log_ends: dict[int, int]) -> list[SnapshotCheck] | None:
+    """Check every snapshot as open would (format, checksums, partition, sections, offset at
+    or below the log's end), read-only. None when the store has no snapshot store.
+
+    :param log_ends: partition -> next offset of its log (from ``scan``); absent = no log
+    """
+    partitions = stored_partitions(path)
+    directory = naming.snapshot_dir(path)
+    if not os.path.isdir(directory):
+        return None
+    try:
+        store = snapshot.SnapshotStore(directory, readonly=True)
+    except lmdb.Error as e:
+        return [SnapshotCheck(-1, problem=f"the snapshot store does not open: {e}")]
+    try:
+        entries = store.read_all()
+    except lmdb.Error as e:
+        return [SnapshotCheck(-1, problem=f"the snapshot store is unreadable: {e}")]
+    finally:
+        store.close()
+    out = []
+    for p, data in sorted(entries.items()):
+        check = SnapshotCheck(p, bytes=len(data))
+        out.append(check)
+        try:
+            if p < 0 or p >= partitions:
+                raise snapshot.SnapshotInvalid(f"no such partition (the store has {partitions})")
+            s = snapshot.decode(data, p)
+            check.offset, check.created_ms = s.offset, s.created_ms
+            check.keys = len(OffsetTable.from_snapshot_state(s.state))
+            end = log_ends.get(p, 0)
+            if s.offset > end:
+                raise snapshot.SnapshotInvalid(f"ahead of the log: snapshot at offset "
+                                               f"{s.offset}, log ends at offset {end}")
+        except (snapshot.SnapshotInvalid, ValueError) as e:
+            check.problem = str(e)
+    return out
+
+
 def iter_records(path: str, *, partition: int | None = None) -> Iterator[tuple]:
     """(partition, segment_path, batch, log_offset, record) for every readable record."""
     for p, directory in naming.list_partition_dirs(path):
@@ -75,5 +130,5 @@ def iter_records(path: str, *, partition: int | None = None) -> Iterator[tuple]:
                     yield p, seg, batch, batch.base_offset + record[0], record
 
 
-__all__ = ["PartitionRecovery", "iter_records", "scan", "stored_partitions",
+__all__ = ["PartitionRecovery", "SnapshotCheck", "check_snapshots", "iter_records", "scan", "stored_partitions",
            "total_segment_bytes"]

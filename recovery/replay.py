@@ -9,12 +9,14 @@ in which case every skipped range is reported.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Callable
 
 import msgpack
 
 from offsetlog import naming, segment
 from offsetlog.errors import CorruptLogError
+from offsetlog.format import LENGTH_SIZE
 from offsetlog.framing import BatchReader
 from recovery.report import DroppedRange, PartitionRecovery
 from recovery.swap import finish_swaps, plan_swaps
@@ -37,17 +39,27 @@ def check_limit(path: str, position: int, last_offset: int, limit: int | None) -
 
 def recover_partition(directory: str, partition: int, *,
                       apply_batches: ApplyBatches | None = None, repair: bool = True,
-                      salvage: bool = False, progress: Callable[[int], None] | None = None
-                      ) -> PartitionRecovery:
+                      salvage: bool = False, progress: Callable[[int], None] | None = None,
+                      start_offset: int = 0,
+                      start_position: tuple[int, int] | None = None) -> PartitionRecovery:
     """Read every segment of one partition, handing valid batches, in order and in chunks,
     to ``apply_batches`` (``OffsetTable.apply_batches``).
 
     :param repair: truncate a torn tail on disk (False for read-only tools)
     :param salvage: skip corrupt regions (reported in ``skipped``) instead of raising
     :param progress: called with the byte size of each segment once it has been read
+    :param start_offset: the table already holds every record below this log offset (it was
+        loaded from a snapshot). Segments that end at or before it are not read at all, batches
+        below it are skipped, and of a batch that straddles it (the cleaner keeps batch ranges
+        while dropping records) only the records at or above it are applied. If the log ends
+        before it, ``result.start_beyond_end`` is set and nothing has been applied.
+    :param start_position: ``(segment base, byte position)`` of the batch at ``start_offset``
+        as the snapshot recorded it; used only where it can be checked (``_trusted_start``),
+        otherwise the segment is scanned from its start
     """
     apply = apply_batches
-    result = PartitionRecovery(partition=partition, directory=directory)
+    result = PartitionRecovery(partition=partition, directory=directory,
+                               start_offset=start_offset)
     # A cleaner's swap interrupted by a crash is finished first (read-only callers only
     # plan it), so what is read is what the log will be.
     segments = finish_swaps(directory) if repair else plan_swaps(directory).segments
@@ -59,58 +71,134 @@ def recover_partition(directory: str, partition: int, *,
         if base < min_offset:
             raise CorruptLogError(path, 0, f"segment base offset {base} overlaps the previous "
                                            f"segment, which reaches offset {min_offset - 1}")
-        data = segment.read_file(path)
+        if limit is not None and limit <= start_offset:
+            # Everything in it is below start_offset: the snapshot holds its effect.
+            result.segments_skipped += 1
+            min_offset = base
+            continue
+        shift = 0  # byte position in the file where ``data`` starts
+        if start_offset > base:
+            shift = _trusted_start(path, base, last, start_offset, start_position)
+            if shift is None:
+                result.start_beyond_end = True  # the file ends before the snapshot's position
+                return result
+        data = segment.read_file(path, shift)
         result.bytes_read += len(data)
+        first, floor = 0, base
+        if start_offset > base and shift == 0:
+            # No trusted position: find the first batch that reaches start_offset.
+            skipper = BatchReader(data, min_offset=base)
+            first = None
+            for pos, _, h in skipper.raw():
+                if h[5] + h[6] >= start_offset:
+                    first = pos
+                    break
+                floor = h[5] + h[6] + 1
+            if first is None:  # none: reading resumes where the skipper stopped
+                first, floor = skipper.end, skipper.min_offset
+        elif shift:
+            floor = start_offset
         # Only the active segment may end in preallocated (zero) space: closed ones are cut to
         # their last batch before the roll, so zeros there are damage.
-        reader = BatchReader(data, salvage=salvage, min_offset=base, zero_tail=last)
+        reader = BatchReader(data, start=first, salvage=salvage, min_offset=floor,
+                             zero_tail=last)
         if apply is None:
             for pos, stop, h in reader.raw():  # h: offsetlog.format.BATCH_HEADER fields
-                check_limit(path, pos, h[5] + h[6], limit)
+                check_limit(path, shift + pos, h[5] + h[6], limit)
                 result.batches += 1
                 result.records += h[7]
         else:
             try:
                 for chunk in reader.decoded_chunks(CHUNK):
-                    check_limit(path, reader.end, chunk[-1][0] + chunk[-1][1][-1][0], limit)
+                    check_limit(path, shift + reader.end, chunk[-1][0] + chunk[-1][1][-1][0],
+                                limit)
+                    if chunk[0][0] < start_offset:
+                        chunk = _from_offset(chunk, start_offset)
+                        if not chunk:
+                            continue
                     apply(chunk)
             except (ValueError, msgpack.UnpackException, TypeError) as e:
-                raise CorruptLogError(path, reader.end, f"undecodable payload ({e})") from None
+                raise CorruptLogError(path, shift + reader.end,
+                                      f"undecodable payload ({e})") from None
             result.batches += reader.batches
             result.records += reader.records
         for p in reader.problems:
-            dropped = DroppedRange(path, p.position, p.dropped or 0, p.reason)
+            dropped = DroppedRange(path, shift + p.position, p.dropped or 0, p.reason)
             log.warning("salvage: skipped corrupt region %s", dropped)
             result.skipped.append(dropped)
         stop = reader.stop
         if reader.zero_tail:
             result.preallocated = reader.zero_tail
             if repair:  # cut the unused reserve: appends resume at the end of the data
-                segment.truncate_file(path, len(data) - reader.zero_tail)
+                segment.truncate_file(path, shift + len(data) - reader.zero_tail)
         if last and repair and (stop is None or not stop.torn):
             # What was written before a crash but never synced is loaded (and served) now:
             # make it durable, so a later power loss cannot take back what readers saw.
             segment.fsync_file(path)
         if stop is not None:
+            position = shift + stop.position
             if stop.torn and last:
                 # Everything from the torn batch on is cut, including any zero reserve after it
                 # (which bytes of a torn write were zeros and which were never written cannot
                 # be told apart).
-                torn = DroppedRange(path, stop.position, len(data) - stop.position, stop.reason)
+                torn = DroppedRange(path, position, len(data) - stop.position, stop.reason)
                 result.truncated = torn
                 if repair:
-                    segment.truncate_file(path, stop.position)
+                    segment.truncate_file(path, position)
                     log.warning("truncated torn tail: %s", torn)
             elif salvage:
-                dropped = DroppedRange(path, stop.position, len(data) - stop.position,
-                                       stop.reason)
+                dropped = DroppedRange(path, position, len(data) - stop.position, stop.reason)
                 log.warning("salvage: skipped the rest of a closed segment: %s", dropped)
                 result.skipped.append(dropped)
             else:
                 reason = stop.reason if not stop.torn else f"{stop.reason} in a closed segment"
-                raise CorruptLogError(path, stop.position, reason)
+                raise CorruptLogError(path, position, reason)
         min_offset = max(reader.min_offset, base)
         if progress is not None:
             progress(len(data))
     result.next_offset = min_offset
+    if start_offset > min_offset:
+        result.start_beyond_end = True
     return result
+
+
+def _trusted_start(path: str, base: int, last: bool, start_offset: int,
+                   position: tuple[int, int] | None) -> int | None:
+    """Where to start reading a segment that holds ``start_offset``: the snapshot's recorded
+    byte position if it checks out, else 0 (scan from the start). None: the file ends before
+    that position, so the log ends before ``start_offset``.
+
+    The position was recorded in the segment that was active when the snapshot was taken.
+    If that segment is still the last one, it is the same file, only appended to (the cleaner
+    never touches the active segment), so a file now shorter than the position ends before
+    the snapshot, and a file exactly that long holds nothing after it. Otherwise (or to be
+    sure) the position is used only if a whole, valid batch starting exactly at
+    ``start_offset`` is there: offsets are unique, so that is the batch, and everything before
+    it in the file is below it. A cleaned segment fails this check and is scanned.
+    """
+    if position is None or position[0] != base or position[1] == 0:
+        return 0
+    pos = position[1]
+    size = os.path.getsize(path)
+    if pos >= size:
+        if last:
+            return pos if pos == size else None
+        return 0
+    data = segment.read_file(path, pos)
+    if len(data) < LENGTH_SIZE:
+        return 0
+    end = min(len(data), LENGTH_SIZE + int.from_bytes(data[:LENGTH_SIZE], "little"))
+    for at, _, h in BatchReader(data, end=end, min_offset=start_offset).raw():
+        if at == 0 and h[5] == start_offset:  # a whole valid batch, checked by raw()
+            return pos
+        break
+    return 0
+
+
+def _from_offset(chunk: list, start_offset: int) -> list:
+    """``chunk`` without the records below ``start_offset`` (only its first batch can have
+    any: batches are in offset order and the reader started at the first one reaching it)."""
+    base, records, attributes, producer_id, producer_epoch = chunk[0]
+    kept = [r for r in records if base + r[0] >= start_offset]
+    head = [(base, kept, attributes, producer_id, producer_epoch)] if kept else []
+    return head + chunk[1:]

@@ -31,12 +31,19 @@ class PartitionRecovery:
     #: unused preallocated bytes found after the active segment's last batch (not data)
     preallocated: int = 0
     skipped: list[DroppedRange] = field(default_factory=list)  # salvage only
+    start_offset: int = 0  # replay started here (a snapshot held everything below it)
+    segments_skipped: int = 0  # segments not read because they end at or before start_offset
+    start_beyond_end: bool = False  # the log ends before start_offset (snapshot ahead of it)
 
 
 @dataclass
 class RecoveryReport:
     partitions: dict[int, PartitionRecovery] = field(default_factory=dict)
     duration_s: float = 0.0
+    #: partition -> the log offset of the snapshot its table was loaded from
+    snapshots_loaded: dict[int, int] = field(default_factory=dict)
+    #: partition -> why its snapshot was discarded (the log was replayed from the start)
+    snapshots_discarded: dict[int, str] = field(default_factory=dict)
 
     @property
     def records(self) -> int:
@@ -66,6 +73,10 @@ class RecoveryReport:
         lines = [f"recovered {self.records} records in {self.batches} batches "
                  f"({self.bytes_read} bytes, {len(self.partitions)} partitions) "
                  f"in {self.duration_s:.3f}s"]
+        if self.snapshots_loaded:
+            lines.append(f"loaded {len(self.snapshots_loaded)} snapshots")
+        lines += [f"discarded the snapshot of partition {p}: {why}"
+                  for p, why in sorted(self.snapshots_discarded.items())]
         lines += [f"truncated torn tail: {t}" for t in self.truncations]
         lines += [f"skipped corrupt region: {s}" for s in self.skipped]
         return "\n".join(lines)

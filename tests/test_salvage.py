@@ -94,7 +94,7 @@ def test_a_store_that_is_open_is_refused(tmp_path):
 def test_salvage_removes_stale_snapshots_only_when_it_rewrote_something(tmp_path):
     log = build(tmp_path / "s")
     snaps = tmp_path / "s" / "snapshots"
-    snaps.mkdir()
+    snaps.mkdir(exist_ok=True)  # the store may have made it already
     (snaps / "p0").write_bytes(b"x")
     assert salvage_store(tmp_path / "s").snapshots_removed is None and snaps.exists()
     path, a, _ = log.spans[3]

@@ -1,0 +1,245 @@
+"""LMDB snapshots of the tables: a cache that bounds replay time (docs/FORMAT.md, "Snapshot
+store"; docs/DESIGN.md, "Snapshots").
+
+One LMDB environment, ``<store>/snapshots/``, one named database ``snapshots``, one entry per
+log partition: key = the partition number (u32 big-endian, so LMDB's byte order is numeric
+order), value = a 64-byte header + a msgpack body (``OffsetTable.snapshot_state``). A snapshot
+is written in one LMDB write transaction, so after any crash the entry is the old one or the
+new one, whole.
+
+A snapshot is only a cache. ``decode`` accepts one only if every check passes; anything else
+is a :class:`SnapshotInvalid` whose message is the reason it is discarded, and the caller
+replays the log from the start. Nothing here guesses, repairs or half-loads.
+
+This module knows bytes and LMDB, not tables: the store turns the decoded state into a table.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import lmdb
+import msgpack
+
+log = logging.getLogger("offsetlog.snapshot")
+
+MAGIC = b"OLSN"
+#: the snapshot format this code writes and reads; any other is discarded
+VERSION = 1
+#: magic, version, flags, partition, offset, records, created_ms, segment base, position,
+#: body length, body crc, header crc (of the 60 bytes before it); all little-endian
+HEADER = struct.Struct("<4sHHIqqqqqIII")
+HEADER_SIZE = HEADER.size  # 64
+_CRC_COVERED = HEADER_SIZE - 4
+DB_NAME = b"snapshots"
+#: first LMDB map size; doubled whenever a write finds the map full
+INITIAL_MAP_SIZE = 64 * 1024 * 1024
+#: steps at which a fault hook is called (tests raise or kill there)
+STEPS = ("before-write", "in-transaction")
+
+FaultHook = Callable[[str], None]
+
+
+class SnapshotInvalid(Exception):
+    """A snapshot that must be discarded; ``str()`` is the reason, for the log and reports."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    partition: int
+    offset: int  # the table is "as of" this log offset: replay resumes here
+    records: int  # records the table had applied (OffsetTable.records_applied)
+    created_ms: int
+    #: (segment base offset, byte position) where the batch at ``offset`` starts (or would
+    #: start) in the segment that was active when the snapshot was taken; None if unknown
+    position: tuple[int, int] | None
+    state: dict  # the decoded body: OffsetTable.snapshot_state()
+    size: int  # bytes of the whole entry
+
+
+def partition_key(partition: int) -> bytes:
+    return partition.to_bytes(4, "big")
+
+
+def encode(partition: int, state: dict, *, created_ms: int,
+           position: tuple[int, int] | None = None) -> bytes:
+    """Header + body for one partition's snapshot of ``state`` (``snapshot_state()``)."""
+    body = msgpack.packb(state, use_bin_type=True)
+    base, pos = position if position is not None else (-1, -1)
+    header = HEADER.pack(MAGIC, VERSION, 0, partition, state["next_offset"],
+                         state["records_applied"], created_ms, base, pos, len(body),
+                         zlib.crc32(body), 0)
+    crc = zlib.crc32(header[:_CRC_COVERED])
+    return header[:_CRC_COVERED] + crc.to_bytes(4, "little") + body
+
+
+def decode_header(data: bytes, partition: int) -> tuple:
+    """The checked header fields of an entry stored under ``partition``.
+
+    :raises SnapshotInvalid: with the reason
+    """
+    if len(data) < 6 or data[:4] != MAGIC:
+        raise SnapshotInvalid("not a snapshot (bad magic)")
+    version = int.from_bytes(data[4:6], "little")
+    if version != VERSION:
+        raise SnapshotInvalid(f"snapshot format version {version}, this version reads {VERSION}")
+    if len(data) < HEADER_SIZE:
+        raise SnapshotInvalid(f"truncated header ({len(data)} bytes)")
+    h = HEADER.unpack_from(data)
+    if zlib.crc32(data[:_CRC_COVERED]) != h[11]:
+        raise SnapshotInvalid("header checksum mismatch")
+    if h[2] != 0:
+        raise SnapshotInvalid(f"unknown flags {h[2]:#x}")
+    if h[3] != partition:
+        raise SnapshotInvalid(f"snapshot of partition {h[3]} stored under partition {partition}")
+    if h[4] < 0 or h[5] < 0:
+        raise SnapshotInvalid(f"negative offset {h[4]} or record count {h[5]}")
+    if len(data) != HEADER_SIZE + h[9]:
+        raise SnapshotInvalid(f"body is {len(data) - HEADER_SIZE} bytes, header says {h[9]}")
+    return h
+
+
+def decode(data: bytes, partition: int) -> Snapshot:
+    """Check and decode one entry.
+
+    :raises SnapshotInvalid: bad magic, another format version, a header or body checksum
+        mismatch, another partition, a body that does not decode or disagrees with the header
+    """
+    h = decode_header(data, partition)
+    body = memoryview(data)[HEADER_SIZE:]
+    if zlib.crc32(body) != h[10]:
+        raise SnapshotInvalid("body checksum mismatch")
+    try:
+        state = msgpack.unpackb(body, raw=False, use_list=True)
+    except Exception as e:  # CRC passed, so this is a writer bug or a foreign body
+        raise SnapshotInvalid(f"undecodable body ({e})") from None
+    if not isinstance(state, dict):
+        raise SnapshotInvalid("body is not a map of sections")
+    if state.get("next_offset") != h[4] or state.get("records_applied") != h[5]:
+        raise SnapshotInvalid("body disagrees with the header on offset or record count")
+    position = (h[7], h[8]) if h[7] >= 0 and h[8] >= 0 else None
+    return Snapshot(h[3], h[4], h[5], h[6], position, state, len(data))
+
+
+# -- the LMDB environment ------------------------------------------------------------------
+
+class SnapshotStore:
+    """The LMDB environment of one store's snapshots.
+
+    Writes are serialised by an internal lock (growing the map needs no transaction open).
+    LMDB commits with ``fsync`` (``sync=True``, ``metasync=True``): a put that returned is
+    durable.
+
+    :param readonly: for tools (``offsetlog verify``): never writes, and does without LMDB's
+        lock file when it cannot write one
+    """
+
+    def __init__(self, path: str, *, readonly: bool = False,
+                 map_size: int = INITIAL_MAP_SIZE) -> None:
+        self.path = path
+        self.readonly = readonly
+        self._lock = threading.Lock()
+        if readonly:
+            try:
+                self.env = lmdb.open(path, subdir=True, readonly=True, create=False,
+                                     max_dbs=1, lock=True)
+            except lmdb.Error:
+                self.env = lmdb.open(path, subdir=True, readonly=True, create=False,
+                                     max_dbs=1, lock=False)
+            try:
+                self.db = self.env.open_db(DB_NAME, create=False)
+            except lmdb.NotFoundError:
+                self.db = None  # created but never written
+        else:
+            os.makedirs(path, exist_ok=True)
+            self.env = lmdb.open(path, subdir=True, map_size=map_size, max_dbs=1,
+                                 sync=True, metasync=True)
+            self.db = self.env.open_db(DB_NAME)
+
+    def read_all(self) -> dict[int, bytes]:
+        """partition -> the stored bytes, for every entry (keys that are not 4 bytes are
+        returned under -1 - index, so the caller discards them with a reason)."""
+        if self.db is None:
+            return {}
+        out: dict[int, bytes] = {}
+        with self.env.begin(db=self.db) as txn:
+            for i, (key, value) in enumerate(txn.cursor()):
+                p = int.from_bytes(key, "big") if len(key) == 4 else -1 - i
+                out[p] = bytes(value)
+        return out
+
+    def keys(self) -> list[bytes]:
+        if self.db is None:
+            return []
+        with self.env.begin(db=self.db) as txn:
+            return [bytes(k) for k in txn.cursor().iternext(keys=True, values=False)]
+
+    def put(self, partition: int, data: bytes, fault_hook: FaultHook | None = None) -> None:
+        """Replace ``partition``'s snapshot with ``data`` in one write transaction."""
+        hook = fault_hook or (lambda step: None)
+        with self._lock:
+            hook("before-write")
+
+            def write(txn) -> None:
+                txn.put(partition_key(partition), data)
+                hook("in-transaction")
+
+            self._write(write)
+
+    def delete(self, keys: list[bytes]) -> None:
+        """Delete these entries in one write transaction."""
+        if not keys:
+            return
+        with self._lock:
+            self._write(lambda txn: [txn.delete(k) for k in keys])
+
+    def clear(self) -> None:
+        """Delete every entry in one write transaction."""
+        with self._lock:
+            self._write(lambda txn: txn.drop(self.db, delete=False))
+
+    def _write(self, body: Callable) -> None:
+        while True:
+            try:
+                with self.env.begin(db=self.db, write=True) as txn:
+                    body(txn)
+                return
+            except lmdb.MapFullError:
+                # The transaction was aborted; nothing was written. Grow and try again.
+                size = self.env.info()["map_size"] * 2
+                log.info("%s: snapshot map full, growing it to %d bytes", self.path, size)
+                self.env.set_mapsize(size)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def tombstone_floors(snapshot_dir: str) -> dict[int, int]:
+    """partition -> the offset at and above which a cleaner must keep tombstones, for every
+    snapshot stored in ``snapshot_dir`` (0 for an entry whose header does not check out: it
+    may be a newer format this code cannot read). For tools that rewrite a log offline; the
+    store keeps its own floors. Empty if there is no snapshot store."""
+    if not os.path.isdir(snapshot_dir):
+        return {}
+    store = SnapshotStore(snapshot_dir, readonly=True)
+    try:
+        entries = store.read_all()
+    finally:
+        store.close()
+    out = {}
+    for p, data in entries.items():
+        try:
+            out[p] = decode_header(data, p)[4]
+        except SnapshotInvalid:
+            out[p] = 0
+    return out
+
+
+__all__ = ["HEADER", "HEADER_SIZE", "MAGIC", "Snapshot", "SnapshotInvalid", "SnapshotStore",
+           "VERSION", "decode", "decode_header", "encode", "partition_key", "tombstone_floors"]
