@@ -452,3 +452,33 @@ def test_the_timer_pass_writes_owed_complete_records(store_dir, clock):
             txn.commit_offsets("g", {TP0: 1})
         s.poll_transactions()
         assert _last_state_record(store_dir, "t") == "CompleteCommit"
+
+
+def test_open_and_prepared_transactions_ride_in_snapshots(tmp_path):
+    """A snapshot taken while transactions are undecided must hand them on: the reopen loads
+    it and replays only the log after it, where the commit marker of one of them lies."""
+    path = str(tmp_path / "s")
+    quiet = dict(partitions=1, retention_check_interval_ms=0, cleaner_backoff_ms=0,
+                 transaction_check_interval_ms=0, snapshot_interval_records=0,
+                 snapshot_interval_ms=0, snapshot_on_close=False)
+    a0, a1 = TopicPartition("a", 0), TopicPartition("a", 1)
+    with OffsetStore.open(path, **quiet) as s:
+        t1, t2 = s.init_transactions("t1"), s.init_transactions("t2")
+        t1.begin()
+        t1.commit_offsets("g", {a0: 5})
+        t2.begin()
+        t2.commit_offsets("g", {a1: 7})
+        t2.prepare()
+        [snap] = s.snapshot()
+        assert snap.taken
+        t1.commit()  # its marker is in the tail, after the snapshot
+    with OffsetStore.open(path, **quiet) as s:
+        assert s.recovery_report.snapshots_loaded == {0: snap.offset}
+        assert s.fetch("g") == {a0: OffsetAndMetadata(5)}
+        with pytest.raises(UnstableOffsetCommitError):
+            s.fetch("g", require_stable=True)
+        t2 = s.init_transactions("t2", keep_prepared=True)
+        assert t2.prepared
+        t2.commit()
+        assert s.fetch("g", require_stable=True) == {a0: OffsetAndMetadata(5),
+                                                      a1: OffsetAndMetadata(7)}

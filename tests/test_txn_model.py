@@ -154,6 +154,13 @@ class TxnMachine(RuleBasedStateMachine):
             self.store.commit_sync("filler", {TP("f", 0): i})
 
     @rule()
+    def snapshot(self):
+        """Snapshot every table now, open and prepared transactions included: later reopens
+        load it and replay only the log after it, so pending offsets must ride in it, and
+        compaction must keep every marker such a replay still needs."""
+        self.store.snapshot()
+
+    @rule()
     def compact_and_reopen(self):
         """What compaction kept must replay to the same state."""
         self.store.compact()
