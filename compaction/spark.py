@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import time
 from dataclasses import asdict, dataclass
 
@@ -49,7 +50,9 @@ class PartitionTask:
     now_ms: int
     delete_retention_ms: int
     segment_bytes: int
-    fail_at: str | None = None  # tests: a cleaner step at which the task raises
+    #: tests: a cleaner step (compaction.cleaner.STEPS) at which the task raises, or
+    #: "kill:<step>" at which its worker process is killed with SIGKILL
+    fail_at: str | None = None
 
 
 @contextlib.contextmanager
@@ -66,9 +69,15 @@ def _fault_hook(step_to_fail: str | None):
     if step_to_fail is None:
         return None
 
+    kill = step_to_fail.startswith("kill:")
+    step_to_fail = step_to_fail.removeprefix("kill:")
+
     def hook(step: str) -> None:
-        if step == step_to_fail:
-            raise RuntimeError(f"injected failure at cleaner step {step!r}")
+        if step != step_to_fail:
+            return
+        if kill:  # the worker process dies mid-swap, as in a machine or executor crash
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise RuntimeError(f"injected failure at cleaner step {step!r}")
     return hook
 
 

@@ -7,6 +7,7 @@ anything, so they are safe to point at a store a service has open.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -112,9 +113,22 @@ def cmd_describe(args, console: Console) -> int:
     return 0
 
 
+@contextlib.contextmanager
 def _spark_session(args):
-    from offsetlog.spark.session import local_session
-    return local_session(args.master or "local[*]", app_name=f"offsetlog {args.command}")
+    """A session for one command, stopped after it; a session already running in this
+    process (a notebook's, a test's) is used as it is and left running."""
+    from pyspark.sql import SparkSession
+
+    from offsetlog.spark.session import local_session, stop
+    running = SparkSession.getActiveSession()
+    if running is not None:
+        yield running
+        return
+    spark = local_session(args.master or "local[*]", app_name=f"offsetlog {args.command}")
+    try:
+        yield spark
+    finally:
+        stop(spark)
 
 
 def _spark_compact(args, console: Console) -> list:
@@ -122,12 +136,8 @@ def _spark_compact(args, console: Console) -> list:
     from types import SimpleNamespace
 
     from compaction.spark import compact as spark_compact
-    from offsetlog.spark.session import stop
-    spark = _spark_session(args)
-    try:
+    with _spark_session(args) as spark:
         rows = spark_compact(spark, args.dir)
-    finally:
-        stop(spark)
     stores = {r["store"] for r in rows}
     results = []
     for r in rows:
@@ -167,20 +177,22 @@ def cmd_compact(args, console: Console) -> int:
 
 def cmd_report(args, console: Console) -> int:
     from offsetlog.spark.report import report
-    from offsetlog.spark.session import stop
-    spark = _spark_session(args)
-    try:
-        rep = report(spark, args.dir, retention_ms=args.retention_ms,
-                     retention_check_interval_ms=args.retention_check_interval_ms,
-                     salvage=args.salvage)
-        groups = rep.groups.collect()
-        partitions = rep.log_partitions.collect()
-        if args.out:
-            rep.groups.write.mode("overwrite").parquet(os.path.join(args.out, "groups"))
-            rep.log_partitions.write.mode("overwrite").parquet(
-                os.path.join(args.out, "log_partitions"))
-    finally:
-        stop(spark)
+    from pyspark.errors import PySparkException
+    with _spark_session(args) as spark:
+        try:
+            rep = report(spark, args.dir, retention_ms=args.retention_ms,
+                         retention_check_interval_ms=args.retention_check_interval_ms,
+                         salvage=args.salvage)
+            groups = rep.groups.collect()
+            partitions = rep.log_partitions.collect()
+            if args.out:
+                rep.groups.write.mode("overwrite").parquet(os.path.join(args.out, "groups"))
+                rep.log_partitions.write.mode("overwrite").parquet(
+                    os.path.join(args.out, "log_partitions"))
+        except PySparkException as e:
+            from compaction.spark import _root_cause
+            console.print(f"offsetlog: the Spark job failed: {_root_cause(e)}", markup=False)
+            return 1
     many = len({r["store"] for r in partitions}) > 1
 
     def where(r) -> list[str]:

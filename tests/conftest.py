@@ -46,3 +46,7 @@ def pytest_runtest_makereport(item, call):
         for name, value in item.user_properties:
             if name == "seed":
                 report.sections.append(("seed", f"OFFSETLOG_TEST_SEED={value}"))
+
+
+# The session-scoped SparkSession shared by tests/test_spark_*.py.
+from spark_fixtures import spark  # noqa: E402,F401
