@@ -51,3 +51,36 @@ def spark_error_text(excinfo) -> str:
 
 
 __all__ = ["spark", "spark_error_text"]
+
+
+def random_history(path, rng, clock, *, partitions=3, ops=200, segment_bytes=None,
+                   delete_retention_ms=24 * 3600 * 1000):
+    """A store at ``path`` with a random history of commits, deletes and expiry; returns the
+    options it was opened with (compaction must use the same)."""
+    from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
+
+    opts = dict(partitions=partitions, segment_bytes=segment_bytes or rng.choice([1024, 2048, 4096]),
+                delete_retention_ms=delete_retention_ms, retention_ms=rng.choice([60_000, 3_600_000]))
+    groups = [f"group-{i}" for i in range(rng.randint(3, 8))]
+    with OffsetStore.open(path, clock=clock, cleaner_backoff_ms=0,
+                          retention_check_interval_ms=0, **opts) as store:
+        for _ in range(ops):
+            clock.advance(rng.randint(0, 5_000))
+            g = rng.choice(groups)
+            roll = rng.random()
+            if roll < 0.85:
+                offsets = {}
+                for _ in range(rng.randint(1, 4)):
+                    tp = TopicPartition(rng.choice(["orders", "payments", "audit"]),
+                                        rng.randint(0, 3))
+                    offsets[tp] = OffsetAndMetadata(
+                        rng.randint(0, 10**9), rng.choice(["", "", "m", "x" * 40]),
+                        rng.choice([None, None, rng.randint(0, 9)]))
+                store.commit_sync(g, offsets)
+            elif roll < 0.93:
+                store.delete_offsets(g, [TopicPartition("orders", rng.randint(0, 3))])
+            elif roll < 0.97:
+                store.delete_group(g)
+            else:
+                store.expire_offsets()
+    return opts
