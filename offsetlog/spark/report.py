@@ -3,25 +3,31 @@
 Two tables:
 
 ``groups``, one row per (store, group):
-    ``partitions`` (committed offsets it holds now), ``last_commit_timestamp`` (the latest commit
-    record of the group still in the log), ``commits`` and ``commits_per_minute`` (its commit
-    records in the log over the store's span: first to last commit timestamp of any group,
-    at least one minute), ``expiring_next_check`` (offsets the retention pass at
-    ``now_ms + retention_check_interval_ms`` expires, by the coordinator's own KIP-211 rules in
-    ``offsetlog.group.expiry``).
+    ``partitions`` (committed offsets it holds now), ``last_commit_timestamp`` (its latest
+    commit record still in the log), ``commits`` and ``commits_per_minute`` (its commit records
+    in the log, over the store's span: first to last commit timestamp of any group in the
+    store, at least one minute), ``expiring_next_check`` (offsets the retention pass at
+    ``now_ms + retention_check_interval_ms`` expires, by the coordinator's own KIP-211 rules,
+    ``offsetlog.group.expiry``, with the group's state from its latest GROUP_METADATA record).
 
 ``log_partitions``, one row per (store, log partition):
-    ``records``, ``segments``, ``dead_records`` (superseded by a later record of the same key:
+    ``segments``, ``records``, ``dead_records`` (superseded by a later record of the same key:
     what compaction reclaims eventually), ``tombstones``, their shares of ``records``, and
-    ``reclaimable_now`` (what a cleaning at ``now_ms`` would drop: records superseded within
-    the closed segments, and tombstones whose delete horizon has passed, the cleaner's rules).
+    ``reclaimable_now`` (what a cleaning at ``now_ms`` would drop, by the cleaner's rules:
+    records superseded within the closed segments, and tombstones there whose delete horizon
+    has passed).
 
-Compaction and retention settings are not stored on disk; pass the ones the service uses.
+Shape: a group lives on one log partition and keys never cross log partitions, so one Spark
+task per (store, log partition) reads its segments with the data source's reader
+(``offsetlog.spark.segments``, recovery's policy) and computes every number of that partition
+and of its groups in one pass; only the per-store span is combined on the driver. No shuffle.
+
+Compaction and retention settings are not stored on disk: pass the ones the service uses.
+Transactional offsets are counted as the log holds them (markers are not interpreted here).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from typing import NamedTuple
 
@@ -32,120 +38,137 @@ _DEFAULTS = StoreConfig()
 DELETE_HORIZON = 0x04  # offsetlog.format.Attribute.DELETE_HORIZON
 MINUTE_MS = 60_000
 
-GROUP_COLUMNS = ("store", "log_partition", "group", "partitions", "last_commit_timestamp",
-                 "commits", "commits_per_minute", "expiring_next_check")
-PARTITION_COLUMNS = ("store", "log_partition", "segments", "records", "dead_records",
-                     "dead_share", "tombstones", "tombstone_share", "reclaimable_now")
+GROUP_SCHEMA = ("store STRING, log_partition INT, `group` STRING, partitions BIGINT, "
+                "last_commit_timestamp BIGINT, commits BIGINT, commits_per_minute DOUBLE, "
+                "expiring_next_check BIGINT")
+PARTITION_SCHEMA = ("store STRING, log_partition INT, segments BIGINT, records BIGINT, "
+                    "dead_records BIGINT, dead_share DOUBLE, tombstones BIGINT, "
+                    "tombstone_share DOUBLE, reclaimable_now BIGINT")
 
 
 class Report(NamedTuple):
-    groups: object  # pyspark.sql.DataFrame
-    log_partitions: object
+    groups: object  # pyspark.sql.DataFrame, columns GROUP_SCHEMA
+    log_partitions: object  # pyspark.sql.DataFrame, columns PARTITION_SCHEMA
 
 
-def _expiring_fn(check_ms: int, retention_ms: int):
-    """applyInPandas function: one group's live offsets + its metadata -> expiring count."""
+class _Task(NamedTuple):
+    store: str
+    log_partition: int
+    directory: str
+    now_ms: int
+    check_ms: int
+    retention_ms: int
+    salvage: bool
 
-    def count(pdf):
-        import msgpack
-        import pandas as pd
 
-        from offsetlog.group.expiry import RetentionView, expired_offsets
+# Row indexes of offsetlog.spark.segments.RECORD_COLUMNS
+_SEGMENT, _SEG_BASE, _ATTRS, _BATCH_TS, _LOG_OFFSET, _TYPE = 2, 3, 7, 6, 10, 12
+_GROUP, _TOPIC, _PART, _OFFSET, _EPOCH, _META, _COMMIT_TS, _EXPIRE_TS = range(14, 22)
+_TOMBSTONE, _VALUE = 22, 24
 
-        def val(x):
-            return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
 
-        first = pdf.iloc[0]
-        blob = first["metadata_value"]
-        view = RetentionView.of_value(None if blob is None or (isinstance(blob, float))
-                                      else msgpack.unpackb(blob, raw=False))
-        entries = {}
-        for row in pdf.itertuples(index=False):
-            if row.topic is None or (isinstance(row.topic, float)):
-                continue  # the group has metadata but no offsets
-            entries[(row.topic, int(row.partition))] = (
-                int(row.offset), row.metadata, val(row.leader_epoch),
-                int(row.commit_timestamp), val(row.expire_timestamp))
-        n = len(expired_offsets(view, entries, check_ms, retention_ms)) if entries else 0
-        return pd.DataFrame({"store": [first["store"]], "group": [first["group"]],
-                             "expiring_next_check": [n]})
-    return count
+def partition_report(task: _Task) -> dict:
+    """Every number of one log partition and its groups (one Spark task)."""
+    import msgpack
+
+    from offsetlog.group.expiry import RetentionView, expired_offsets
+    from offsetlog.spark.segments import SegmentTask, segment_rows
+    from recovery.swap import plan_swaps
+
+    segments = plan_swaps(task.directory).segments
+    active = segments[-1][0] if segments else None
+    records = tombstones = keyed = closed_keyed = 0
+    latest: dict = {}  # key -> row of its latest record
+    latest_closed: dict = {}  # key -> (is tombstone past its horizon) of its latest closed record
+    commits: dict[str, int] = {}
+    last_commit: dict[str, int] = {}
+    first_ts = last_ts = None
+    for i, (base, path) in enumerate(segments):
+        limit = segments[i + 1][0] if i + 1 < len(segments) else None
+        closed = base != active
+        for row in segment_rows(SegmentTask(task.store, task.log_partition, path, base, limit),
+                                salvage=task.salvage):
+            records += 1
+            rtype, tomb = row[_TYPE], row[_TOMBSTONE]
+            tombstones += tomb
+            if rtype == OFFSET_COMMIT:
+                key = (OFFSET_COMMIT, row[_GROUP], row[_TOPIC], row[_PART])
+                if not tomb:
+                    g, ts = row[_GROUP], row[_COMMIT_TS]
+                    commits[g] = commits.get(g, 0) + 1
+                    if ts is not None:
+                        if ts > last_commit.get(g, ts - 1):
+                            last_commit[g] = ts
+                        first_ts = ts if first_ts is None else min(first_ts, ts)
+                        last_ts = ts if last_ts is None else max(last_ts, ts)
+            elif rtype == GROUP_METADATA:
+                key = (GROUP_METADATA, row[_GROUP])
+            else:
+                continue  # never compacted away
+            keyed += 1
+            latest[key] = row
+            if closed:
+                closed_keyed += 1
+                latest_closed[key] = tomb and bool(row[_ATTRS] & DELETE_HORIZON) and \
+                    row[_BATCH_TS] <= task.now_ms
+    # every keyed record but the latest of its key is dead
+    reclaimable = closed_keyed - len(latest_closed) + sum(latest_closed.values())
+    entries: dict[str, dict] = {}
+    metadata: dict[str, dict | None] = {}
+    for key, row in latest.items():
+        if key[0] == OFFSET_COMMIT:
+            group_entries = entries.setdefault(key[1], {})
+            if not row[_TOMBSTONE]:
+                group_entries[(key[2], key[3])] = (row[_OFFSET], row[_META], row[_EPOCH],
+                                                   row[_COMMIT_TS], row[_EXPIRE_TS])
+        else:
+            blob = row[_VALUE]
+            metadata[key[1]] = None if blob is None else msgpack.unpackb(blob, raw=False)
+    groups = []
+    for g in sorted(set(entries) | set(metadata)):
+        held = entries.get(g, {})
+        expiring = expired_offsets(RetentionView.of_value(metadata.get(g)), held,
+                                   task.check_ms, task.retention_ms) if held else []
+        groups.append((task.store, task.log_partition, g, len(held), last_commit.get(g),
+                       commits.get(g, 0), len(expiring)))
+    share = (lambda n: n / records) if records else (lambda n: 0.0)
+    dead = keyed - len(latest)
+    partition = (task.store, task.log_partition, len(segments), records, dead, share(dead),
+                 tombstones, share(tombstones), reclaimable)
+    return {"store": task.store, "first_ts": first_ts, "last_ts": last_ts, "groups": groups,
+            "partition": partition}
 
 
 def report(spark, path: str, *, now_ms: int | None = None,
            retention_ms: int = _DEFAULTS.retention_ms,
            retention_check_interval_ms: int = _DEFAULTS.retention_check_interval_ms,
-           salvage: bool = False, records=None) -> Report:
+           salvage: bool = False) -> Report:
     """The ``groups`` and ``log_partitions`` DataFrames for every store at or below ``path``.
 
-    :param records: an already loaded ``offsetlog`` DataFrame to report on instead of ``path``
+    :param now_ms: the report's time (default: now)
+    :param salvage: skip corrupt regions instead of failing (see docs/SPARK.md)
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from offsetlog.spark.source import register
+    from offsetlog.spark.segments import find_stores, store_partitions
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    if records is None:
-        register(spark)
-        records = (spark.read.format("offsetlog").option("salvage", str(salvage).lower())
-                   .load(path))
-    key = ["store", "log_partition", "record_type_id", "group", "topic", "partition"]
-    keyed = F.col("record_type_id").isin(OFFSET_COMMIT, GROUP_METADATA)
-    by_key = Window.partitionBy(*key)
-    by_log = Window.partitionBy("store", "log_partition")
-    r = (records
-         .withColumn("active_base", F.max("segment_base").over(by_log))
-         .withColumn("closed", F.col("segment_base") < F.col("active_base"))
-         .withColumn("latest", F.max("log_offset").over(by_key))
-         .withColumn("latest_closed", F.max(F.when(F.col("closed"), F.col("log_offset")))
-                     .over(by_key))
-         .cache())
-    dead = keyed & (F.col("log_offset") < F.col("latest"))
-    horizon_passed = (((F.col("attributes").bitwiseAND(DELETE_HORIZON)) != 0)
-                      & (F.col("batch_timestamp") <= F.lit(now)))
-    reclaimable = (keyed & F.col("closed")
-                   & ((F.col("log_offset") < F.col("latest_closed"))
-                      | (F.col("tombstone") & horizon_passed)))
-    log_partitions = (r.groupBy("store", "log_partition").agg(
-        F.countDistinct("segment").alias("segments"),
-        F.count(F.lit(1)).alias("records"),
-        F.sum(dead.cast("long")).alias("dead_records"),
-        F.sum(F.col("tombstone").cast("long")).alias("tombstones"),
-        F.sum(reclaimable.cast("long")).alias("reclaimable_now"))
-        .withColumn("dead_share", F.col("dead_records") / F.col("records"))
-        .withColumn("tombstone_share", F.col("tombstones") / F.col("records"))
-        .select(*PARTITION_COLUMNS).orderBy("store", "log_partition"))
+    tasks = [_Task(store, p, d, now, now + retention_check_interval_ms, retention_ms, salvage)
+             for store in find_stores(path) for p, d in store_partitions(store)]
+    sc = spark.sparkContext
+    results = sc.parallelize(tasks, max(1, len(tasks))).map(partition_report).cache()
+    spans: dict[str, tuple[int, int]] = {}
+    for store, first, last in results.map(lambda r: (r["store"], r["first_ts"],
+                                                     r["last_ts"])).collect():
+        if first is not None:
+            lo, hi = spans.get(store, (first, last))
+            spans[store] = (min(lo, first), max(hi, last))
+    minutes = {s: max(hi - lo, MINUTE_MS) / MINUTE_MS for s, (lo, hi) in spans.items()}
 
-    commits = r.where((F.col("record_type_id") == OFFSET_COMMIT) & ~F.col("tombstone"))
-    span = commits.groupBy("store").agg(
-        F.greatest(F.max("commit_timestamp") - F.min("commit_timestamp"),
-                   F.lit(MINUTE_MS)).alias("span_ms"))
-    live = commits.where(F.col("log_offset") == F.col("latest")).select(
-        "store", "group", "topic", "partition", "offset", "metadata", "leader_epoch",
-        "commit_timestamp", "expire_timestamp")
-    metadata = (r.where((F.col("record_type_id") == GROUP_METADATA)
-                        & (F.col("log_offset") == F.col("latest")))
-                .select("store", "group", F.col("value_msgpack").alias("metadata_value")))
-    groups = (r.where(F.col("group").isNotNull() & keyed)
-              .select("store", "log_partition", "group").distinct())
-    expiring = (groups.select("store", "group")
-                .join(live, ["store", "group"], "left")
-                .join(metadata, ["store", "group"], "left")
-                .groupBy("store", "group")
-                .applyInPandas(_expiring_fn(now + retention_check_interval_ms, retention_ms),
-                               "store string, `group` string, expiring_next_check long"))
-    per_group = commits.groupBy("store", "group").agg(
-        F.count(F.lit(1)).alias("commits"),
-        F.max("commit_timestamp").alias("last_commit_timestamp"))
-    held = live.groupBy("store", "group").agg(F.count(F.lit(1)).alias("partitions"))
-    out = (groups.join(per_group, ["store", "group"], "left")
-           .join(held, ["store", "group"], "left")
-           .join(expiring, ["store", "group"], "left")
-           .join(span, ["store"], "left")
-           .fillna(0, subset=["commits", "partitions", "expiring_next_check"])
-           .withColumn("commits_per_minute",
-                       F.col("commits") / (F.coalesce(F.col("span_ms"), F.lit(MINUTE_MS))
-                                           / MINUTE_MS))
-           .select(*GROUP_COLUMNS).orderBy("store", "group"))
-    return Report(out, log_partitions)
+    def group_row(g):
+        store, lp, group, held, last, count, expiring = g
+        return (store, lp, group, held, last, count, count / minutes.get(store, 1.0), expiring)
+
+    groups = spark.createDataFrame(
+        results.flatMap(lambda r: r["groups"]).map(group_row), GROUP_SCHEMA)
+    partitions = spark.createDataFrame(results.map(lambda r: r["partition"]), PARTITION_SCHEMA)
+    return Report(groups.orderBy("store", "group"),
+                  partitions.orderBy("store", "log_partition"))
