@@ -126,20 +126,32 @@ def _digest(path: str) -> dict:
     return out
 
 
-def run_local(path: str) -> float:
+def _work(results: list[dict]) -> dict:
+    """The tasks' own seconds: what the job would cost with no scheduling overhead."""
+    return {"task_s": sum(r["task_s"] for r in results),
+            "task_cpu_s": sum(r["task_cpu_s"] for r in results)}
+
+
+def run_local(path: str) -> tuple[float, dict]:
     started = time.perf_counter()
-    for t in _tasks(path):
-        compact_partition(t)
-    return time.perf_counter() - started
+    results = [compact_partition(t) for t in _tasks(path)]
+    return time.perf_counter() - started, _work(results)
 
 
-def run_pool(path: str, processes: int = 2) -> float:
+def run_pool(path: str, processes: int = 2) -> tuple[float, dict]:
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(processes) as pool:
         pool.map(len, [[]] * processes)  # workers started before the clock
         started = time.perf_counter()
-        pool.map(compact_partition, _tasks(path), chunksize=1)
-        return time.perf_counter() - started
+        results = pool.map(compact_partition, _tasks(path), chunksize=1)
+        return time.perf_counter() - started, _work(results)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of one process (all its threads), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def spark_session(cores: int):
@@ -150,11 +162,14 @@ def spark_session(cores: int):
     return spark, time.perf_counter() - started
 
 
-def run_spark(spark, path: str) -> float:
+def run_spark(spark, path: str) -> tuple[float, dict]:
+    jvm = spark.sparkContext._gateway.proc.pid  # spark-submit execs the driver JVM
+    jvm_cpu = _cpu_seconds(jvm)
     started = time.perf_counter()
-    compact(spark, path, now_ms=START_MS + 10**9, delete_retention_ms=DELETE_RETENTION_MS,
-            segment_bytes=SEGMENT_BYTES)
-    return time.perf_counter() - started
+    results = compact(spark, path, now_ms=START_MS + 10**9,
+                      delete_retention_ms=DELETE_RETENTION_MS, segment_bytes=SEGMENT_BYTES)
+    secs = time.perf_counter() - started
+    return secs, dict(_work(results), jvm_cpu_s=_cpu_seconds(jvm) - jvm_cpu)
 
 
 def _load() -> str:
@@ -195,14 +210,14 @@ def main(argv: list[str] | None = None) -> int:
             work = _copy(src, os.path.join(root, f"work-{mode}"))
             load_before = _load()
             if mode == "local":
-                secs, cores = run_local(work), 1
+                (secs, work_s), cores = run_local(work), 1
             elif mode == "pool2":
-                secs, cores = run_pool(work, 2), 2
+                (secs, work_s), cores = run_pool(work, 2), 2
             elif mode.startswith("spark"):
                 cores = int(mode[5:])
                 spark, start_s = spark_session(cores)
                 try:
-                    secs = run_spark(spark, work)
+                    secs, work_s = run_spark(spark, work)
                 finally:
                     from offsetlog.spark.session import stop
                     stop(spark)
@@ -217,10 +232,12 @@ def main(argv: list[str] | None = None) -> int:
                           "records_per_s_per_core": info["records"] / secs / cores,
                           "identical_to_first": digest == reference,
                           "load_before": load_before, "load_after": _load(),
-                          "busy": _busy_others()}
+                          "busy": _busy_others(), **work_s}
             print(f"  {mode:7s} {secs:8.2f} s  {info['records'] / secs:12,.0f} rec/s  "
                   f"{info['records'] / secs / cores:12,.0f} rec/s/core  "
                   f"same output: {digest == reference}  load {load_before} -> {_load()}",
+                  flush=True)
+            print("          tasks: " + "  ".join(f"{k} {v:.2f}" for k, v in work_s.items()),
                   flush=True)
             shutil.rmtree(work, ignore_errors=True)
         if "spark2" in info and "pool2" in info:

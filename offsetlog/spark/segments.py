@@ -23,7 +23,7 @@ import msgpack
 
 from offsetlog import naming
 from offsetlog.errors import CorruptLogError, StoreConfigError
-from offsetlog.format import META_FILE, RecordType
+from offsetlog.format import HEADER_SIZE, META_FILE, RecordType
 from offsetlog.framing import BatchReader
 from offsetlog.records import OFFSET_COMMIT, TRANSACTION_MARKER
 from offsetlog.segment import read_file
@@ -174,7 +174,7 @@ def segment_rows(task: SegmentTask, *, salvage: bool = False) -> Iterator[tuple]
         base, last_delta, ts, attrs, pid, pepoch = h[5], h[6], h[8], h[4], h[9], h[10]
         check_limit(task.path, pos, base + last_delta, task.limit)
         try:
-            records = unpackb(data[pos + 48:stop], raw=False)
+            records = unpackb(data[pos + HEADER_SIZE:stop], raw=False)
             rows = [_row(store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, r, packb)
                     for r in records]
         except (ValueError, TypeError, IndexError, msgpack.UnpackException) as e:

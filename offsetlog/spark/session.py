@@ -28,6 +28,9 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# Spark sets a Python driver's level to this logger's (WARN by default) and says so on stderr
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
 
 #: session -> its scratch folder, removed by stop() or at exit
