@@ -6,9 +6,9 @@ Facts this builder encodes (measured with PySpark 4.3 and Java 17, see docs/SPAR
   import ``offsetlog``, so they are pointed at the running interpreter (whose environment has
   the project installed);
 * a killed JVM leaves ``spark-*`` folders in the system temp directory unless
-  ``spark.local.dir`` (and the JVM's ``java.io.tmpdir``) point elsewhere: both go to one
-  temporary folder that :func:`stop` (or interpreter exit) removes, so a crash leaves at most
-  that one, named ``offsetlog-spark-*``;
+  ``spark.local.dir`` (and the JVM's ``java.io.tmpdir``) point elsewhere: both go under one
+  ``offsetlog-spark-*`` folder per process (a session's ``spark.local.dir`` is removed by
+  :func:`stop`, the folder at interpreter exit), so a crash leaves at most that one;
 * the web UI is off, a local driver binds to loopback only, and log4j prints errors only.
 """
 
@@ -33,8 +33,20 @@ logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 """
 
-#: session -> its scratch folder, removed by stop() or at exit
+#: session -> its scratch folder (spark.local.dir), removed by stop() or at exit
 _scratch: dict[int, str] = {}
+#: this process's folder: the log4j file and the JVM's java.io.tmpdir. The gateway JVM
+#: outlives a stopped session and serves the next one, so these live as long as the process.
+_process_root: list[str] = []
+
+
+def _root(scratch_root: str | None) -> str:
+    if not _process_root:
+        root = tempfile.mkdtemp(prefix="offsetlog-spark-", dir=scratch_root)
+        with open(os.path.join(root, "log4j2.properties"), "w") as f:
+            f.write(_LOG4J)
+        _process_root.append(root)
+    return _process_root[0]
 
 
 def local_session(master: str = "local[2]", *, app_name: str = "offsetlog",
@@ -51,11 +63,10 @@ def local_session(master: str = "local[2]", *, app_name: str = "offsetlog",
     # Workers must run this interpreter: it is the one with offsetlog installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    scratch = tempfile.mkdtemp(prefix="offsetlog-spark-", dir=scratch_root)
-    log4j = os.path.join(scratch, "log4j2.properties")
-    with open(log4j, "w") as f:
-        f.write(_LOG4J)
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Djava.io.tmpdir={scratch}"
+    root = _root(scratch_root)
+    scratch = tempfile.mkdtemp(prefix="session-", dir=root)
+    log4j = os.path.join(root, "log4j2.properties")
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Djava.io.tmpdir={root}"
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -87,5 +98,5 @@ def stop(spark) -> None:
 
 @atexit.register
 def _remove_scratch() -> None:
-    for scratch in _scratch.values():
+    for scratch in list(_scratch.values()) + _process_root:
         shutil.rmtree(scratch, ignore_errors=True)
