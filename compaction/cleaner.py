@@ -92,7 +92,7 @@ def _key(record) -> tuple | None:
 def _read_closed(path: str, base: int):
     """(batch, its bytes) of every batch of a closed segment."""
     data = segment.read_file(path)
-    reader = BatchReader(data, min_offset=base)
+    reader = BatchReader(data, min_offset=base, zero_tail=False)  # closed: no reserve
     for batch in reader:
         yield batch, data[batch.position:batch.position + batch.size]
     if reader.stop is not None:

@@ -1,5 +1,5 @@
 """The ``offsetlog`` command: bench, dump, describe, verify, compact, recover, crashtest,
-snapshot.
+snapshot, report.
 
 The read-only commands (dump, describe, verify) never take the store's lock and never repair
 anything, so they are safe to point at a store a service has open.
@@ -8,6 +8,7 @@ anything, so they are safe to point at a store a service has open.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -142,10 +143,49 @@ def cmd_describe(args, console: Console) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _spark_session(args):
+    """A session for one command, stopped after it; a session already running in this
+    process (a notebook's, a test's) is used as it is and left running."""
+    from pyspark.sql import SparkSession
+
+    from offsetlog.spark.session import local_session, stop
+    running = SparkSession.getActiveSession()
+    if running is not None:
+        yield running
+        return
+    spark = local_session(args.master or "local[*]", app_name=f"offsetlog {args.command}")
+    try:
+        yield spark
+    finally:
+        stop(spark)
+
+
+def _spark_compact(args, console: Console) -> list:
+    """The distributed job over one store or a directory of stores (compaction/spark.py)."""
+    from types import SimpleNamespace
+
+    from compaction.spark import compact as spark_compact
+    with _spark_session(args) as spark:
+        rows = spark_compact(spark, args.dir)
+    stores = {r["store"] for r in rows}
+    results = []
+    for r in rows:
+        if r["cleaned"]:
+            r = dict(r, partition=r["partition"] if len(stores) < 2
+                     else f"{os.path.relpath(r['store'], args.dir)}:{r['partition']}")
+            results.append(SimpleNamespace(**r))
+    return results
+
+
 def cmd_compact(args, console: Console) -> int:
-    from offsetlog.store import OffsetStore  # takes the store's lock: refuses an open store
-    with OffsetStore.open(args.dir, cleaner_backoff_ms=0, retention_check_interval_ms=0) as store:
-        results = store.compact()
+    if args.engine == "spark":
+        results = _spark_compact(args, console)
+    else:
+        from offsetlog.store import OffsetStore  # takes the store's lock: refuses an open store
+        with OffsetStore.open(args.dir, cleaner_backoff_ms=0,
+                              retention_check_interval_ms=0) as store:
+            results = store.compact()
     table = Table(title=f"compact {args.dir}")
     for col in ("PARTITION", "SEGMENTS", "BYTES", "RECORDS", "TOMBSTONES-DROPPED", "SECONDS"):
         table.add_column(col, justify="right")
@@ -299,6 +339,58 @@ def cmd_snapshot(args, console: Console) -> int:
     return 1 if failed else 0
 
 
+def cmd_report(args, console: Console) -> int:
+    from offsetlog.spark.report import report
+    from pyspark.errors import PySparkException
+    with _spark_session(args) as spark:
+        try:
+            rep = report(spark, args.dir, retention_ms=args.retention_ms,
+                         retention_check_interval_ms=args.retention_check_interval_ms,
+                         salvage=args.salvage)
+            groups = rep.groups.collect()
+            partitions = rep.log_partitions.collect()
+            if args.out:
+                rep.groups.write.mode("overwrite").parquet(os.path.join(args.out, "groups"))
+                rep.log_partitions.write.mode("overwrite").parquet(
+                    os.path.join(args.out, "log_partitions"))
+        except PySparkException as e:
+            from compaction.spark import _root_cause
+            console.print(f"offsetlog: the Spark job failed: {_root_cause(e)}", markup=False)
+            return 1
+    many = len({r["store"] for r in partitions}) > 1
+
+    def where(r) -> list[str]:
+        return [os.path.relpath(r["store"], args.dir)] if many else []
+
+    table = Table(title=f"groups in {args.dir}")
+    for col in (["STORE"] if many else []) + ["GROUP", "LOG-PARTITION", "PARTITIONS",
+                                              "LAST-COMMIT", "COMMITS", "COMMITS/MIN",
+                                              "EXPIRING-NEXT-CHECK"]:
+        table.add_column(col, justify="left" if col in ("STORE", "GROUP", "LAST-COMMIT")
+                         else "right")
+    for r in groups[:args.limit]:
+        table.add_row(*where(r), r["group"], str(r["log_partition"]), str(r["partitions"]),
+                      _ts(r["last_commit_timestamp"]), str(r["commits"]),
+                      f"{r['commits_per_minute']:.2f}", str(r["expiring_next_check"]))
+    console.print(table)
+    if len(groups) > args.limit:
+        console.print(f"... {len(groups) - args.limit} more groups (all of them in --out)")
+    table = Table(title=f"log partitions in {args.dir}")
+    for col in (["STORE"] if many else []) + ["LOG-PARTITION", "SEGMENTS", "RECORDS", "DEAD",
+                                              "TOMBSTONES", "RECLAIMABLE-NOW"]:
+        table.add_column(col, justify="left" if col == "STORE" else "right")
+    for r in partitions:
+        table.add_row(*where(r), str(r["log_partition"]), str(r["segments"]),
+                      str(r["records"]), f"{r['dead_records']} ({r['dead_share']:.1%})",
+                      f"{r['tombstones']} ({r['tombstone_share']:.1%})",
+                      str(r["reclaimable_now"]))
+    console.print(table)
+    if args.out:
+        console.print(f"written as Parquet: {os.path.join(args.out, 'groups')}, "
+                      f"{os.path.join(args.out, 'log_partitions')}")
+    return 0
+
+
 def cmd_bench(args, console: Console) -> int:
     # The benchmarks live in the source tree's bench/, beside the package.
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -331,7 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_describe)
     p = sub.add_parser("compact", help="clean every log partition's closed segments now "
                                        "(takes the store's lock)")
-    p.add_argument("dir")
+    p.add_argument("dir", help="a store, or with --engine spark a directory of stores")
+    p.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="spark: one Spark task per log partition (docs/SPARK.md)")
+    p.add_argument("--master", help="Spark master URL (default local[*])")
     p.set_defaults(func=cmd_compact)
     p = sub.add_parser("recover", help="recover a closed store now: finish swaps, truncate a "
                                        "torn tail; --salvage cuts out corrupt regions")
@@ -369,6 +464,19 @@ def build_parser() -> argparse.ArgumentParser:
                                         "(takes the store's lock)")
     p.add_argument("dir")
     p.set_defaults(func=cmd_snapshot)
+    p = sub.add_parser("report", help="per group and per log partition statistics of one "
+                                      "store or a directory of stores, with Spark")
+    p.add_argument("dir")
+    p.add_argument("--engine", choices=("spark",), default="spark")
+    p.add_argument("--master", help="Spark master URL (default local[*])")
+    p.add_argument("--out", help="also write both tables as Parquet under this directory")
+    p.add_argument("--retention-ms", type=int, default=7 * 24 * 3600 * 1000,
+                   help="the stores' retention_ms (default 7 days)")
+    p.add_argument("--retention-check-interval-ms", type=int, default=600_000,
+                   help="the stores' retention check interval (default 10 minutes)")
+    p.add_argument("--salvage", action="store_true", help="skip corrupt regions")
+    p.add_argument("--limit", type=int, default=100, help="groups to print (default 100)")
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("verify", help="check every CRC of the log and the snapshots; "
                                       "exit 1 on log corruption")
     p.add_argument("dir")

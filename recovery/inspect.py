@@ -123,8 +123,10 @@ def iter_records(path: str, *, partition: int | None = None) -> Iterator[tuple]:
     for p, directory in naming.list_partition_dirs(path):
         if partition is not None and p != partition:
             continue
-        for base, seg in plan_swaps(directory).segments:
-            reader = BatchReader(read_file(seg), salvage=True, min_offset=base)
+        segments = plan_swaps(directory).segments
+        for i, (base, seg) in enumerate(segments):
+            reader = BatchReader(read_file(seg), salvage=True, min_offset=base,
+                                 zero_tail=i == len(segments) - 1)
             for batch in reader:
                 for record in batch.records():
                     yield p, seg, batch, batch.base_offset + record[0], record

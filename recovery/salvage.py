@@ -183,7 +183,7 @@ def plan_salvage(directory: str) -> tuple[list[Rewrite], list[SalvagedRegion]]:
                                            f"segment, which reaches offset {min_offset - 1}; "
                                            "salvage cannot choose between them")
         data = segment.read_file(path)
-        reader = BatchReader(data, salvage=True, min_offset=base)
+        reader = BatchReader(data, salvage=True, min_offset=base, zero_tail=last)
         reasons: dict[int, str] = {}
         kept: list[tuple[int, int, int, int]] = []  # (start, stop, first offset, last offset)
         for pos, stop, h in reader.raw():

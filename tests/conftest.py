@@ -55,3 +55,6 @@ def pytest_configure(config):
 
     if not config.pluginmanager.is_registered(plugin):
         config.pluginmanager.register(plugin, "offsetlog-crashtest")
+
+# The session-scoped SparkSession shared by tests/test_spark_*.py.
+from spark_fixtures import spark  # noqa: E402,F401

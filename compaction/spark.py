@@ -1,0 +1,171 @@
+"""Distributed compaction: the local cleaner's code, one Spark task per (store, log partition).
+
+Keys never cross log partitions, so nothing is shuffled: the driver lists the log partitions
+of every store, and each task, on a worker that sees the same file system, does for its
+partition exactly what ``offsetlog compact`` does for it locally:
+
+1. recovery's repair (``recover_partition``): finish or discard an interrupted swap, truncate
+   a torn tail, refuse corruption with file and position;
+2. ``compaction.cleaner.clean_partition`` over the closed segments (all but the last), with
+   the same ``now_ms``, ``delete_retention_ms`` and ``segment_bytes`` for every task, through
+   the same crash-safe ``.cleaned`` -> ``.swap`` protocol.
+
+So the rules are the local cleaner's by construction, and a failed, killed or retried task
+leaves its partition in a state recovery finishes or discards, as after a local crash.
+
+Locking: the driver holds every store's ``LOCK`` (as ``OffsetStore.open`` does) for the whole
+job, so an open store is refused and no store can be opened while it is being compacted. Each
+task also holds an ``flock`` on its partition directory while it works, and before the driver
+releases a store's lock it takes each of those in turn: a task that Spark is still cancelling
+after a failure is waited for instead of racing a writer that opens the store next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass
+
+from compaction.cleaner import CleanResult, clean_partition
+from offsetlog import naming
+from offsetlog.config import StoreConfig
+from offsetlog.errors import OffsetlogError
+from offsetlog.spark.segments import find_stores, store_partitions
+from recovery.replay import recover_partition
+from recovery.snapshot import tombstone_floors
+
+_DEFAULTS = StoreConfig()
+
+
+class SparkCompactionError(OffsetlogError):
+    """The Spark job failed; every store is as recovery will leave it (see the cause)."""
+
+
+@dataclass(frozen=True)
+class PartitionTask:
+    store: str
+    partition: int
+    directory: str
+    now_ms: int
+    delete_retention_ms: int
+    segment_bytes: int
+    #: tests: a cleaner step (compaction.cleaner.STEPS) at which the task raises, or
+    #: "kill:<step>" at which its worker process is killed with SIGKILL
+    fail_at: str | None = None
+    #: the offset of the partition's LMDB snapshot, if it has one: tombstones and markers at
+    #: or above it are kept (a reopen from the snapshot replays them; docs/DESIGN.md)
+    keep_tombstones_from: int | None = None
+
+
+@contextlib.contextmanager
+def _directory_lock(directory: str, *, blocking: bool = True):
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        os.close(fd)  # closing the only descriptor releases the lock
+
+
+def _fault_hook(step_to_fail: str | None):
+    if step_to_fail is None:
+        return None
+
+    kill = step_to_fail.startswith("kill:")
+    step_to_fail = step_to_fail.removeprefix("kill:")
+
+    def hook(step: str) -> None:
+        if step != step_to_fail:
+            return
+        if kill:  # the worker process dies mid-swap, as in a machine or executor crash
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise RuntimeError(f"injected failure at cleaner step {step!r}")
+    return hook
+
+
+def compact_partition(task: PartitionTask) -> dict:
+    """What one Spark task runs (also callable directly): repair, then clean, one partition.
+
+    The result carries the task's own wall and CPU seconds (``task_s``, ``task_cpu_s``), so a
+    job's time can be split into work and Spark's overhead."""
+    started, cpu_started = time.perf_counter(), time.process_time()
+    with _directory_lock(task.directory):
+        recovered = recover_partition(task.directory, task.partition, repair=True)
+        segments = recovered.segments
+        if len(segments) < 2:  # only an active segment (or none): nothing closed to clean
+            result = CleanResult(task.partition)
+        else:
+            result = clean_partition(
+                task.directory, task.partition, active_base=segments[-1][0],
+                now_ms=task.now_ms, delete_retention_ms=task.delete_retention_ms,
+                segment_bytes=task.segment_bytes, fault_hook=_fault_hook(task.fail_at),
+                keep_tombstones_from=task.keep_tombstones_from)
+    out = asdict(result)
+    out["store"] = task.store
+    out["cleaned"] = len(segments) >= 2
+    out["task_s"] = time.perf_counter() - started
+    out["task_cpu_s"] = time.process_time() - cpu_started
+    return out
+
+
+def compact(spark, path: str, *, now_ms: int | None = None,
+            delete_retention_ms: int = _DEFAULTS.delete_retention_ms,
+            segment_bytes: int = _DEFAULTS.segment_bytes,
+            _fail_at: str | None = None) -> list[dict]:
+    """Compact every store at or below ``path`` with one Spark task per log partition.
+
+    The settings are the store's (``OffsetStore.open`` keywords of the same names; a store
+    does not record them on disk, so pass the ones its service uses).
+
+    :param now_ms: the cleaning time every task uses (tombstone horizons); default: now
+    :return: one dict per log partition (``CleanResult`` fields, plus ``store`` and
+        ``cleaned``: whether it had closed segments), sorted by store and partition
+    :raises StoreLockedError: a store is open (nothing was compacted)
+    :raises SparkCompactionError: a task failed; the job's other tasks may have finished
+    """
+    from offsetlog.store import _acquire_lock, _release_lock
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    stores = find_stores(path)
+    held: list[tuple[str, int]] = []
+    tasks: list[PartitionTask] = []
+    try:
+        for store in stores:
+            held.append((store, _acquire_lock(store)))
+        for store in stores:
+            # read under the store's lock: no snapshot can be taken while the job runs
+            floors = tombstone_floors(naming.snapshot_dir(store))
+            for p, directory in store_partitions(store):
+                tasks.append(PartitionTask(store, p, directory, now, delete_retention_ms,
+                                           segment_bytes, _fail_at, floors.get(p)))
+        if not tasks:
+            return []
+        rdd = spark.sparkContext.parallelize(tasks, len(tasks))
+        try:
+            results = rdd.map(compact_partition).collect()
+        except Exception as e:
+            raise SparkCompactionError(f"Spark compaction of {path} failed: "
+                                       f"{_root_cause(e)}") from e
+    finally:
+        try:
+            for t in tasks:  # wait out any task Spark is still cancelling
+                with _directory_lock(t.directory):
+                    pass
+        finally:
+            for store, fd in held:
+                _release_lock(store, fd)
+    results.sort(key=lambda r: (r["store"], r["partition"]))
+    return results
+
+
+def _root_cause(e: BaseException) -> str:
+    """The Python exception line of a failed task, out of Spark's long error text."""
+    text = str(e)
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if "Error:" in line or "Exception:" in line:
+            return line[:500]
+    return text.splitlines()[0][:500] if text else type(e).__name__

@@ -1,0 +1,136 @@
+"""offsetlog.spark.report against a plain-Python computation over the engine's own reader."""
+
+import os
+from collections import Counter, defaultdict
+
+import pytest
+
+from offsetlog import OffsetStore, TopicPartition
+from offsetlog.format import Attribute
+from offsetlog.group.expiry import RetentionView, expired_offsets
+from offsetlog.naming import list_partition_dirs
+from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
+from offsetlog.spark.report import report
+from recovery.inspect import iter_records, scan
+from recovery.swap import plan_swaps
+from test_store_groups import form_group, open_store
+
+pytestmark = pytest.mark.spark
+MIN = 60_000
+RETENTION = 10 * MIN
+CHECK = 1 * MIN
+
+
+def build(path, clock):
+    """Standalone groups, a Stable consumer group, deletes, and one compaction (horizons)."""
+    with open_store(path, clock, segment_bytes=1024, retention_ms=RETENTION) as s:
+        gen, (member,) = form_group(s, clock, group="managed", topics=("orders",))
+        for i in range(40):
+            clock.advance(5_000)  # within the member's session: commits keep it alive
+            offsets = {TopicPartition("orders", 0): i}
+            if i < 20:
+                offsets[TopicPartition("legacy", 0)] = i  # a topic it no longer reads
+            s.commit_sync("managed", offsets, generation_id=gen, member_id=member)
+            s.commit_sync(f"solo-{i % 3}", {TopicPartition("t", i % 4): i})
+            if i == 20:
+                s.delete_offsets("solo-1", [TopicPartition("t", 1)])
+        s.delete_group("solo-2")
+        s.compact()  # stamps delete horizons on the tombstones it keeps
+        for i in range(30):  # new closed segments, with records a cleaning would drop
+            s.commit_sync(f"solo-{i % 2}", {TopicPartition("t", i % 2): i})
+        s.commit_sync("late", {TopicPartition("t", 0): 1})
+        s.commit_sync("solo-0", {TopicPartition("t", 3): 99})
+        assert s.describe_group("managed").state == "Stable"
+    # the report looks at the store later: the next check is just under RETENTION after the
+    # last commits, past it for the early ones
+    return clock.now + RETENTION - CHECK - 30_000
+
+
+def expected(path, now):
+    path = os.path.abspath(path)
+    recs = list(iter_records(path))
+    _, tables = scan(path, salvage=False, tables=True)
+    parts = {}
+    by_lp = defaultdict(list)
+    for p, seg, batch, off, r in recs:
+        by_lp[p].append((seg, batch, off, r))
+    for p, directory in list_partition_dirs(path):
+        rows = by_lp[p]
+        active = plan_swaps(directory).segments[-1][0]
+        key = lambda r: (r[1], r[3].get("group"), r[3].get("topic"), r[3].get("partition"))
+        latest, latest_closed = {}, {}
+        for seg, batch, off, r in rows:
+            if r[1] in (OFFSET_COMMIT, GROUP_METADATA):
+                latest[key(r)] = off
+                if batch.base_offset < active:
+                    latest_closed[key(r)] = off
+        dead = reclaim = 0
+        for seg, batch, off, r in rows:
+            if r[1] not in (OFFSET_COMMIT, GROUP_METADATA):
+                continue
+            dead += off < latest[key(r)]
+            closed = os.path.basename(seg) != os.path.basename(plan_swaps(directory).segments[-1][1])
+            horizon = batch.attributes & Attribute.DELETE_HORIZON and batch.timestamp <= now
+            reclaim += closed and (off < latest_closed[key(r)] or (r[4] is None and bool(horizon)))
+        parts[p] = dict(records=len(rows), dead_records=dead, reclaimable_now=reclaim,
+                        tombstones=sum(r[4] is None for *_, r in rows),
+                        segments=len(plan_swaps(directory).segments))
+    commits = [(r[3]["group"], r[4]["commit_timestamp"]) for *_, r in recs
+               if r[1] == OFFSET_COMMIT and r[4] is not None]
+    times = [t for _, t in commits]
+    span_min = max(max(times) - min(times), MIN) / MIN
+    count = Counter(g for g, _ in commits)
+    groups = {}
+    for lp, table in tables.items():
+        names = {r[3]["group"] for q, *_, r in recs if q == lp and r[3].get("group")}
+        for g in names:
+            entries = dict(table.group_entries(g))
+            view = RetentionView.of_value(table.group_metadata.get(g))
+            groups[g] = dict(
+                log_partition=lp, partitions=len(entries), commits=count[g],
+                last_commit_timestamp=max((t for h, t in commits if h == g), default=None),
+                commits_per_minute=count[g] / span_min,
+                expiring_next_check=len(expired_offsets(view, entries, now + CHECK, RETENTION)))
+    return groups, parts
+
+
+def test_report_numbers_match_a_plain_computation(spark, tmp_path, clock):
+    store = str(tmp_path / "s")
+    now = build(store, clock)
+    rep = report(spark, store, now_ms=now, retention_ms=RETENTION,
+                 retention_check_interval_ms=CHECK)
+    groups = {r["group"]: r.asDict() for r in rep.groups.collect()}
+    parts = {r["log_partition"]: r.asDict() for r in rep.log_partitions.collect()}
+    want_groups, want_parts = expected(store, now)
+    assert set(groups) == set(want_groups) == {"managed", "solo-0", "solo-1", "solo-2", "late"}
+    for g, want in want_groups.items():
+        got = groups[g]
+        for k, v in want.items():
+            assert got[k] == pytest.approx(v), (g, k)
+    for p, want in want_parts.items():
+        for k, v in want.items():
+            assert parts[p][k] == v, (p, k)
+        assert parts[p]["dead_share"] == pytest.approx(want["dead_records"] / want["records"])
+    # the scenario exercises what it should
+    assert groups["managed"]["expiring_next_check"] == 1  # legacy-0: not subscribed
+    assert groups["solo-2"]["partitions"] == 0
+    assert groups["late"]["expiring_next_check"] == 0
+    assert groups["solo-0"]["expiring_next_check"] >= 1
+    assert sum(p["tombstones"] for p in parts.values()) > 0
+    assert any(p["reclaimable_now"] for p in parts.values())
+
+
+def test_cli_report_prints_and_writes_parquet(spark, tmp_path, clock, capsys):
+    from offsetlog.cli import main
+    for name in ("a", "b"):
+        with OffsetStore.open(str(tmp_path / "fleet" / name), partitions=2, clock=clock,
+                              cleaner_backoff_ms=0, retention_check_interval_ms=0) as s:
+            s.commit_sync(f"group-{name}", {TopicPartition("t", 0): 1})
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "fleet"), "--engine", "spark",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "group-a" in text and "group-b" in text
+    back = spark.read.parquet(str(out / "groups")).collect()
+    assert sorted(r["group"] for r in back) == ["group-a", "group-b"]
+    assert spark.read.parquet(str(out / "log_partitions")).count() == 2

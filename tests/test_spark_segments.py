@@ -1,0 +1,56 @@
+"""The data source's reading layer, without Spark: planning and recovery's policy."""
+
+import os
+
+import pytest
+
+from offsetlog import OffsetStore, TopicPartition
+from offsetlog.errors import CorruptLogError, StoreConfigError
+from offsetlog.framing import encode_batch
+from offsetlog.naming import list_segments, partition_dir, segment_path
+from offsetlog.records import offset_commit
+from offsetlog.spark.segments import find_stores, plan_segments, segment_rows
+
+
+def make_store(path, clock, n=30):
+    with OffsetStore.open(path, partitions=2, segment_bytes=1024, clock=clock,
+                          cleaner_backoff_ms=0, retention_check_interval_ms=0) as s:
+        for i in range(n):
+            s.commit_sync(f"g{i % 3}", {TopicPartition("t", 0): i})
+
+
+def test_stores_are_found_at_any_depth_but_not_inside_a_store(tmp_path, clock):
+    for name in ("a", "x/b", "x/y/c"):
+        make_store(str(tmp_path / name), clock, n=1)
+    os.makedirs(tmp_path / "a" / "nested")  # inside a store: not searched
+    assert find_stores(str(tmp_path)) == sorted(str(tmp_path / n) for n in ("a", "x/b", "x/y/c"))
+    assert find_stores(str(tmp_path / "a")) == [str(tmp_path / "a")]
+    with pytest.raises(StoreConfigError):
+        find_stores(str(tmp_path / "a" / "nested"))
+
+
+def test_one_task_per_segment_and_only_the_last_may_end_torn(tmp_path, clock):
+    store = str(tmp_path / "s")
+    make_store(store, clock)
+    tasks = plan_segments(store)
+    segments = [seg for p in (0, 1) for _, seg in list_segments(partition_dir(store, p))]
+    assert [t.path for t in tasks] == segments
+    for p in (0, 1):
+        mine = [t for t in tasks if t.log_partition == p]
+        assert [t.last for t in mine] == [False] * (len(mine) - 1) + [True]
+        assert all(a.limit == b.base for a, b in zip(mine, mine[1:]))
+
+
+def test_a_batch_reaching_past_the_next_segment_is_corruption(tmp_path, clock):
+    store = str(tmp_path / "s")
+    make_store(store, clock)
+    d = partition_dir(store, 0)
+    (b0, first), (b1, _) = list_segments(d)[:2]
+    with open(first, "ab") as f:  # offsets b1 .. b1+1: inside the next segment's range
+        f.write(encode_batch(b1, [offset_commit(0, "g0", "t", 0, 1, commit_timestamp=1),
+                                  offset_commit(1, "g0", "t", 0, 2, commit_timestamp=1)],
+                             timestamp=1))
+    task = next(t for t in plan_segments(store) if t.path == first)
+    with pytest.raises(CorruptLogError) as e:
+        list(segment_rows(task))
+    assert e.value.path == first and "past the next segment" in e.value.reason
