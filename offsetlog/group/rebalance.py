@@ -442,6 +442,8 @@ class RebalanceEngine:
                 self._on_join_deadline(group, at, out)
             elif kind == TIMER_SYNC:
                 if group.pending_sync and group.state in (COMPLETING_REBALANCE, STABLE):
+                    # an id no longer in the group is a replaced static member's: nobody to
+                    # drop, but the generation was assigned without it, so rebalance all the same
                     for mid in [m for m in group.members if m in group.pending_sync]:
                         self._remove_member(group, group.members[mid], out)
                     self._prepare_rebalance(group, at, out)
