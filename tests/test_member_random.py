@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from offsetlog.errors import OffsetlogError
+from offsetlog.group.consumer_protocol import decode_assignment
 from test_member_harness import GROUP, MAX_POLL, SESSION, Harness, check_exact_cover, partitions
 
 TOPICS = {"t": 7, "u": 3}
@@ -157,6 +158,55 @@ def test_a_static_member_that_misses_a_join_phase_is_a_fenced_zombie(store_dir, 
         s.listener.clear()
         h.run_until(h.stable)
         assert s.listener.events[0] == ("lost", sorted(held), -1)
+        check_no_double_owner(h)
+        check_exact_cover(h.live(), ALL)
+    finally:
+        h.close()
+
+
+def test_partitions_held_back_for_a_static_member_that_missed_a_join_phase_are_assigned(
+        store_dir, clock):
+    """The cooperative failure of churn seeds 665 and 3391208204, made deterministic.
+
+    A static member's subscription claims partitions at generation 1; it then holds everything
+    (its partner left) and its poll loop stalls as two members join. The rebalance completes
+    without it, from the subscription it last sent: its claims stand (no newer claim beats
+    them; Kafka's sticky assignors keep such a lone older claim, KAFKA-14639), so
+    cooperative-sticky holds back the claims beyond its quota for it to revoke. It gives up its
+    place (poll timeout) and rejoins as a new member id of its instance: a replacement in a
+    Stable group, no rebalance, and the new process owns nothing, so it revokes nothing. The
+    old member id never sent SyncGroup for that generation, so the sync deadline rebalances
+    the group and the held-back partitions reach their owners."""
+    h = Harness(store_dir, clock, topics=TOPICS)
+    coop = ("cooperative-sticky",)
+    try:
+        s = h.member("s", assignors=coop, group_instance_id="inst-s")
+        a = h.member("a", assignors=coop)
+        h.run_until(h.stable)
+        claimed = s.assignment()  # the claim s's next JoinGroup sends
+        a.close()
+        h.run_until(h.stable)
+        assert s.assignment() == ALL
+        h.member("c", assignors=coop)
+        h.member("d", assignors=coop)
+        h.step()  # their JoinGroups start a rebalance; s polls without having heard of it
+        h.not_polling.add(id(s))
+        for _ in range(MAX_POLL // 500 + 2):
+            h.step()
+        assert s.member_id == ""  # its poll timeout made it give up its place
+        d = h.store.describe_group(GROUP)
+        old_id = next(m.member_id for m in d.members if m.group_instance_id == "inst-s")
+        others = set().union(*(m.assignment() for m in h.live() if m is not s))
+        held_back = claimed - others - set(decode_assignment(
+            h.store._parts[h.store.partition_of(GROUP)].coordinator._groups[GROUP]
+            .members[old_id].assignment))
+        assert held_back  # the scenario this test is about
+        h.not_polling.clear()
+        h.settle()  # s rejoins: it replaces its old member id, the group stays Stable
+        assert h.store.describe_group(GROUP).generation == d.generation
+        assert h.sync_owed() == {old_id}
+        h.run_until(h.stable)
+        assert h.store.describe_group(GROUP).generation > d.generation
         check_no_double_owner(h)
         check_exact_cover(h.live(), ALL)
     finally:
