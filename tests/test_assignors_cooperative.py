@@ -127,7 +127,9 @@ def test_lone_claim_of_an_older_generation_still_holds_its_partitions_back():
 
     This is the assignor's half of the churn failure of seeds 665 and 3391208204 (a static
     member that missed a join phase claims partitions it will never revoke); the fix is the
-    coordinator's (the sync deadline rebalances, see test_group_static.py), not this rule.
+    coordinator's (a static replacement rebalances while partitions are held back for the old
+    process, and the sync deadline does when it never synced; see test_group_static.py), not
+    this rule.
     Note that the assignor cannot tell such a claim is stale at all when every other member
     is new (generation -1), as in seed 665: the claim is then the newest one it sees."""
     # s claims t-0..2 at generation 9; a holds t-3 at 10; c is new

@@ -169,6 +169,33 @@ def test_static_member_replaced_after_it_synced_causes_no_rebalance(h):
     assert h.describe("g").state == "Stable" and h.describe("g").generation == 1
 
 
+@pytest.mark.parametrize("a_has,rebalances", [([2, 3], False), ([3], True)],
+                         ids=["claim-went-to-a", "claim-held-back"])
+def test_static_member_replaced_while_a_claim_of_it_is_held_back_rebalances(h, a_has, rebalances):
+    """s's subscription claims t-0..2 and its assignment keeps t-0, t-1. If a got t-2, s's
+    old claim is merely stale (eager groups look like this: a member lists its previous
+    assignment): the restart takes s's place without a rebalance (KIP-345). If nobody got t-2,
+    the (cooperative) leader is holding it back until s revokes it; the restarted s owns
+    nothing and will never revoke it, so the replacement rebalances at once (a departure from
+    Kafka, which would leave t-2 unowned until some other rebalance)."""
+    def sub(owned):
+        return [("cooperative-sticky", encode_subscription(
+            ["t"], owned_partitions=[("t", p) for p in owned], generation_id=1 if owned else -1))]
+    a = h.join("g", client_id="a", protocols=sub([])).request_id
+    s = h.join("g", client_id="S", group_instance_id="s", protocols=sub([0, 1, 2])).request_id
+    h.advance(6_000)
+    a, s = h.answer(a).member_id, h.answer(s).member_id
+    h.sync("g", member_id=a, generation_id=1, assignments={
+        a: encode_assignment([("t", p) for p in a_has]), s: encode_assignment([("t", 0), ("t", 1)])})
+    h.sync("g", member_id=s, generation_id=1, group_instance_id="s")
+    r = h.join("g", client_id="S", group_instance_id="s", protocols=sub([]))
+    if rebalances:
+        assert r.response is None and h.describe("g").state == "PreparingRebalance"
+        assert r.records == []
+    else:
+        assert r.response.generation_id == 1 and h.describe("g").state == "Stable"
+
+
 def test_static_replacement_fences_a_parked_join_of_the_old_member_id(h):
     a, b = static_group(h, ["ia", "ib"])
     parked_b = h.join("g", member_id=b, group_instance_id="ib", protocols=[("range", b"x")])
