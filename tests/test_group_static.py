@@ -171,7 +171,7 @@ def test_static_member_replaced_after_it_synced_causes_no_rebalance(h):
 
 @pytest.mark.parametrize("a_has,rebalances", [([2, 3], False), ([3], True)],
                          ids=["claim-went-to-a", "claim-held-back"])
-def test_static_member_replaced_while_a_claim_of_it_is_held_back_rebalances(h, a_has, rebalances):
+def test_static_member_replaced_while_its_claim_is_held_back_rebalances(h, a_has, rebalances):
     """s's subscription claims t-0..2 and its assignment keeps t-0, t-1. If a got t-2, s's
     old claim is merely stale (eager groups look like this: a member lists its previous
     assignment): the restart takes s's place without a rebalance (KIP-345). If nobody got t-2,
@@ -185,8 +185,9 @@ def test_static_member_replaced_while_a_claim_of_it_is_held_back_rebalances(h, a
     s = h.join("g", client_id="S", group_instance_id="s", protocols=sub([0, 1, 2])).request_id
     h.advance(6_000)
     a, s = h.answer(a).member_id, h.answer(s).member_id
-    h.sync("g", member_id=a, generation_id=1, assignments={
-        a: encode_assignment([("t", p) for p in a_has]), s: encode_assignment([("t", 0), ("t", 1)])})
+    h.sync("g", member_id=a, generation_id=1,
+           assignments={a: encode_assignment([("t", p) for p in a_has]),
+                        s: encode_assignment([("t", 0), ("t", 1)])})
     h.sync("g", member_id=s, generation_id=1, group_instance_id="s")
     r = h.join("g", client_id="S", group_instance_id="s", protocols=sub([]))
     if rebalances:

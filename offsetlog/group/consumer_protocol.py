@@ -4,9 +4,9 @@ assignment), for ``protocol_type="consumer"``.
 The coordinator treats both as opaque, as Kafka's does, with two exceptions: offset retention
 (KIP-211) needs the topics a Stable group subscribes to, so it decodes subscriptions with
 :func:`subscribed_topics`; and a static member's restart must not strand partitions held back
-for the old process to revoke, see :func:`held_back_for`. Kafka uses its ConsumerProtocol schema here; offsetlog uses msgpack
-maps, versioned like records (a reader takes the fields it knows and ignores the rest, so fields
-can be added without a version bump)::
+for the old process to revoke (:func:`held_back_for`). Kafka uses its ConsumerProtocol schema
+here; offsetlog uses msgpack maps, versioned like records (a reader takes the fields it knows
+and ignores the rest, so fields can be added without a version bump)::
 
     subscription: {"version": 0, "topics": [str], "user_data": bytes | None,
                    "owned_partitions": [[topic, partition]], "generation_id": int}
