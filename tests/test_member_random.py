@@ -80,8 +80,18 @@ def new_instance_id(rng, live) -> str:
 
 @pytest.mark.parametrize("assignors", [("range",), ("sticky",), ("cooperative-sticky",)])
 def test_random_churn_keeps_single_ownership(store_dir, clock, seeded_random, assignors):
-    rng = seeded_random
-    h = Harness(store_dir, clock, topics=TOPICS)
+    churn(Harness(store_dir, clock, topics=TOPICS), seeded_random, assignors)
+
+
+@pytest.mark.parametrize("assignors", [("range",), ("sticky",), ("cooperative-sticky",)])
+def test_random_churn_with_killed_static_processes(store_dir, clock, seeded_random, assignors):
+    """The same churn, plus static members' processes killed at any moment (stalled, stuck
+    in a rebalance, or with an assignment they have not applied yet) and restarted under the
+    same instance id: the old process says nothing more to the group."""
+    churn(Harness(store_dir, clock, topics=TOPICS), seeded_random, assignors, kill=True)
+
+
+def churn(h: Harness, rng, assignors, *, kill: bool = False) -> None:
     names = iter(f"m{i}" for i in range(1000))
     resume: dict[int, int] = {}  # id(member) -> step at which it comes back to life
     try:
@@ -106,6 +116,16 @@ def test_random_churn_keeps_single_ownership(store_dir, clock, seeded_random, as
                 if static:  # a static member's process restarts
                     old = rng.choice(static)
                     old.close()
+                    h.member(next(names), assignors=assignors,
+                             group_instance_id=old.group_instance_id)
+            elif r < 0.15 and kill:
+                static = [m for m in live if m.group_instance_id]
+                if static:  # a static member's process is killed, whatever it was doing
+                    old = rng.choice(static)
+                    h.remove(old)  # never driven again, never closed
+                    h.stalled.discard(id(old))
+                    h.not_polling.discard(id(old))
+                    resume.pop(id(old), None)
                     h.member(next(names), assignors=assignors,
                              group_instance_id=old.group_instance_id)
             for key, at in list(resume.items()):
