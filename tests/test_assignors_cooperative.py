@@ -115,6 +115,36 @@ def test_stale_claimant_does_not_get_a_partition_its_newer_owner_still_holds():
     assert coop.assign({"topic": 2}, subs) == {"consumer1": [tp("topic", 0)], "consumer2": []}
 
 
+def test_lone_claim_of_an_older_generation_still_holds_its_partitions_back():
+    """A claim that no other member contests counts, however old its generation (Kafka since
+    3.5, KAFKA-14639: ``AbstractStickyAssignor.allSubscriptionsEqual`` lets "a member continue to
+    hold on to its partition if there are no other owners", for both algorithms; Kafka 2.8 to
+    3.4 dropped every claim below the highest generation, KAFKA-12984; Kafka's own test of the
+    rule is ported as test_assignors_sticky.py::test_no_reassignment_of_current_members). The
+    older claim may be a member that missed a rebalance with REBALANCE_IN_PROGRESS and still
+    holds its partitions, so they are held back until it revokes them rather than handed to
+    someone else at once.
+
+    This is the assignor's half of the churn failure of seeds 665 and 3391208204 (a static
+    member that missed a join phase claims partitions it will never revoke); the fix is the
+    coordinator's (a static replacement rebalances while partitions are held back for the old
+    process, and the sync deadline does when it never synced; see test_group_static.py), not
+    this rule.
+    Note that the assignor cannot tell such a claim is stale at all when every other member
+    is new (generation -1), as in seed 665: the claim is then the newest one it sees."""
+    # s claims t-0..2 at generation 9; a holds t-3 at 10; c is new
+    s = Subscription(["t"], owned_partitions=[tp("t", 0), tp("t", 1), tp("t", 2)], generation_id=9)
+    a = Subscription(["t"], owned_partitions=[tp("t", 3)], generation_id=10)
+    subs = {"s": s, "a": a, "c": Subscription(["t"])}
+    assert StickyAssignor().assign({"t": 4}, subs)["c"] == [tp("t", 2)]
+    assert coop.assign({"t": 4}, subs) == {"s": [tp("t", 0), tp("t", 1)], "a": [tp("t", 3)], "c": []}
+    # the general algorithm (subscriptions differ): t-0 would move from s to a, and waits
+    subs = {"s": s, "a": a, "c": Subscription(["t", "x"])}
+    assert StickyAssignor().assign({"t": 4, "x": 1}, subs)["a"] == [tp("t", 0), tp("t", 3)]
+    assert coop.assign({"t": 4, "x": 1}, subs) == {"s": [tp("t", 1), tp("t", 2)], "a": [tp("t", 3)],
+                                                   "c": [tp("x", 0)]}
+
+
 def test_partitions_of_a_topic_nobody_reads_any_more_are_not_held_back():
     subs = {"a": Subscription(["y"], owned_partitions=[tp("x", 0)], generation_id=GEN),
             "b": Subscription(["y"], generation_id=GEN)}

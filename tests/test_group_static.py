@@ -116,6 +116,87 @@ def test_static_member_that_does_not_rejoin_is_kept_until_its_session_ends(h):
     assert rejoin.response.generation_id == 2 and rejoin.response.error is None
 
 
+def test_static_member_replaced_before_it_synced_makes_the_sync_deadline_rebalance(h):
+    """A static member that missed a join phase stays in the group (KIP-345) and the generation
+    is assigned from the subscription it sent for an earlier one; it owes the generation a
+    SyncGroup. If it then restarts, its new member id takes its place without a rebalance, but
+    the SyncGroup stays owed under the old id (Kafka's ``replaceStaticMember`` does not move
+    ``pendingSyncMembers``), so the sync deadline rebalances the group: the leader gets to
+    assign from the restarted member's real subscription. Under cooperative rebalancing this is
+    what frees partitions held back for the old process to revoke (it never will)."""
+    kw = dict(session_timeout_ms=30_000, rebalance_timeout_ms=10_000)
+    a = h.join("g", client_id="a", **kw).request_id
+    s = h.join("g", client_id="S", group_instance_id="s", **kw).request_id
+    h.advance(6_000)
+    a, s = h.answer(a).member_id, h.answer(s).member_id
+    h.sync("g", member_id=a, generation_id=1, assignments={a: b"A1", s: b"S1"})
+    h.sync("g", member_id=s, generation_id=1, group_instance_id="s")
+    h.join("g", member_id=a, **kw)  # a rebalance that s misses (its poll loop is stuck)
+    joined_at = h.now + 10_000
+    h.advance_to(joined_at)
+    assert [m.member_id for m in h.describe("g").members] == [a, s]
+    h.sync("g", member_id=a, generation_id=2, assignments={a: b"A2", s: b"S2"})
+    assert h.describe("g").state == "Stable"
+    h.advance(2_000)  # s's process restarts
+    r = h.join("g", client_id="S", group_instance_id="s", **kw)
+    new_s = r.response.member_id
+    assert r.response.error is None and r.response.generation_id == 2  # no rebalance yet
+    assert h.sync("g", member_id=new_s, generation_id=2,
+                  group_instance_id="s").response.assignment == b"S2"
+    h.advance_to(joined_at + 10_000 - 1)
+    h.heartbeat("g", member_id=a, generation_id=2)
+    h.heartbeat("g", member_id=new_s, generation_id=2, group_instance_id="s")
+    assert h.describe("g").state == "Stable"
+    h.advance(1)  # the sync deadline: s's old id never synced generation 2
+    d = h.describe("g")
+    assert d.state == "PreparingRebalance" and [m.member_id for m in d.members] == [a, new_s]
+    assert isinstance(h.heartbeat("g", member_id=new_s, generation_id=2,
+                                  group_instance_id="s").response.error,
+                      RebalanceInProgressError)
+
+
+def test_static_member_replaced_after_it_synced_causes_no_rebalance(h):
+    """The KIP-345 case proper: the old member id had synced its generation, so the restart
+    keeps the generation for good (past the sync deadline and beyond)."""
+    a, b = static_group(h, ["ia", "ib"], rebalance_timeout_ms=10_000)
+    new_b = h.join("g", client_id="IB", group_instance_id="ib",
+                   rebalance_timeout_ms=10_000).response.member_id
+    h.sync("g", member_id=new_b, generation_id=1, group_instance_id="ib")
+    for _ in range(10):
+        h.advance(3_000)
+        h.heartbeat("g", member_id=a, generation_id=1, group_instance_id="ia")
+        h.heartbeat("g", member_id=new_b, generation_id=1, group_instance_id="ib")
+    assert h.describe("g").state == "Stable" and h.describe("g").generation == 1
+
+
+@pytest.mark.parametrize("a_has,rebalances", [([2, 3], False), ([3], True)],
+                         ids=["claim-went-to-a", "claim-held-back"])
+def test_static_member_replaced_while_its_claim_is_held_back_rebalances(h, a_has, rebalances):
+    """s's subscription claims t-0..2 and its assignment keeps t-0, t-1. If a got t-2, s's
+    old claim is merely stale (eager groups look like this: a member lists its previous
+    assignment): the restart takes s's place without a rebalance (KIP-345). If nobody got t-2,
+    the (cooperative) leader is holding it back until s revokes it; the restarted s owns
+    nothing and will never revoke it, so the replacement rebalances at once (a departure from
+    Kafka, which would leave t-2 unowned until some other rebalance)."""
+    def sub(owned):
+        return [("cooperative-sticky", encode_subscription(
+            ["t"], owned_partitions=[("t", p) for p in owned], generation_id=1 if owned else -1))]
+    a = h.join("g", client_id="a", protocols=sub([])).request_id
+    s = h.join("g", client_id="S", group_instance_id="s", protocols=sub([0, 1, 2])).request_id
+    h.advance(6_000)
+    a, s = h.answer(a).member_id, h.answer(s).member_id
+    h.sync("g", member_id=a, generation_id=1,
+           assignments={a: encode_assignment([("t", p) for p in a_has]),
+                        s: encode_assignment([("t", 0), ("t", 1)])})
+    h.sync("g", member_id=s, generation_id=1, group_instance_id="s")
+    r = h.join("g", client_id="S", group_instance_id="s", protocols=sub([]))
+    if rebalances:
+        assert r.response is None and h.describe("g").state == "PreparingRebalance"
+        assert r.records == []
+    else:
+        assert r.response.generation_id == 1 and h.describe("g").state == "Stable"
+
+
 def test_static_replacement_fences_a_parked_join_of_the_old_member_id(h):
     a, b = static_group(h, ["ia", "ib"])
     parked_b = h.join("g", member_id=b, group_instance_id="ib", protocols=[("range", b"x")])

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from test_member_harness import (GROUP, Recorder, check_exact_cover, harness,  # noqa: F401
-                                 partitions)
+from test_member_harness import (GROUP, Harness, Recorder, check_exact_cover,  # noqa: F401
+                                 harness, partitions)
 
 from offsetlog.assignors import RebalanceProtocol
+from offsetlog.group.consumer_protocol import decode_assignment
 from offsetlog.member import MemberState
 
 ALL = partitions("t", 6)
@@ -136,3 +137,38 @@ def test_unsubscribing_a_topic_revokes_only_its_partitions(harness):
     assert a.assignment() == partitions("t", 2)
     assert [(k, p) for k, p, _ in a.listener.events] == [
         ("revoked", sorted(partitions("u", 2))), ("assigned", [])]
+
+
+def test_static_member_restarted_before_revoking_does_not_strand_partitions(store_dir, clock):
+    """A static member gets an assignment that takes a partition away (held back from its new
+    owner until it revokes it) and its process dies before revoking. The restart takes its
+    place in the Stable group (KIP-345: no rebalance) and owns nothing, so it never revokes
+    and never rejoins; nor will anyone else. Kafka leaves the partition unowned until some
+    other rebalance; the coordinator here sees the old subscription's claim held back and
+    rebalances at the replacement."""
+    h = Harness(store_dir, clock)
+    try:
+        s = h.member("s", assignors=COOP, group_instance_id="inst-s")
+        d = h.member("d", assignors=COOP)
+        h.run_until(h.stable)
+        held = s.assignment()
+        h.stalled.add(id(d))  # d dies: the next join phase waits for it until the deadline
+        h.member("c", assignors=COOP)
+        h.member("e", assignors=COOP)
+        while s.state is not MemberState.PREPARING_REBALANCE:
+            h.step()
+        h.not_polling.add(id(s))  # s's JoinGroup is sent; it will not apply the answer
+        while h.store.describe_group(GROUP).state != "Stable":
+            h.step()
+        h.remove(d)  # d's process is gone for good
+        assert s.rebalance_in_progress and s.assignment() == held  # the answer waits for poll
+        others = set().union(*(m.assignment() for m in h.live() if m is not s))
+        group = h.store._parts[h.store.partition_of(GROUP)].coordinator._groups[GROUP]
+        assigned_s = set(decode_assignment(group.members[s.member_id].assignment))
+        assert held - others - assigned_s  # held back for s to revoke: the case in point
+        s.close()  # the process dies; it restarts under the same instance id
+        h.member("s2", assignors=COOP, group_instance_id="inst-s")
+        h.run_until(h.stable)
+        check_exact_cover(h.live(), ALL)
+    finally:
+        h.close()

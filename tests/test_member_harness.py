@@ -215,8 +215,10 @@ class Harness:
 
     def stable(self, members=None) -> bool:
         """The group is Stable and every given member is in its generation with nothing left
-        to apply. Without ``members``: every live, non-stalled member, and the group has no
-        other member (a closed static member stays in the group until its session ends)."""
+        to apply. Without ``members``: every live, non-stalled member, the group has no other
+        member (a closed static member stays in the group until its session ends), and no
+        SyncGroup is owed (a static member replaced before it synced leaves one owed under its
+        old id, and the group rebalances at the sync deadline)."""
         check_all = members is None
         if check_all:
             members = [m for m in self.live() if id(m) not in self.stalled]
@@ -224,10 +226,18 @@ class Harness:
         if d is None or d.state != "Stable":
             return False
         ids = {md.member_id for md in d.members}
-        if check_all and ids != {m.member_id for m in members}:
+        if check_all and (ids != {m.member_id for m in members} or self.sync_owed()):
             return False
         return all(not m.rebalance_in_progress and m.generation_id == d.generation
                    and m.member_id in ids for m in members)
+
+    def sync_owed(self) -> set[str]:
+        """Member ids the coordinator still waits for a SyncGroup from (its soft state, which
+        ``describe_group`` does not show)."""
+        part = self.store._parts[self.store.partition_of(GROUP)]
+        with part.lock:
+            group = part.coordinator._groups.get(GROUP)
+            return set(group.pending_sync) if group is not None else set()
 
     def describe(self) -> str:
         d = self.store.describe_group(GROUP)

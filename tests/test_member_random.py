@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from offsetlog.errors import OffsetlogError
+from offsetlog.group.consumer_protocol import decode_assignment
 from test_member_harness import GROUP, MAX_POLL, SESSION, Harness, check_exact_cover, partitions
 
 TOPICS = {"t": 7, "u": 3}
@@ -79,8 +80,18 @@ def new_instance_id(rng, live) -> str:
 
 @pytest.mark.parametrize("assignors", [("range",), ("sticky",), ("cooperative-sticky",)])
 def test_random_churn_keeps_single_ownership(store_dir, clock, seeded_random, assignors):
-    rng = seeded_random
-    h = Harness(store_dir, clock, topics=TOPICS)
+    churn(Harness(store_dir, clock, topics=TOPICS), seeded_random, assignors)
+
+
+@pytest.mark.parametrize("assignors", [("range",), ("sticky",), ("cooperative-sticky",)])
+def test_random_churn_with_killed_static_processes(store_dir, clock, seeded_random, assignors):
+    """The same churn, plus static members' processes killed at any moment (stalled, stuck
+    in a rebalance, or with an assignment they have not applied yet) and restarted under the
+    same instance id: the old process says nothing more to the group."""
+    churn(Harness(store_dir, clock, topics=TOPICS), seeded_random, assignors, kill=True)
+
+
+def churn(h: Harness, rng, assignors, *, kill: bool = False) -> None:
     names = iter(f"m{i}" for i in range(1000))
     resume: dict[int, int] = {}  # id(member) -> step at which it comes back to life
     try:
@@ -105,6 +116,16 @@ def test_random_churn_keeps_single_ownership(store_dir, clock, seeded_random, as
                 if static:  # a static member's process restarts
                     old = rng.choice(static)
                     old.close()
+                    h.member(next(names), assignors=assignors,
+                             group_instance_id=old.group_instance_id)
+            elif r < 0.15 and kill:
+                static = [m for m in live if m.group_instance_id]
+                if static:  # a static member's process is killed, whatever it was doing
+                    old = rng.choice(static)
+                    h.remove(old)  # never driven again, never closed
+                    h.stalled.discard(id(old))
+                    h.not_polling.discard(id(old))
+                    resume.pop(id(old), None)
                     h.member(next(names), assignors=assignors,
                              group_instance_id=old.group_instance_id)
             for key, at in list(resume.items()):
@@ -157,6 +178,56 @@ def test_a_static_member_that_misses_a_join_phase_is_a_fenced_zombie(store_dir, 
         s.listener.clear()
         h.run_until(h.stable)
         assert s.listener.events[0] == ("lost", sorted(held), -1)
+        check_no_double_owner(h)
+        check_exact_cover(h.live(), ALL)
+    finally:
+        h.close()
+
+
+def test_partitions_held_back_for_a_static_member_that_missed_a_join_phase_are_assigned(
+        store_dir, clock):
+    """The cooperative failure of churn seeds 665 and 3391208204, made deterministic.
+
+    A static member's subscription claims partitions at generation 1; it then holds everything
+    (its partner left) and its poll loop stalls as two members join. The rebalance completes
+    without it, from the subscription it last sent: its claims stand (no newer claim beats
+    them; Kafka's sticky assignors keep such a lone older claim, KAFKA-14639), so
+    cooperative-sticky holds back the claims beyond its quota for it to revoke. It gives up its
+    place (poll timeout) and rejoins as a new member id of its instance: a replacement in a
+    Stable group, which KIP-345 makes without a rebalance, and the new process owns nothing, so
+    it revokes nothing; the held-back partitions stayed unowned for good. The coordinator now
+    sees that the old subscription's claims are held back and rebalances at the replacement
+    (test_group_static.py has this and the sync-deadline rebalance Kafka would make here)."""
+    h = Harness(store_dir, clock, topics=TOPICS)
+    coop = ("cooperative-sticky",)
+    try:
+        s = h.member("s", assignors=coop, group_instance_id="inst-s")
+        a = h.member("a", assignors=coop)
+        h.run_until(h.stable)
+        claimed = s.assignment()  # the claim s's next JoinGroup sends
+        a.close()
+        h.run_until(h.stable)
+        assert s.assignment() == ALL
+        h.member("c", assignors=coop)
+        h.member("d", assignors=coop)
+        h.step()  # their JoinGroups start a rebalance; s polls without having heard of it
+        h.not_polling.add(id(s))
+        for _ in range(MAX_POLL // 500 + 2):
+            h.step()
+        assert s.member_id == ""  # its poll timeout made it give up its place
+        d = h.store.describe_group(GROUP)
+        old_id = next(m.member_id for m in d.members if m.group_instance_id == "inst-s")
+        others = set().union(*(m.assignment() for m in h.live() if m is not s))
+        held_back = claimed - others - set(decode_assignment(
+            h.store._parts[h.store.partition_of(GROUP)].coordinator._groups[GROUP]
+            .members[old_id].assignment))
+        assert held_back  # the scenario this test is about
+        h.not_polling.clear()
+        h.settle()  # s rejoins: it replaces its old member id, and the group rebalances
+        assert s.member_id != old_id and s.group_instance_id == "inst-s"
+        assert h.store.describe_group(GROUP).state != "Stable"
+        h.run_until(h.stable)
+        assert h.store.describe_group(GROUP).generation > d.generation
         check_no_double_owner(h)
         check_exact_cover(h.live(), ALL)
     finally:

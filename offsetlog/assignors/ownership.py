@@ -6,6 +6,9 @@ can conflict (a member that missed a rebalance still reports what it held), and 
 
 * a claim on a partition of a topic no longer subscribed to by anyone, or that no longer exists,
   is dropped;
+* a claim no other member makes stands, whatever its generation (Kafka since 3.5, KAFKA-14639:
+  the claimant may have been late for a rebalance and still hold the partition; the assignor is
+  not told the group's generation, so it could not tell a stale claim from a late one anyway);
 * when several members claim one partition, the claim of the highest generation wins;
 * when the highest generation is shared by several claimants, none of them keeps it (it cannot
   be known who really holds it), and it is assigned afresh.

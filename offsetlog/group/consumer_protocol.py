@@ -1,11 +1,12 @@
 """The bytes a consumer puts in JoinGroup (its subscription) and gets from SyncGroup (its
 assignment), for ``protocol_type="consumer"``.
 
-The coordinator treats both as opaque, as Kafka's does, with one exception: offset retention
+The coordinator treats both as opaque, as Kafka's does, with two exceptions: offset retention
 (KIP-211) needs the topics a Stable group subscribes to, so it decodes subscriptions with
-:func:`subscribed_topics`. Kafka uses its ConsumerProtocol schema here; offsetlog uses msgpack
-maps, versioned like records (a reader takes the fields it knows and ignores the rest, so fields
-can be added without a version bump)::
+:func:`subscribed_topics`; and a static member's restart must not strand partitions held back
+for the old process to revoke (:func:`held_back_for`). Kafka uses its ConsumerProtocol schema
+here; offsetlog uses msgpack maps, versioned like records (a reader takes the fields it knows
+and ignores the rest, so fields can be added without a version bump)::
 
     subscription: {"version": 0, "topics": [str], "user_data": bytes | None,
                    "owned_partitions": [[topic, partition]], "generation_id": int}
@@ -78,3 +79,32 @@ def decode_assignment(data: bytes) -> list[TopicPartition]:
         return []
     value = msgpack.unpackb(data, raw=False)
     return [TopicPartition(t, p) for t, p in value["partitions"]]
+
+
+def held_back_for(subscription: bytes, assignment: bytes,
+                  other_assignments: Iterable[bytes]) -> list[TopicPartition]:
+    """The partitions a member's subscription claims that its assignment takes away and that no
+    other member is assigned either, sorted: under cooperative rebalancing the leader holds
+    such a partition back until this member has revoked it (the member then rejoins, and the
+    follow-up rebalance assigns it). ``[]`` when any of the data is not consumer protocol data.
+
+    An eager member claims nothing that another member is not given, or lists (for eager-only
+    assignors) its previous assignment, whose partitions went to others; so for eager groups
+    this is empty, except for partitions that no longer exist or nobody reads any more.
+
+    >>> sub = encode_subscription(["t"], owned_partitions=[("t", 0), ("t", 1)], generation_id=3)
+    >>> held_back_for(sub, encode_assignment([("t", 0)]), [encode_assignment([("t", 2)])])
+    [TopicPartition(topic='t', partition=1)]
+    >>> held_back_for(sub, encode_assignment([("t", 0)]), [encode_assignment([("t", 1)])])
+    []
+    """
+    try:
+        claimed = set(decode_subscription(subscription)["owned_partitions"])
+        claimed.difference_update(decode_assignment(assignment))
+        for other in other_assignments:
+            if not claimed:
+                break
+            claimed.difference_update(decode_assignment(other))
+    except Exception:  # not consumer protocol data (msgpack raises several unrelated types)
+        return []
+    return sorted(claimed)

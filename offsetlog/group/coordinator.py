@@ -12,7 +12,8 @@ a wall clock stepping back cannot reorder events). Deadlines are data in a timer
   (``initial_rebalance_delay_ms``, extended while new members keep arriving, within the
   rebalance timeout) or the rebalance timeout (longest of the members');
 * the **sync deadline** after a join phase: members that have not sent SyncGroup by the
-  rebalance timeout are evicted and the group rebalances;
+  rebalance timeout are evicted and the group rebalances (also when the one that has not is
+  the old member id of a static member replaced since, see ``Group.replace_static_member``);
 * each member's **session deadline**: no heartbeat (or commit, JoinGroup, SyncGroup) for its
   session timeout evicts it and rebalances the group. A member parked in a JoinGroup or
   SyncGroup cannot heartbeat, so a lapse then does not evict it (its session restarts when it

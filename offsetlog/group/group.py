@@ -41,7 +41,9 @@ class Group:
         self.static_members: dict[str, str] = {}
         #: KIP-394: ids handed out with MemberIdRequired whose owners have not joined yet
         self.pending_members: set[str] = set()
-        #: members that must still send SyncGroup for this generation (Kafka's pendingSyncMembers)
+        #: member ids that must still send SyncGroup for this generation (Kafka's
+        #: pendingSyncMembers); may keep the old id of a replaced static member (see
+        #: :meth:`replace_static_member`)
         self.pending_sync: set[str] = set()
         #: which timer ends the join phase: INITIAL_DELAY (a new group waits for more members)
         #: or REBALANCE_TIMEOUT (wait for known members); None outside PreparingRebalance
@@ -99,16 +101,22 @@ class Group:
 
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
         """Give the static member ``instance_id`` a new member id, keeping its place in the join
-        order, its leadership and everything else."""
+        order, its leadership and everything else.
+
+        A SyncGroup the old member id still owes stays owed under the old id, which the new one
+        cannot send (Kafka's ``replaceStaticMember`` leaves ``pendingSyncMembers`` alone too), so
+        the sync deadline rebalances the group. That rebalance matters: an old member id that
+        never synced this generation took no part in it (it missed the join phase, or restarted
+        before syncing), so the assignment was made without its current subscription, and a
+        cooperative assignment may be holding back partitions it is expected to revoke. The new
+        process owns nothing and revokes nothing; without the rebalance those partitions would
+        stay unowned."""
         member = self.members[old_id]
         self.members = {(new_id if mid == old_id else mid): m for mid, m in self.members.items()}
         member.member_id = new_id
         self.static_members[instance_id] = new_id
         if self.leader == old_id:
             self.leader = new_id
-        if old_id in self.pending_sync:
-            self.pending_sync.discard(old_id)
-            self.pending_sync.add(new_id)
         return member
 
     def static_member_id(self, instance_id: str | None) -> str | None:

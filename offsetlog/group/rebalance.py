@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from offsetlog.errors import InvalidGroupIdError, RebalanceInProgressError, UnknownMemberIdError
 from offsetlog.group.config import GroupConfig
+from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER
+from offsetlog.group.consumer_protocol import held_back_for
 from offsetlog.group.errors import (CoordinatorNotAvailableError, FencedInstanceIdError,
                                     GroupMaxSizeReachedError, InconsistentGroupProtocolError,
                                     InvalidSessionTimeoutError, MemberIdRequiredError)
@@ -265,8 +267,16 @@ class RebalanceEngine:
     def _replace_static_member(self, group: Group, old_id: str, new_id: str, req: JoinRequest,
                                now: int, out: Result) -> None:
         """A static member rejoined without its member id (it restarted): it takes the place of
-        the previous member of its instance, whose id is fenced from now on."""
+        the previous member of its instance, whose id is fenced from now on.
+
+        In a Stable group that is all (KIP-345), unless the vote would change or the old
+        process owed the group a follow-up rebalance: its subscription claims partitions that
+        the assignment holds back from everyone until it revokes them (cooperative), and the
+        new process owns nothing, so it will never revoke them and rejoin. Kafka rebalances
+        only for the vote; there the partitions wait for the next rebalance, which may never
+        come (or, if the old id had not synced, for the sync deadline)."""
         member = group.members[old_id]
+        held_back = self._held_back(group, member) if group.state is STABLE else []
         self._fail_parked(member, FencedInstanceIdError(
             f"instance {req.group_instance_id!r} rejoined as member {new_id!r}"), out,
             member_id=old_id)
@@ -275,7 +285,7 @@ class RebalanceEngine:
         self._update_member(group, member, req, out)
         self._touch(group, member, now)
         if group.state is STABLE:
-            if group.select_protocol() == group.protocol:
+            if group.select_protocol() == group.protocol and not held_back:
                 # nothing the assignment depends on changed: keep the generation and its
                 # assignment, record the new member id, and answer at once
                 self._record(out, group.group_id, group_value(group))
@@ -290,6 +300,19 @@ class RebalanceEngine:
             self._prepare_rebalance(group, now, out)
         elif group.state is not PREPARING_REBALANCE:
             raise AssertionError(f"static member in a {group.state} group {group.group_id!r}")
+
+    @staticmethod
+    def _held_back(group: Group, member: Member) -> list:
+        """Partitions held back for ``member`` to revoke (consumer groups; see
+        :func:`~offsetlog.group.consumer_protocol.held_back_for`)."""
+        if group.protocol_type != CONSUMER or group.protocol is None:
+            return []
+        try:
+            subscription = member.metadata(group.protocol)
+        except KeyError:
+            return []
+        return held_back_for(subscription, member.assignment,
+                             (m.assignment for m in group.members.values() if m is not member))
 
     # -- the join phase ------------------------------------------------------------------------
 
@@ -442,6 +465,8 @@ class RebalanceEngine:
                 self._on_join_deadline(group, at, out)
             elif kind == TIMER_SYNC:
                 if group.pending_sync and group.state in (COMPLETING_REBALANCE, STABLE):
+                    # an id no longer in the group is a replaced static member's: nobody to
+                    # drop, but the generation was assigned without it, so rebalance all the same
                     for mid in [m for m in group.members if m in group.pending_sync]:
                         self._remove_member(group, group.members[mid], out)
                     self._prepare_rebalance(group, at, out)
