@@ -249,7 +249,7 @@ def verify_ledger(db_path: str, *, complete_at: int | None = None) -> int:
     return progress
 
 
-def run_harness(work_dir: str, *, cycles: int = 100, records: int = 10_000, batch: int = 10,
+def run_harness(work_dir: str, *, cycles: int = 100, records: int = 200_000, batch: int = 10,
                 process: str = "offsetlog.txn_harness:derive_rows",
                 setup: str | None = "offsetlog.txn_harness:setup_derived",
                 check: str | None = "offsetlog.txn_harness:check_derived",
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", help="work directory (store + SQLite database); must be new")
     parser.add_argument("--cycles", type=int, default=100)
-    parser.add_argument("--records", type=int, default=10_000,
+    parser.add_argument("--records", type=int, default=200_000,
                         help="input records; enough that the kill cycles do not finish them")
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--process", default="offsetlog.txn_harness:derive_rows",
