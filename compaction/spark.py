@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from compaction.cleaner import CleanResult, clean_partition
-from offsetlog import naming
+from offsetlog import dirlock, naming
 from offsetlog.config import StoreConfig
 from offsetlog.errors import OffsetlogError
 from offsetlog.spark.segments import find_stores, store_partitions
@@ -126,15 +126,13 @@ def compact(spark, path: str, *, now_ms: int | None = None,
     :raises StoreLockedError: a store is open (nothing was compacted)
     :raises SparkCompactionError: a task failed; the job's other tasks may have finished
     """
-    from offsetlog.store import _acquire_lock, _release_lock
-
     now = int(time.time() * 1000) if now_ms is None else now_ms
     stores = find_stores(path)
     held: list[tuple[str, int]] = []
     tasks: list[PartitionTask] = []
     try:
         for store in stores:
-            held.append((store, _acquire_lock(store)))
+            held.append((store, dirlock.acquire(store)))
         for store in stores:
             # read under the store's lock: no snapshot can be taken while the job runs
             floors = tombstone_floors(naming.snapshot_dir(store))
@@ -156,7 +154,7 @@ def compact(spark, path: str, *, now_ms: int | None = None,
                     pass
         finally:
             for store, fd in held:
-                _release_lock(store, fd)
+                dirlock.release(store, fd)
     results.sort(key=lambda r: (r["store"], r["partition"]))
     return results
 

@@ -12,8 +12,6 @@ the background retention pass, argument checking and the public API.
 from __future__ import annotations
 
 import dataclasses
-import errno
-import fcntl
 import gc
 import json
 import logging
@@ -24,10 +22,10 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import Callable
 
-from offsetlog import naming, records as rec, segment
+from offsetlog import dirlock, naming, records as rec, segment
 from offsetlog.config import StoreConfig, system_clock_ms
 from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreConfigError,
-                              StoreFailedError, StoreLockedError, UnknownMemberIdError,
+                              StoreFailedError, UnknownMemberIdError,
                               UnstableOffsetCommitError, UnsupportedVersionError)
 from offsetlog.format import STORE_FORMAT_VERSION
 from offsetlog.group import GroupConfig, GroupCoordinator
@@ -49,11 +47,6 @@ log = logging.getLogger("offsetlog.store")
 
 #: callback(offsets, exception_or_None) for commit_async
 CommitCallback = Callable[[Mapping, BaseException | None], None]
-
-# Paths open in this process. flock alone already refuses a second open (each open() is its own
-# open file description), but this gives a clearer message for the same-process case.
-_open_paths: set[str] = set()
-_open_paths_lock = threading.Lock()
 
 
 class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
@@ -172,14 +165,14 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         if not os.path.isdir(path):
             os.makedirs(path, exist_ok=True)
             segment.fsync_dir(os.path.dirname(path))
-        lock_fd = _acquire_lock(path)
+        lock_fd = dirlock.acquire(path)
         try:
             stored = _read_or_create_meta(path, partitions, config.partitions)
             if stored != config.partitions:
                 config = dataclasses.replace(config, partitions=stored)
             parts, report, loaded = _recover(path, config)
         except BaseException:
-            _release_lock(path, lock_fd)
+            dirlock.release(path, lock_fd)
             raise
         try:
             store = cls(path, config, _lock_fd=lock_fd, _parts=parts, _report=report,
@@ -187,7 +180,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         except BaseException:
             if loaded.store is not None:
                 loaded.store.close()
-            _release_lock(path, lock_fd)
+            dirlock.release(path, lock_fd)
             raise
         if not report.clean:
             log.warning("%s: %s", path, report)
@@ -557,7 +550,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             for part in self._parts:
                 part.log.close()
             self._close_snapshots()
-            _release_lock(self.path, self._lock_fd)
+            dirlock.release(self.path, self._lock_fd)
 
     @property
     def closed(self) -> bool:
@@ -597,41 +590,6 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
 
 # -- helpers for open() ---------------------------------------------------------------------
-
-def _acquire_lock(path: str) -> int:
-    with _open_paths_lock:
-        if path in _open_paths:
-            raise StoreLockedError(f"{path} is already open in this process", path=path)
-        lock_file = naming.lock_path(path)
-        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            holder = ""
-            try:
-                holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
-            except OSError:
-                pass
-            os.close(fd)
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                who = f" (held by pid {holder})" if holder else ""
-                raise StoreLockedError(f"{path} is open in another process{who}",
-                                       path=path) from None
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        _open_paths.add(path)
-        return fd
-
-
-def _release_lock(path: str, fd: int) -> None:
-    with _open_paths_lock:
-        _open_paths.discard(path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
 
 def _read_or_create_meta(path: str, requested: int | None, default: int) -> int:
     """The store's partition count: from meta.json, or written there for a new store."""

@@ -19,25 +19,18 @@ can pair a snapshot with the changed log.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Iterator
 
-from offsetlog import naming, segment
-from offsetlog.errors import CorruptLogError, StoreLockedError
+from offsetlog import dirlock, naming, segment
+from offsetlog.errors import CorruptLogError
 from offsetlog.format import HEADER_SIZE
 from offsetlog.framing import BatchReader, decode_payload
 from recovery.inspect import stored_partitions
 from recovery.replay import recover_partition
 from recovery.report import RecoveryReport
 from recovery.swap import commit_swap, finish_swaps
-
-#: the snapshot cache a salvage invalidates (recovery/snapshot.py writes it)
-SNAPSHOT_DIR = "snapshots"
 
 
 @dataclass(frozen=True)
@@ -87,28 +80,6 @@ class SalvageReport:
         return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def store_lock(path: str) -> Iterator[None]:
-    """Hold the store's directory lock (the same ``flock`` ``OffsetStore.open`` takes)."""
-    fd = os.open(naming.lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise StoreLockedError(f"{path} is open elsewhere; close it first",
-                                       path=path) from None
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
 def salvage_store(path: str | os.PathLike) -> SalvageReport:
     """Rewrite every corrupt segment of the closed store at ``path`` without its corrupt
     regions; afterwards ``OffsetStore.open`` succeeds.
@@ -128,7 +99,7 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False) -> SalvageR
     path = os.path.abspath(os.fspath(path))
     stored_partitions(path)  # refuses a directory that is not a store
     report = SalvageReport()
-    with store_lock(path):
+    with dirlock.held(path):
         partitions = naming.list_partition_dirs(path)
         plans = {}
         for p, directory in partitions:
@@ -154,7 +125,7 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False) -> SalvageR
 
 def remove_snapshots(path: str) -> str | None:
     """Remove ``<store>/snapshots`` (a cache) if it exists; returns what was removed."""
-    snapshots = os.path.join(path, SNAPSHOT_DIR)
+    snapshots = naming.snapshot_dir(path)
     if not os.path.exists(snapshots):
         return None
     shutil.rmtree(snapshots)
@@ -260,4 +231,4 @@ _fault_hook = None
 
 
 __all__ = ["SalvageReport", "SalvagedRegion", "plan_salvage", "recover_store",
-           "remove_snapshots", "salvage_store", "store_lock"]
+           "remove_snapshots", "salvage_store"]
