@@ -420,7 +420,10 @@ class GroupCoordinator(RebalanceEngine):
     def _delete(self, group: Group, now: int, out: Result) -> None:
         group.transition_to(DEAD, now)
         self._forget(group.group_id)
-        if group.persisted:  # a group that was never written needs no tombstone
+        # Every GROUP_METADATA record is written at generation 1 or later (the first is the
+        # end of the first join phase), and a loaded group carries its record's generation:
+        # generation 0 means nothing of the group is in the log, so it needs no tombstone.
+        if group.generation > 0:
             self._record(out, group.group_id, None)
 
     # -- loading -------------------------------------------------------------------------------
@@ -442,7 +445,6 @@ class GroupCoordinator(RebalanceEngine):
             self._unload_group(old, now, out)
         if group is None:
             return out
-        group.persisted = True
         self._groups[group_id] = group
         for member in group.members.values():
             self._touch(group, member, now)

@@ -54,9 +54,6 @@ class Group:
         self.initial_remaining_ms = 0
         #: a member joined a generation-0 group during its initial delay
         self.new_member_added = False
-        #: a GROUP_METADATA record of this group is in the log (it was loaded from one, or one
-        #: was written): deleting the group must then write a tombstone
-        self.persisted = False
 
     def __repr__(self) -> str:
         return (f"<Group {self.group_id!r} {self.state} generation={self.generation} "

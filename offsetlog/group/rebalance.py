@@ -81,11 +81,9 @@ class RebalanceEngine:
         self._fire_due(now, out)
         return out, now
 
-    def _record(self, out: Result, group_id: str, value: dict | None) -> None:
+    @staticmethod
+    def _record(out: Result, group_id: str, value: dict | None) -> None:
         out.records.append(group_metadata_record(len(out.records), group_id, value))
-        group = self._groups.get(group_id)
-        if group is not None and value is not None:
-            group.persisted = True
 
     def _touch(self, group: Group, member: Member, now: int) -> None:
         """Restart ``member``'s session: a heartbeat, or anything that proves it alive."""
