@@ -359,6 +359,7 @@ class GroupCommitter:
 
     def _complete(self, group: list[Pending]) -> None:
         """Resolve futures and queue callbacks of a finished round (outside any lock)."""
+        callbacks = []
         for item in group:
             waiter = item.waiter
             if waiter is not None:
@@ -373,16 +374,25 @@ class GroupCommitter:
                 else:
                     fut.set_exception(item.error)
             if item.callback is not None:
-                self.queue_callback(item.callback, item.callback_arg, item.error)
+                callbacks.append((item.callback, item.callback_arg, item.error))
+        if callbacks:
+            self.queue_callbacks(callbacks)
 
     def queue_callback(self, callback, arg, error) -> None:
-        """Run ``callback(arg, error)`` on the callback thread, or here once it has stopped
-        (a synchronous committer may finish resolving its round after close() drained)."""
+        self.queue_callbacks(((callback, arg, error),))
+
+    def queue_callbacks(self, jobs) -> None:
+        """Run each ``callback(arg, error)`` of ``jobs`` on the callback thread, or here once it
+        has stopped (a synchronous committer may finish resolving its round after close()
+        drained). One lock hold per round, not per callback."""
         with self._callbacks_lock:
             if not self._callbacks_closed:
-                self._callbacks.put((callback, arg, error))
+                put = self._callbacks.put
+                for job in jobs:
+                    put(job)
                 return
-        self._run_callback(callback, arg, error)
+        for job in jobs:
+            self._run_callback(*job)
 
     @staticmethod
     def _run_callback(callback, arg, error) -> None:
