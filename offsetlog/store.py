@@ -88,7 +88,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             for group_id, value in sorted(part.table.group_metadata.items()):
                 part.coordinator.load(group_id, value, now_ms=now)
         self._init_groups()
-        self._retention_stop = threading.Event()  # stops every background thread
+        self._background_stop = threading.Event()  # stops every background thread
         # before the cleaner starts (it asks for the snapshots' tombstone floor) and before
         # anything is written (the roll-forward below)
         self._init_snapshots(_snapshots or LoadedSnapshots(None, {}))
@@ -437,7 +437,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
     def _retention_loop(self) -> None:
         interval = self.config.retention_check_interval_ms / 1000.0
-        while not self._retention_stop.wait(interval):
+        while not self._background_stop.wait(interval):
             try:
                 self.expire_offsets()
             except StoreClosedError:
@@ -497,7 +497,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
     def _cleaner_loop(self) -> None:
         interval = self.config.cleaner_backoff_ms / 1000.0
-        while not self._retention_stop.wait(interval):
+        while not self._background_stop.wait(interval):
             for part in self._parts:
                 if self._closed:
                     return
@@ -528,7 +528,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             if self._closed:
                 return
             self._closed = True
-        self._retention_stop.set()
+        self._background_stop.set()
         for t in (self._retention_thread, self._cleaner_thread, self._snapshot_thread):
             if t is not None and t is not threading.current_thread():
                 t.join()

@@ -311,7 +311,7 @@ class StoreSnapshots:
         # Wake often enough to see a count crossed soon after it is; the interval itself is
         # judged with the store's clock.
         period = min(1.0, c.snapshot_interval_ms / 1000.0) if c.snapshot_interval_ms else 1.0
-        while not self._retention_stop.wait(period):
+        while not self._background_stop.wait(period):
             for part in self._parts:
                 if self._closed:
                     return

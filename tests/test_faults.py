@@ -571,7 +571,7 @@ def test_the_background_cleaner_leaves_an_uncleanable_partition_alone(tmp_path, 
     thread = threading.Thread(target=store._cleaner_loop, daemon=True)
     thread.start()
     time.sleep(0.3)
-    store._retention_stop.set()
+    store._background_stop.set()
     thread.join(10)
     assert calls == ["cleaned-written"]  # never retried in the background
     store._cleaner_fault_hook = None
