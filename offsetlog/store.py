@@ -233,19 +233,17 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             raise UnknownMemberIdError(
                 f"group_instance_id must be a str or None, not {group_instance_id!r}")
         coord = part.coordinator
+        # A standalone commit (Kafka's simple consumer) is valid unless a managed group of that
+        # name exists; the common case costs one dict lookup.
+        standalone = generation_id == -1 and not member_id and group_instance_id is None
 
         def check() -> None:
+            if standalone and not coord.has_group(group_id):
+                return
             coord.validate_offset_commit(group_id, member_id=member_id,
                                          group_instance_id=group_instance_id,
                                          generation_id=generation_id, now_ms=now)
 
-        if generation_id == -1 and not member_id and group_instance_id is None:
-            # A standalone commit (Kafka's simple consumer): valid unless a managed group of
-            # that name has members; the common case costs one dict lookup.
-            def standalone() -> None:
-                if coord.has_group(group_id):
-                    check()
-            return standalone
         return check
 
     def commit_sync(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
