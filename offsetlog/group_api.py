@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from offsetlog.errors import StoreClosedError
 from offsetlog.group import GroupCoordinator, GroupDescription, MemberIdentity, Result
+from offsetlog.futures import running_future
 from offsetlog.validation import check_group_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,7 +113,7 @@ class GroupRequests:
         self._check_open()
         check_group_id(group_id)
         part = self._parts[self.partition_of(group_id)]
-        fut: Future = Future()
+        fut = running_future()
         self._run_coordinator(part, call, self._clock(), fut)
         return fut
 

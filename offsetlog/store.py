@@ -28,6 +28,7 @@ from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreCon
                               StoreFailedError, UnknownMemberIdError,
                               UnstableOffsetCommitError, UnsupportedVersionError)
 from offsetlog.format import STORE_FORMAT_VERSION
+from offsetlog.futures import failed_future, resolved_future
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.group_api import GroupRequests
 from offsetlog.log import PartitionLog
@@ -276,6 +277,10 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                      member_id: str = "", group_instance_id: str | None = None) -> Future:
         """Queue a commit and return a ``Future`` that resolves once it is durable.
 
+        The future is already running, so ``cancel()`` returns False: a queued commit is
+        written whatever happens to its future. Calls queued back to back may get the same
+        future object: their commits become durable (or fail) in one write.
+
         ``callback(offsets, exception_or_None)`` runs once, on the store's callback thread,
         in completion order. Commits to one key are applied in call order, sync or async.
         Argument and fencing errors are raised here, at once, and nothing is queued; a store
@@ -283,26 +288,22 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         """
         part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
                                                     group_instance_id)
-        fut: Future = Future()
         if item is None:
             with part.lock:
                 precheck()
-            fut.set_result(None)
             if callback is not None:
                 self._writer.queue_callback(callback, offsets, None)
-            return fut
-        item.future = fut
+            return resolved_future()
         if callback is not None:
             item.callback, item.callback_arg = callback, offsets
         try:
-            self._writer.submit_async(part, item, precheck)
+            return self._writer.submit_async(part, item, precheck)
         except StoreFailedError as e:
             # The commit was valid but cannot be written: that is its outcome, reported the
             # way every other outcome is (the future and the callback), not as a usage error.
-            fut.set_exception(e)
             if callback is not None:
                 self._writer.queue_callback(callback, offsets, e)
-        return fut
+            return failed_future(e)
 
     # -- reads ---------------------------------------------------------------------------
 

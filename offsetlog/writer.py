@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
 from offsetlog.framing import encode_payload, frame
+from offsetlog.futures import running_future
 from offsetlog.log import PartitionLog
 from offsetlog.table import OffsetTable
 
@@ -89,7 +90,8 @@ class PartitionWriter:
     """The queue, table and log of one log partition."""
 
     __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
-                 "async_scheduled", "coordinator", "exclusive_waiting")
+                 "async_scheduled", "coordinator", "exclusive_waiting", "open_future",
+                 "open_bytes")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -106,6 +108,10 @@ class PartitionWriter:
         #: callers waiting in ``exclusive``: no new round starts while there are any, or a
         #: steady stream of commits would pass leadership from round to round forever
         self.exclusive_waiting = 0
+        #: the future shared by the ``commit_async`` items at the tail of the queue, and the
+        #: bytes they hold (see ``GroupCommitter.submit_async``)
+        self.open_future: Future | None = None
+        self.open_bytes = 0
 
 
 class GroupCommitter:
@@ -223,16 +229,35 @@ class GroupCommitter:
                                   "may still be applied")
 
     def submit_async(self, part: PartitionWriter, item: Pending,
-                     precheck: Callable[[], None] | None = None) -> None:
+                     precheck: Callable[[], None] | None = None) -> Future:
+        """Queue ``item`` and return the future that resolves once it is durable.
+
+        Consecutive async items share one future: they sit side by side in the queue, the
+        leader takes them in one round (see ``_lead``), so they are durable, or fail, together.
+        A future per call costs more than the commit (measured: about 8 of 17 us per
+        ``commit_async``, mostly the collector walking the futures a caller keeps); sharing
+        one per round makes that cost vanish. A sync, deferred or coordinator item behind
+        them, or ``max_group_commit_bytes`` of async items, starts the next future.
+        """
         with part.lock:
             self.check_usable()
             if precheck is not None:
                 precheck()
-            part.queue.append(item)
+            q = part.queue
+            fut = part.open_future
+            n = len(item.payload)
+            if (fut is None or not q or q[-1].future is not fut
+                    or part.open_bytes + n > self.max_bytes):
+                fut = part.open_future = running_future()
+                part.open_bytes = 0
+            part.open_bytes += n
+            item.future = fut
+            q.append(item)
             if part.leader_active or part.async_scheduled:
-                return  # whoever leads next takes it; waking the thread per call is costly
+                return fut  # whoever leads next takes it; waking the thread per call is costly
             part.async_scheduled = True
         self._wake_async(part)
+        return fut
 
     def submit_computed(self, part: PartitionWriter, compute: Callable[[], tuple[list, Any]],
                         timestamp: int, on_done: Callable[[Pending], None]) -> None:
@@ -289,8 +314,9 @@ class GroupCommitter:
                 size = 0
                 while q and q[0].deferred is None:
                     n = len(q[0].payload)
-                    if group and size + n > self.max_bytes:
-                        break
+                    if group and size + n > self.max_bytes and (
+                            q[0].future is None or q[0].future is not group[-1].future):
+                        break  # never between two items that share a future
                     group.append(q.popleft())
                     size += n
             # Offsets are given under the lock; framing (CRCs) waits until it is released so
@@ -360,6 +386,7 @@ class GroupCommitter:
     def _complete(self, group: list[Pending]) -> None:
         """Resolve futures and queue callbacks of a finished round (outside any lock)."""
         callbacks = []
+        resolved = None
         for item in group:
             waiter = item.waiter
             if waiter is not None:
@@ -368,7 +395,10 @@ class GroupCommitter:
             if item.on_done is not None:
                 item.on_done(item)
             fut = item.future
-            if fut is not None:
+            if fut is not None and fut is not resolved:
+                # A shared future's items are all in this round, and all in one state: every
+                # item of a round fails or none does (deferred items have no future).
+                resolved = fut
                 if item.error is None:
                     fut.set_result(item.result)
                 else:

@@ -48,3 +48,21 @@ def test_commit_does_not_block_the_loop(store_dir):
         assert ticks >= 50  # the loop kept running while commits waited on fsync
 
     asyncio.run(main())
+
+
+def test_cancelling_the_awaiting_task_leaves_the_commit_and_the_store_working(store_dir):
+    """``asyncio.wait_for`` timing out cancels the awaiting task; the commit it was waiting
+    for is still written (it is queued), and the store keeps serving commits."""
+    async def main():
+        async with await AsyncOffsetStore.open(store_dir, partitions=1) as s:
+            tasks = [asyncio.ensure_future(s.commit("g", {TopicPartition("t", i % 3): i}))
+                     for i in range(300)]
+            await asyncio.sleep(0)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.wait_for(s.commit("g", {TP: 1000}), timeout=30)
+            await asyncio.wait_for(s.flush(), timeout=30)
+            assert await s.committed("g", TopicPartition("t", 2)) == OffsetAndMetadata(299)
+
+    asyncio.run(main())

@@ -383,3 +383,72 @@ def test_a_callback_queued_after_close_stopped_the_callback_thread_still_runs(tm
     writer.queue_callback(lambda arg, exc: ran.append((arg, exc, threading.current_thread())),
                           "offsets", None)
     assert ran == [("offsets", None, threading.current_thread())]
+
+
+def test_cancelling_a_commit_future_neither_cancels_the_commit_nor_stops_the_writer(tmp_path):
+    """A queued commit is written whatever its caller does with the future: ``cancel()`` says
+    so by returning False (a cancelled future would also refuse the outcome the writer sets
+    on it, which used to kill the async writer thread and hang every later commit)."""
+    with open_store(tmp_path, partitions=1) as store:
+        futures = [store.commit_async("g", {TP("t", i % 5): i}) for i in range(2000)]
+        assert not any(f.cancel() for f in futures)
+        store.commit_sync("g", {TP("t", 9): 1}, timeout=30)
+        done, pending = wait(futures, timeout=30)
+        assert not pending and all(f.exception() is None for f in futures)
+        assert not any(f.cancelled() for f in futures)
+        assert store.committed("g", TP("t", 4)) == OAM(1999)
+
+
+@pytest.mark.parametrize("max_bytes", [1024, 4096, 1 << 20])
+def test_a_shared_future_resolves_only_once_every_commit_it_carries_is_applied(
+        tmp_path, max_bytes):
+    """Consecutive ``commit_async`` calls share a future; when it resolves, every one of
+    them must be in the table. Small ``max_group_commit_bytes`` make rounds end constantly,
+    so a future whose commits were split over two rounds would resolve early and fail here."""
+    with open_store(tmp_path, partitions=1, max_group_commit_bytes=max_bytes) as store:
+        carried: dict[int, list[tuple[TP, int]]] = collections.defaultdict(list)
+        checked: dict[int, int] = {}
+        futures = []
+        early = []
+        lock = threading.Lock()
+
+        def check(fut):  # runs the moment the future resolves, in the leader's thread
+            with lock:
+                items = list(carried[id(fut)])
+                checked[id(fut)] = len(items)
+            for tp, offset in items:
+                if store.committed("g", tp).offset < offset:
+                    early.append((tp, offset))
+
+        stop = threading.Event()
+
+        def sync_committer():  # its items end runs of async items at random places
+            n = 0
+            while not stop.is_set():
+                n += 1
+                store.commit_sync("g", {TP("sync", 0): n})
+
+        other = threading.Thread(target=sync_committer)
+        other.start()
+        try:
+            for i in range(3000):
+                tp = TP("t", i % 7)
+                with lock:  # a future that resolves before add_done_callback runs it here
+                    fut = store.commit_async("g", {tp: i})
+                    carried[id(fut)].append((tp, i))
+                    first = len(carried[id(fut)]) == 1
+                if first:
+                    futures.append(fut)
+                    fut.add_done_callback(check)
+                if i % 20 == 0:
+                    time.sleep(0.0002)  # let the sync committer in between runs
+        finally:
+            stop.set()
+            other.join()
+        wait(futures, timeout=60)
+        assert not early, "a future resolved before every commit it carries was applied"
+        # ...and no commit joined a future after it resolved
+        assert all(checked[id(f)] == len(carried[id(f)]) for f in futures)
+        assert len(futures) < 3000  # shared
+        if max_bytes == 1024:  # a future holds at most max_bytes of payloads (~60 B each)
+            assert max(len(c) for c in carried.values()) <= 1024 // 50

@@ -161,3 +161,20 @@ def test_deleting_a_loaded_group_writes_exactly_one_metadata_tombstone(store_dir
         assert s.groups() == [] and s.describe_group("g") is None
         s.delete_group("g")  # gone: nothing more is written
     assert metadata_tombstones() == 1
+
+
+def test_a_parked_group_request_cannot_be_cancelled_and_is_still_answered(store_dir, clock):
+    """The coordinator answers every request it holds; a cancelled future would refuse that
+    answer (and raise in the thread delivering it), so the future says no to cancel()."""
+    with open_store(store_dir, clock) as s:
+        fut = s.join_group("g", client_id="c", session_timeout_ms=SESSION,
+                           rebalance_timeout_ms=SESSION, protocols=[("range", b"")])
+        assert not fut.done()
+        assert not fut.cancel()
+        for _ in range(SESSION // 1_000 + 1):
+            if fut.done():
+                break
+            clock.advance(1_000)
+            s.poll_groups()
+        assert fut.result(timeout=10).error is None
+        s.commit_sync("other", {TP0: 1})  # the store still works

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError, OffsetlogError,
                               RebalanceInProgressError, UnknownMemberIdError)
+from offsetlog.futures import running_future
 from offsetlog.member.rebalance import MemberState
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_offsets
@@ -65,7 +66,7 @@ class CommitTracking:
                     for tp in sorted(partitions) if tp in self._positions}
 
     def _submit_commit(self, offsets: dict, callback: CommitCallback | None) -> Future:
-        commit = _Commit(offsets, Future(), callback)
+        commit = _Commit(offsets, running_future(), callback)
         with self._lock:
             self._check_open()
             if self._fatal is not None:

@@ -52,6 +52,7 @@ from offsetlog.assignors import (NO_GENERATION, PartitionAssignor, RebalanceProt
                                  get_assignor, select_rebalance_protocol)
 from offsetlog.errors import (CommitTimeoutError, FencedInstanceIdError, IllegalGenerationError,
                               OffsetlogError, RebalanceInProgressError, UnknownMemberIdError)
+from offsetlog.futures import resolved_future
 from offsetlog.member.commits import CommitCallback, CommitTracking, _Commit
 from offsetlog.member.errors import (MemberClosedError, NotSubscribedError,
                                      PartitionNotAssignedError)
@@ -494,8 +495,7 @@ class GroupMember(RebalanceSteps, CommitTracking):
         """
         offsets = self._offsets_to_commit(offsets)
         if not offsets:
-            fut: Future = Future()
-            fut.set_result(None)
+            fut = resolved_future()
             if callback is not None:
                 with self._lock:
                     self._completed_callbacks.append((callback, offsets, None))
