@@ -17,6 +17,8 @@ from typing import Any
 
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.format import RecordType
+from offsetlog.types import TopicPartition
+from offsetlog.validation import check_offsets
 
 #: (offset_delta, record_type, version, key, value): a tuple when built, a list when decoded;
 #: msgpack arrays inside values decode as lists, so values built here should use lists too
@@ -87,6 +89,35 @@ def offset_commit(delta: int, group: str, topic: str, partition: int, offset: in
     if expire_timestamp is not None:
         value["expire_timestamp"] = expire_timestamp
     return (delta, OFFSET_COMMIT, 0, {"group": group, "topic": topic, "partition": partition}, value)
+
+
+def offset_commit_records(group_id: str, offsets, commit_timestamp: int, metadata_max: int
+                          ) -> tuple[Record, ...]:
+    """The OFFSET_COMMIT records of one commit call, in the caller's order, after every check
+    of ``validation.check_offsets`` (which raises for the whole call).
+
+    The usual call, a dict of ``TopicPartition -> int``, is checked and built in one pass;
+    anything else goes through ``check_offsets``. Both give the records ``offset_commit``
+    builds.
+    """
+    if offsets.__class__ is dict:
+        out = []
+        for tp, value in offsets.items():
+            if tp.__class__ is TopicPartition and value.__class__ is int and value >= 0:
+                topic, partition = tp
+                if topic.__class__ is str and topic and partition.__class__ is int \
+                        and partition >= 0:
+                    out.append((len(out), OFFSET_COMMIT, 0,
+                                {"group": group_id, "topic": topic, "partition": partition},
+                                {"offset": value, "commit_timestamp": commit_timestamp}))
+                    continue
+            break  # not the usual shape: check (and build) it all below
+        else:
+            return tuple(out)
+    return tuple([offset_commit(i, group_id, topic, partition, offset, metadata=metadata,
+                                leader_epoch=epoch, commit_timestamp=commit_timestamp)
+                  for i, (topic, partition, offset, metadata, epoch)
+                  in enumerate(check_offsets(offsets, metadata_max=metadata_max))])
 
 
 def offset_tombstone(delta: int, group: str, topic: str, partition: int) -> Record:

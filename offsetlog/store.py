@@ -38,7 +38,7 @@ from offsetlog.store_snapshots import (LoadedSnapshots, StoreSnapshots, delete_d
 from offsetlog.table import OffsetTable
 from offsetlog.txn_api import TransactionRequests
 from offsetlog.types import OffsetAndMetadata, TopicPartition
-from offsetlog.validation import check_group_id, check_offsets, check_partition_list
+from offsetlog.validation import check_group_id, check_partition_list
 from offsetlog.writer import GroupCommitter, PartitionWriter, Pending
 from compaction.cleaner import CleanResult, clean_partition
 from recovery.snapshot import partition_key as snapshot_key
@@ -72,8 +72,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self._lock_fd = _lock_fd
         self._parts = _parts
         self._partitions = config.partitions
-        #: group -> its PartitionWriter; a cache of partition_for for the commit hot path
-        self._group_parts: dict[str, PartitionWriter] = {}
+        #: group -> (its PartitionWriter, its standalone commits' fencing check); see _route
+        self._routes: dict[str, tuple[PartitionWriter, Callable[[], None]]] = {}
         #: what recovery found when this store was opened
         self.recovery_report = _report
         self._closed = False
@@ -203,23 +203,36 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                         ) -> tuple[PartitionWriter, Pending | None, Callable[[], None]]:
         if self._closed:
             raise StoreClosedError(f"{self.path}: the store is closed")
-        part = self._group_parts.get(group_id) if type(group_id) is str else None
-        if part is None:
-            check_group_id(group_id)
-            part = self._group_parts[group_id] = self._parts[
-                partition_for(group_id, self._partitions)]
-        checked = check_offsets(offsets, metadata_max=self.config.metadata_max_bytes)
+        route = self._routes.get(group_id) if type(group_id) is str else None
+        if route is None:
+            route = self._route(group_id)
+        part, precheck = route
         now = self._clock()
-        precheck = self._fencing(part, group_id, generation_id, member_id, group_instance_id,
-                                 now)
-        if not checked:
+        records = rec.offset_commit_records(group_id, offsets, now,
+                                            self.config.metadata_max_bytes)
+        if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
+                and group_instance_id is None):
+            precheck = self._fencing(part, group_id, generation_id, member_id,
+                                     group_instance_id, now)
+        if not records:
             return part, None, precheck
-        commit = rec.offset_commit
-        records = tuple([
-            commit(i, group_id, topic, partition, offset, metadata=metadata,
-                   leader_epoch=epoch, commit_timestamp=now)
-            for i, (topic, partition, offset, metadata, epoch) in enumerate(checked)])
         return part, Pending(records, now), precheck
+
+    def _route(self, group_id) -> tuple[PartitionWriter, Callable[[], None]]:
+        """``group_id``'s partition and the fencing check of its standalone commits, made once
+        per group (the commit hot path looks both up in one dict)."""
+        check_group_id(group_id)
+        part = self._parts[partition_for(group_id, self._partitions)]
+        clock = self._clock
+
+        def standalone() -> None:
+            # Kafka's simple consumer: valid unless a managed group of that name exists.
+            coord = part.coordinator
+            if coord.has_group(group_id):
+                coord.validate_offset_commit(group_id, now_ms=clock())
+
+        route = self._routes[group_id] = (part, standalone)
+        return route
 
     @staticmethod
     def _fencing(part, group_id, generation_id, member_id, group_instance_id, now
@@ -234,8 +247,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             raise UnknownMemberIdError(
                 f"group_instance_id must be a str or None, not {group_instance_id!r}")
         coord = part.coordinator
-        # A standalone commit (Kafka's simple consumer) is valid unless a managed group of that
-        # name exists; the common case costs one dict lookup.
+        # _prepare_commit takes the usual standalone call (generation -1 as a plain int, no
+        # member, no instance) the short way; an equal call of other types arrives here.
         standalone = generation_id == -1 and not member_id and group_instance_id is None
 
         def check() -> None:

@@ -34,7 +34,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
-from offsetlog.framing import encode_payload, frame
+from offsetlog.framing import encode_payload, frame_batch
 from offsetlog.futures import running_future
 from offsetlog.log import PartitionLog
 from offsetlog.table import OffsetTable
@@ -55,35 +55,46 @@ Deferred = Callable[[OffsetTable], tuple]
 
 
 class Pending:
-    """One queued batch (or deferred operation) and its outcome."""
+    """One queued batch (or deferred operation) and its outcome.
 
-    __slots__ = ("records", "payload", "timestamp", "deferred", "force_sync", "future",
-                 "callback", "callback_arg", "done", "error", "base_offset", "result", "on_done",
-                 "waiter", "attributes", "producer_id", "producer_epoch")
+    Fields most items never change are class-level defaults: a commit sets three fields on
+    creation, not seventeen (it is made once per commit call, on the hot path).
+    """
+
+    #: batch header fields: transactional offsets and markers (docs/TRANSACTIONS.md)
+    attributes = 0
+    producer_id = -1
+    producer_epoch = -1
+    #: computes the records at the head of the queue (see the module docstring)
+    deferred: Deferred | None = None
+    force_sync = False
+    future: Future | None = None
+    callback = None
+    callback_arg = None
+    done = False
+    error: BaseException | None = None
+    base_offset = -1
+    result: Any = None
+    #: called with the item once it is durable or failed, by the thread that led it
+    on_done: Callable[["Pending"], None] | None = None
+    #: a synchronous committer's wake-up: a lock held until its batch is done
+    waiter: Any = None
 
     def __init__(self, records: tuple | None, timestamp: int, *, deferred: Deferred | None = None,
                  force_sync: bool = False, attributes: int = 0, producer_id: int = -1,
                  producer_epoch: int = -1) -> None:
         self.records = records
-        #: batch header fields: transactional offsets and markers (docs/TRANSACTIONS.md)
-        self.attributes = attributes
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
         self.payload = encode_payload(records) if records else b""
         self.timestamp = timestamp
-        self.deferred = deferred
-        self.force_sync = force_sync
-        self.future: Future | None = None
-        self.callback = None
-        self.callback_arg = None
-        self.done = False
-        self.error: BaseException | None = None
-        self.base_offset = -1
-        self.result: Any = None
-        #: called with the item once it is durable or failed, by the thread that led it
-        self.on_done: Callable[["Pending"], None] | None = None
-        #: a synchronous committer's wake-up: a lock held until its batch is done
-        self.waiter: Any = None
+        if deferred is not None:
+            self.deferred = deferred
+        if force_sync:
+            self.force_sync = True
+        if attributes:
+            self.attributes = attributes
+        if producer_id != -1 or producer_epoch != -1:
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
 
 
 class PartitionWriter:
@@ -91,7 +102,7 @@ class PartitionWriter:
 
     __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
                  "async_scheduled", "coordinator", "exclusive_waiting", "open_future",
-                 "open_bytes")
+                 "open_bytes", "idle_waiters")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -112,6 +123,16 @@ class PartitionWriter:
         #: bytes they hold (see ``GroupCommitter.submit_async``)
         self.open_future: Future | None = None
         self.open_bytes = 0
+        #: threads in ``cond.wait()`` (drain, exclusive): a round end notifies only if any
+        self.idle_waiters = 0
+
+    def wait_idle(self) -> None:
+        """``cond.wait()``, counted (``lock`` held)."""
+        self.idle_waiters += 1
+        try:
+            self.cond.wait()
+        finally:
+            self.idle_waiters -= 1
 
 
 class GroupCommitter:
@@ -170,13 +191,14 @@ class GroupCommitter:
         deadline = None if timeout is None else time.monotonic() + timeout
         waiter = None
         with part.lock:
-            self.check_usable()
+            if self.closing or self.failure is not None:
+                self.check_usable()
             if precheck is not None:
                 precheck()
             part.queue.append(item)
             lead = not part.leader_active and not part.exclusive_waiting
             if not lead:
-                waiter = self._enlist(part, item)
+                item.waiter = waiter = _new_waiter()
         while True:
             if lead:
                 with part.lock:
@@ -240,7 +262,8 @@ class GroupCommitter:
         them, or ``max_group_commit_bytes`` of async items, starts the next future.
         """
         with part.lock:
-            self.check_usable()
+            if self.closing or self.failure is not None:
+                self.check_usable()
             if precheck is not None:
                 precheck()
             q = part.queue
@@ -312,9 +335,10 @@ class GroupCommitter:
                 item.payload = encode_payload(records) if records else b""
             else:
                 size = 0
+                max_bytes = self.max_bytes
                 while q and q[0].deferred is None:
                     n = len(q[0].payload)
-                    if group and size + n > self.max_bytes and (
+                    if group and size + n > max_bytes and (
                             q[0].future is None or q[0].future is not group[-1].future):
                         break  # never between two items that share a future
                     group.append(q.popleft())
@@ -324,18 +348,26 @@ class GroupCommitter:
             base = part.log.next_offset
             force_sync = False
             for item in group:
-                force_sync |= item.force_sync
-                if item.records:
+                if item.force_sync:
+                    force_sync = True
+                records = item.records
+                if records:
                     item.base_offset = base
-                    base += item.records[-1][0] + 1
+                    base += records[-1][0] + 1
             error = None
             part.lock.release()
             try:
-                frames = [frame(item.base_offset, item.payload, record_count=len(item.records),
-                                last_offset_delta=item.records[-1][0], timestamp=item.timestamp,
-                                attributes=item.attributes, producer_id=item.producer_id,
-                                producer_epoch=item.producer_epoch)
-                          for item in group if item.records]
+                frames = []
+                batches = []  # what the table applies once the round is durable
+                for item in group:
+                    records = item.records
+                    if records:
+                        last = records[-1][0]
+                        frames.append(frame_batch(item.base_offset, item.payload, len(records),
+                                                  last, item.timestamp, item.attributes,
+                                                  item.producer_id, item.producer_epoch))
+                        batches.append((item.base_offset, records, item.attributes,
+                                        item.producer_id, item.producer_epoch))
                 if frames:
                     part.log.append(b"".join(frames) if len(frames) > 1 else frames[0], base)
                 if self.fsync_always or force_sync:
@@ -351,9 +383,7 @@ class GroupCommitter:
                 for item in group:
                     item.error = failed
             else:
-                part.table.apply_batches([(item.base_offset, item.records, item.attributes,
-                                           item.producer_id, item.producer_epoch)
-                                          for item in group if item.records])
+                part.table.apply_batches(batches)
             for item in group:
                 item.done = True
             return group
@@ -371,7 +401,8 @@ class GroupCommitter:
         lock+fsync rate at 8 threads). An idle committer still leads itself, so a single
         thread pays no hand-off at all.
         """
-        part.cond.notify_all()  # drain/exclusive waiters only: committers sleep on their own
+        if part.idle_waiters:  # drain/exclusive waiters only: committers sleep on their own
+            part.cond.notify_all()
         if part.queue and not part.async_scheduled:
             # Lock order is always partition lock, then _async_cv.
             part.async_scheduled = True
@@ -486,7 +517,7 @@ class GroupCommitter:
             part.exclusive_waiting += 1
             try:
                 while part.leader_active:
-                    part.cond.wait()
+                    part.wait_idle()
             except BaseException:
                 part.exclusive_waiting -= 1
                 self._hand_on(part)  # what queued behind us must not wait for nobody
@@ -513,7 +544,7 @@ class GroupCommitter:
                         finally:
                             part.lock.acquire()
                         continue
-                    part.cond.wait()
+                    part.wait_idle()
 
     def stop(self) -> None:
         """Stop the background threads (after ``drain``); runs queued callbacks first."""

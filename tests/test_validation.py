@@ -1,10 +1,11 @@
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.errors import (IllegalGenerationError, InvalidCommitError, InvalidGroupIdError,
                               InvalidTopicError, OffsetlogError, OffsetMetadataTooLargeError,
                               UnknownMemberIdError)
-from offsetlog.validation import utf16_length
+from offsetlog.validation import check_offsets, utf16_length
 
 TP = TopicPartition("t", 0)
 
@@ -109,3 +110,25 @@ def test_empty_commit_is_a_no_op(store):
 def test_leader_epoch_minus_one_means_none(store):
     store.commit_sync("g", {TP: OffsetAndMetadata(5, "", -1)})
     assert store.committed("g", TP) == OffsetAndMetadata(5, "", None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(
+    st.builds(TopicPartition, st.text(min_size=1, max_size=5), st.integers(0, 2**31 - 1)),
+    st.one_of(st.integers(0, 2**63 - 1),
+              st.builds(OffsetAndMetadata, st.integers(0, 2**63 - 1), st.text(max_size=5),
+                        st.one_of(st.none(), st.integers(-1, 10)))),
+    max_size=4))
+def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets):
+    """``offset_commit_records`` takes the usual dict-of-ints the short way; whatever the
+    shape, its records (and their bytes) equal those of check_offsets + offset_commit."""
+    from offsetlog.framing import encode_payload
+    from offsetlog.records import offset_commit, offset_commit_records
+    expected = tuple(offset_commit(i, "g", t, p, o, metadata=m, leader_epoch=e,
+                                   commit_timestamp=1234)
+                     for i, (t, p, o, m, e) in enumerate(check_offsets(offsets,
+                                                                       metadata_max=4096)))
+    got = offset_commit_records("g", offsets, 1234, 4096)
+    assert got == expected
+    if got:
+        assert encode_payload(got) == encode_payload(expected)
