@@ -224,11 +224,12 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         check_group_id(group_id)
         part = self._parts[partition_for(group_id, self._partitions)]
         clock = self._clock
+        coord = part.coordinator
+        managed = coord.managed_groups()
 
         def standalone() -> None:
             # Kafka's simple consumer: valid unless a managed group of that name exists.
-            coord = part.coordinator
-            if coord.has_group(group_id):
+            if group_id in managed:
                 coord.validate_offset_commit(group_id, now_ms=clock())
 
         route = self._routes[group_id] = (part, standalone)

@@ -80,9 +80,12 @@ class OffsetTable:
                     else:
                         if g is None:
                             g = offsets[group] = {}
-                        g[tp] = (value["offset"], value.get("metadata", ""),
-                                 value.get("leader_epoch"), value["commit_timestamp"],
-                                 value.get("expire_timestamp"))
+                        if len(value) == 2:  # the two required fields, the usual commit
+                            g[tp] = (value["offset"], "", None, value["commit_timestamp"], None)
+                        else:
+                            g[tp] = (value["offset"], value.get("metadata", ""),
+                                     value.get("leader_epoch"), value["commit_timestamp"],
+                                     value.get("expire_timestamp"))
                 else:
                     self._apply_other(base_offset + delta, rtype, version, key, value)
             count += len(records)

@@ -42,6 +42,9 @@ from offsetlog.table import OffsetTable
 log = logging.getLogger("offsetlog.writer")
 
 _new_waiter_lock = threading.Lock
+#: a commit_async caller that finds this many items (a multiple of it) queued for a leader
+#: briefly gives up the GIL (see GroupCommitter.submit_async)
+YIELD_AT = 256
 
 
 def _new_waiter():
@@ -277,9 +280,21 @@ class GroupCommitter:
             item.future = fut
             q.append(item)
             if part.leader_active or part.async_scheduled:
-                return fut  # whoever leads next takes it; waking the thread per call is costly
-            part.async_scheduled = True
-        self._wake_async(part)
+                if len(q) % YIELD_AT:
+                    return fut
+                waiting = True
+            else:
+                part.async_scheduled = True
+                waiting = False
+        if waiting:
+            # A caller committing in a loop holds the GIL for the whole switch interval (5 ms)
+            # while the writer thread, back from its fsync, waits for it; meanwhile thousands
+            # of items pile up, live long enough to reach the collector's oldest generation,
+            # and the full collections that follow cost more than the commits (measured: 1.3
+            # of 6.9 us per call). Stepping aside every YIELD_AT items keeps rounds small.
+            time.sleep(0)
+        else:
+            self._wake_async(part)
         return fut
 
     def submit_computed(self, part: PartitionWriter, compute: Callable[[], tuple[list, Any]],

@@ -178,3 +178,18 @@ def test_a_parked_group_request_cannot_be_cancelled_and_is_still_answered(store_
             s.poll_groups()
         assert fut.result(timeout=10).error is None
         s.commit_sync("other", {TP0: 1})  # the store still works
+
+
+def test_a_group_committed_standalone_first_is_fenced_once_it_becomes_managed(store_dir, clock):
+    """The store remembers each group's partition and standalone check after its first
+    commit; that check must follow the coordinator, not what it knew back then."""
+    with open_store(store_dir, clock) as s:
+        s.commit_sync("g", {TP0: 1})  # standalone: the group's route is made and kept
+        s.commit_async("g", {TP0: 2}).result(timeout=10)
+        gen, (m1,) = form_group(s, clock)
+        with pytest.raises(UnknownMemberIdError):
+            s.commit_sync("g", {TP0: 3})
+        with pytest.raises(UnknownMemberIdError):
+            s.commit_async("g", {TP0: 3})
+        s.commit_sync("g", {TP0: 4}, generation_id=gen, member_id=m1)
+        assert s.committed("g", TP0).offset == 4

@@ -492,6 +492,11 @@ class GroupCoordinator(RebalanceEngine):
         """Whether the coordinator manages ``group_id`` (else it is standalone or unknown)."""
         return group_id in self._groups
 
+    def managed_groups(self):
+        """The groups the coordinator manages as a live, read-only view (it follows later
+        changes), for callers that test membership on a hot path."""
+        return self._groups.keys()
+
     def describe_group(self, group_id: str) -> GroupDescription | None:
         """A snapshot of ``group_id``, or None if the coordinator does not know it."""
         group = self._groups.get(group_id)
