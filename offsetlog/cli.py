@@ -484,6 +484,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _console() -> Console:
+    console = Console()
+    if not console.is_terminal:
+        # A pipe or a file (`offsetlog describe DIR | grep ...`): print whole columns, never
+        # a table squeezed into 80 with its headers and timestamps cut to "…".
+        console = Console(width=240)
+    return console
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:
@@ -492,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         ns = argparse.Namespace(bench_args=argv[1:])
         return cmd_bench(ns, Console())
     args = build_parser().parse_args(argv)
-    console = Console()
+    console = _console()
     if args.command not in ("bench", "crashtest") and not os.path.isdir(args.dir):
         console.print(f"offsetlog: {args.dir}: no such directory")
         return 2
