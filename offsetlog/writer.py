@@ -30,6 +30,7 @@ import queue
 import threading
 import time
 from collections import deque
+from threading import get_ident
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -82,6 +83,10 @@ class Pending:
     on_done: Callable[["Pending"], None] | None = None
     #: a synchronous committer's wake-up: a lock held until its batch is done
     waiter: Any = None
+    #: the committer's waiter is woken by the one before it in its round (see _complete)
+    chained = False
+    #: the waiter this committer wakes as soon as it is woken itself
+    chain: Any = None
 
     def __init__(self, records: tuple | None, timestamp: int, *, deferred: Deferred | None = None,
                  force_sync: bool = False, attributes: int = 0, producer_id: int = -1,
@@ -149,6 +154,8 @@ class GroupCommitter:
         self.max_bytes = max_group_commit_bytes
         self.failure: BaseException | None = None
         self.closing = False  # set by the store's close(), before the final drain
+        #: committers in this thread may be interrupted by a signal while they sleep
+        self._main_thread = threading.main_thread().ident
         self._async_cv = threading.Condition()
         self._async_ready: list[PartitionWriter] = []
         self._stopping = False
@@ -201,7 +208,7 @@ class GroupCommitter:
             part.queue.append(item)
             lead = not part.leader_active and not part.exclusive_waiting
             if not lead:
-                item.waiter = waiter = _new_waiter()
+                waiter = self._enlist(item, deadline)
         while True:
             if lead:
                 with part.lock:
@@ -209,7 +216,7 @@ class GroupCommitter:
                         break
                     if part.leader_active or part.exclusive_waiting:
                         # taken meanwhile (async thread), or a swap is waiting its turn
-                        waiter, lead = self._enlist(part, item), False
+                        waiter, lead = self._enlist(item, deadline), False
                     else:
                         group = self._lead(part)
                 if lead:
@@ -224,6 +231,9 @@ class GroupCommitter:
             # the async writer thread (see _hand_on), never to a sleeping committer.
             if deadline is None:
                 waiter.acquire()
+                nxt = item.chain  # linked before we were woken (see _complete)
+                if nxt is not None:
+                    nxt.release()
             else:
                 waiter.acquire(timeout=max(0.0, deadline - time.monotonic()))
             if item.done:
@@ -236,16 +246,18 @@ class GroupCommitter:
                     break
                 if deadline is not None and time.monotonic() >= deadline:
                     raise self._timeout(timeout)
-                waiter = self._enlist(part, item)
+                waiter = self._enlist(item, deadline)
         if item.error is not None:
             raise item.error
         return item.result
 
-    @staticmethod
-    def _enlist(part: PartitionWriter, item: Pending):
+    def _enlist(self, item: Pending, deadline: float | None):
         """Give a synchronous committer its wake-up lock (``part.lock`` held); ``_complete``
-        releases it once the batch is done."""
+        releases it, or has the committer before it in the round release it (``chained``:
+        only a sleep that nothing but that release can end)."""
         item.waiter = waiter = _new_waiter()
+        if deadline is None and get_ident() != self._main_thread:
+            item.chained = True
         return waiter
 
     @staticmethod
@@ -433,11 +445,19 @@ class GroupCommitter:
         """Resolve futures and queue callbacks of a finished round (outside any lock)."""
         callbacks = []
         resolved = None
+        first = last = None
         for item in group:
             waiter = item.waiter
             if waiter is not None:
                 item.waiter = None
-                waiter.release()
+                if item.chained:
+                    if last is None:
+                        first = waiter
+                    else:
+                        last.chain = waiter
+                    last = item
+                else:
+                    waiter.release()
             if item.on_done is not None:
                 item.on_done(item)
             fut = item.future
@@ -451,6 +471,14 @@ class GroupCommitter:
                     fut.set_exception(item.error)
             if item.callback is not None:
                 callbacks.append((item.callback, item.callback_arg, item.error))
+        if first is not None:
+            # Wake the round's chained committers one after another, each by the one before
+            # it, rather than all at once: woken together they fight for the GIL, and most go
+            # back to sleep on it at once (measured at 32 threads: 2.7 -> 1.8 voluntary and
+            # 1.15 -> 0.5 involuntary context switches per commit). Links are all made before
+            # the first wake; a chained committer sleeps with no deadline, outside the main
+            # thread (no signal can interrupt it), so it always wakes and passes it on.
+            first.release()
         if callbacks:
             self.queue_callbacks(callbacks)
 

@@ -452,3 +452,34 @@ def test_a_shared_future_resolves_only_once_every_commit_it_carries_is_applied(
         assert len(futures) < 3000  # shared
         if max_bytes == 1024:  # a future holds at most max_bytes of payloads (~60 B each)
             assert max(len(c) for c in carried.values()) <= 1024 // 50
+
+
+def test_every_sleeping_committer_is_woken_with_chained_and_direct_wakeups_mixed(tmp_path):
+    """A round's committers that sleep with no deadline, outside the main thread, are woken
+    one by one, each by the one before it; those with a deadline, and the main thread, are
+    woken by the leader. Whatever the mix in a round, every one of them must wake: a broken
+    link would leave the rest of its round asleep for ever."""
+    with open_store(tmp_path, partitions=1) as store:
+        errors = []
+
+        def committer(tid: int, timeout) -> None:
+            try:
+                for seq in range(300):
+                    store.commit_sync("g", {TP(f"t{tid}", 0): seq}, timeout=timeout)
+            except BaseException as e:  # reported below
+                errors.append((tid, repr(e)))
+
+        threads = [threading.Thread(target=committer, args=(i, None if i % 4 else 60.0),
+                                    daemon=True)  # a stuck one must not hang the run
+                   for i in range(16)]
+        for t in threads:
+            t.start()
+        for seq in range(300):  # the main thread takes part too (never chained)
+            store.commit_sync("g", {TP("main", 0): seq})
+        deadline = time.monotonic() + 60
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        assert not [t for t in threads if t.is_alive()], "committers left asleep"
+        assert not errors
+        for i in range(16):
+            assert store.committed("g", TP(f"t{i}", 0)) == OAM(299)
