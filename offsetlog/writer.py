@@ -156,6 +156,7 @@ class GroupCommitter:
         self._callbacks_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._start("offsetlog-async-writer", self._async_loop)
+        self._async_ident = self._threads[0].ident
         self._start("offsetlog-callbacks", self._callback_loop)
         if self.fsync_interval_ms is not None:
             self._sync_stop = threading.Event()
@@ -219,6 +220,11 @@ class GroupCommitter:
             # Sleep on a lock of our own until a leader finishes our batch; nobody else is
             # woken (LevelDB's per-writer condition). Queued work left after a round goes to
             # the async writer thread (see _hand_on), never to a sleeping committer.
+            if threading.get_ident() == self._async_ident:
+                # ... unless we are that thread (a future's done-callback committing): it
+                # would wait for itself, so it waits for the partition and leads instead.
+                self._lead_until_done(part, item, deadline, timeout)
+                break
             if deadline is None:
                 waiter.acquire()
             else:
@@ -237,6 +243,30 @@ class GroupCommitter:
         if item.error is not None:
             raise item.error
         return item.result
+
+    def _lead_until_done(self, part: PartitionWriter, item: Pending, deadline: float | None,
+                         timeout: float | None) -> None:
+        """Wait, as ``drain`` does, until no one leads ``part``, then lead rounds until
+        ``item`` is done (for the async writer thread, which nobody hands work to)."""
+        with part.lock:
+            item.waiter = None
+            while not item.done:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._timeout(timeout)
+                if part.leader_active or part.exclusive_waiting:
+                    part.idle_waiters += 1
+                    try:
+                        part.cond.wait(None if deadline is None
+                                       else max(0.0, deadline - time.monotonic()))
+                    finally:
+                        part.idle_waiters -= 1
+                    continue
+                group = self._lead(part)
+                part.lock.release()
+                try:
+                    self._complete(group)
+                finally:
+                    part.lock.acquire()
 
     @staticmethod
     def _enlist(part: PartitionWriter, item: Pending):
