@@ -42,6 +42,10 @@ def check_partition(tp) -> TopicPartition:
         raise InvalidTopicError(f"{tp!r}: topic must be a non-empty str")
     if not _is_int(partition) or partition < 0:
         raise InvalidCommitError(f"{tp!r}: partition must be an int >= 0")
+    if type(topic) is not str or type(partition) is not int:
+        # Subclasses become plain str / int: the table interns topics (sys.intern refuses a
+        # str subclass, after the batch is written) and must hold what replay builds.
+        tp = TopicPartition(str.__str__(topic), int.__index__(partition))
     return tp
 
 
@@ -60,7 +64,7 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
             if type(topic) is str and topic and type(partition) is int and partition >= 0:
                 out.append((topic, partition, value, "", None))
                 continue
-        check_partition(tp)
+        tp = check_partition(tp)
         if isinstance(value, OffsetAndMetadata):
             offset, metadata, epoch = value
         elif _is_int(value):
@@ -70,10 +74,14 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
                 f"{tp}: value must be an OffsetAndMetadata or an int, not {type(value).__name__}")
         if not _is_int(offset) or offset < 0:
             raise InvalidCommitError(f"{tp}: offset must be an int >= 0, not {offset!r}")
+        if type(offset) is not int:
+            offset = int.__index__(offset)
         if metadata is None:
             metadata = ""
         elif not isinstance(metadata, str):
             raise InvalidCommitError(f"{tp}: metadata must be a str, not {type(metadata).__name__}")
+        elif type(metadata) is not str:
+            metadata = str.__str__(metadata)
         if len(metadata) > metadata_max // 2:  # only long strings can be over; skip the count
             n = utf16_length(metadata)
             if n > metadata_max:
@@ -85,6 +93,8 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
                 raise InvalidCommitError(f"{tp}: leader_epoch must be None or an int >= 0")
             if epoch == -1:  # Kafka's "no epoch" sentinel
                 epoch = None
+            elif type(epoch) is not int:
+                epoch = int.__index__(epoch)
         out.append((tp.topic, tp.partition, offset, metadata, epoch))
     return out
 

@@ -60,3 +60,40 @@ def test_commit_sync_from_a_done_callback_on_the_async_writer_thread(store_dir):
         assert store.committed("g", TP("t", 1)) == OAM(5)
         # and the writer thread still serves async commits
         assert store.commit_async("g", {TP("t", 2): 7}).result(WAIT_S) is None
+
+
+class _Topic(str):
+    pass
+
+
+class _Number(int):
+    pass
+
+
+def test_str_and_int_subclasses_are_committed_as_plain_values(store_dir):
+    """``TopicPartition(topic, partition)`` accepts any str and int; subclasses (an enum, a
+    typed wrapper) must commit like the plain values. A str subclass topic used to reach
+    ``sys.intern`` in the table after the batch was written: the leader raised, the async
+    writer thread died and the commit, durable, was never acknowledged."""
+    tp = TP(_Topic("orders"), _Number(3))
+    with open_store(store_dir) as store:
+        fut = store.commit_async("g", {tp: OAM(_Number(7), _Topic("m"), _Number(2))})
+        assert fut.result(WAIT_S) is None
+        store.commit_sync("g", {TP(_Topic("other"), 0): _Number(1)}, timeout=WAIT_S)
+        txn = store.init_transactions("tx").begin()
+        txn.commit_offsets("g", {TP(_Topic("txn"), _Number(0)): _Number(4)})
+        txn.commit()
+        live = store.fetch("g")
+        assert live == {TP("orders", 3): OAM(7, "m", 2), TP("other", 0): OAM(1),
+                        TP("txn", 0): OAM(4)}
+        # what the live table holds is what replay builds: plain str and int
+        for k, v in live.items():
+            assert (type(k.topic), type(k.partition)) == (str, int)
+            assert (type(v.offset), type(v.metadata), type(v.leader_epoch)) in {
+                (int, str, int), (int, str, type(None))}
+        store.delete_offsets("g", [TP(_Topic("other"), _Number(0))])
+        assert store.committed("g", TP("other", 0)) is None
+        assert store.commit_async("g", {TP("t", 0): 1}).result(WAIT_S) is None
+    with open_store(store_dir) as store:
+        assert store.fetch("g") == {TP("orders", 3): OAM(7, "m", 2), TP("txn", 0): OAM(4),
+                                    TP("t", 0): OAM(1)}
