@@ -97,3 +97,61 @@ def test_str_and_int_subclasses_are_committed_as_plain_values(store_dir):
     with open_store(store_dir) as store:
         assert store.fetch("g") == {TP("orders", 3): OAM(7, "m", 2), TP("txn", 0): OAM(4),
                                     TP("t", 0): OAM(1)}
+
+
+def test_a_close_racing_another_close_returns_once_the_directory_is_released(store_dir):
+    """Two threads close one store (a signal handler and a ``with`` block, say). The second
+    close() used to return at once while the first was still draining, so reopening the
+    directory right after it failed with StoreLockedError."""
+    store = open_store(store_dir, partitions=4)
+    in_first_close = threading.Event()
+    let_it_finish = threading.Event()
+    real_drain = store._writer.drain
+
+    def slow_drain():  # hold the first close() in the middle of its work
+        in_first_close.set()
+        let_it_finish.wait(WAIT_S)
+        real_drain()
+
+    store._writer.drain = slow_drain
+    first = threading.Thread(target=store.close)
+    first.start()
+    assert in_first_close.wait(WAIT_S)
+    second_done = threading.Event()
+    second = threading.Thread(target=lambda: (store.close(), second_done.set()))
+    second.start()
+    assert not second_done.wait(0.2)  # still closing: the second close waits for it
+    let_it_finish.set()
+    second.join(WAIT_S)
+    first.join(WAIT_S)
+    assert second_done.is_set()
+    OffsetStore.open(store_dir).close()  # released
+
+
+def test_close_from_a_commit_callback_and_from_a_done_callback(store_dir):
+    """close() from the store's own callback thread, and from a future's done-callback on the
+    async writer thread, finishes the queued commits and releases the directory (those threads
+    are ones close() waits for: they must not wait for close() in turn)."""
+    for via in ("callback", "done-callback"):
+        store = open_store(store_dir)
+        outcome = []
+
+        def close_now(*_):
+            store.close()
+            outcome.append(threading.current_thread().name)
+
+        with store._writer.exclusive(store._parts[0]):  # so the async writer resolves them
+            if via == "callback":
+                store.commit_async("g", {TP("t", 0): 1}, callback=close_now)
+            else:
+                store.commit_async("g", {TP("t", 0): 1}).add_done_callback(close_now)
+            later = [store.commit_async("g", {TP("t", i): i}) for i in range(1, 50)]
+        deadline = time.monotonic() + WAIT_S
+        while not outcome and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert outcome == ["offsetlog-callbacks" if via == "callback"
+                           else "offsetlog-async-writer"]
+        assert all(f.result(WAIT_S) is None for f in later)
+        store.close()  # already closed: returns at once
+        with open_store(store_dir) as reopened:
+            assert reopened.committed("g", TP("t", 49)) == OAM(49)
