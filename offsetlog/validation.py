@@ -24,6 +24,12 @@ def check_group_id(group_id) -> str:
         raise InvalidGroupIdError(f"group_id must be a str, not {type(group_id).__name__}")
     if not group_id:
         raise InvalidGroupIdError("group_id must not be empty")
+    if not group_id.isascii():
+        try:
+            group_id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidGroupIdError(f"group_id must be valid Unicode text (no lone "
+                                      f"surrogates): {group_id!r}") from None
     return group_id
 
 

@@ -155,3 +155,32 @@ def test_close_from_a_commit_callback_and_from_a_done_callback(store_dir):
         store.close()  # already closed: returns at once
         with open_store(store_dir) as reopened:
             assert reopened.committed("g", TP("t", 49)) == OAM(49)
+
+
+@pytest.mark.parametrize("field", ["client_id", "client_host", "group_instance_id",
+                                   "protocol"])
+def test_a_join_with_unencodable_text_is_refused_before_it_changes_the_group(
+        store_dir, clock, field):
+    """A lone surrogate is a valid Python str but not UTF-8. A JoinGroup carrying one in a
+    field the group metadata stores used to be taken in by the coordinator; the record could
+    not be encoded, so the member lived in memory only and every later write of the group's
+    metadata failed: the group never completed a rebalance again."""
+    from offsetlog.group import GroupConfig
+    bad = "\ud800"
+    kwargs = {"client_id": "c", "protocols": [("range", b"")]}
+    if field == "protocol":
+        kwargs["protocols"] = [(bad, b"")]
+    else:
+        kwargs[field] = bad
+    with open_store(store_dir, clock=clock,
+                    group_config=GroupConfig(initial_rebalance_delay_ms=0)) as store:
+        with pytest.raises(ValueError):
+            store.join_group("g", **kwargs).result(WAIT_S)
+        assert store.describe_group("g") is None
+        fut = store.join_group("g", client_id="ok", protocols=[("range", b"")])
+        store.poll_groups()
+        response = fut.result(WAIT_S)
+        assert response.error is None and len(response.members) == 1
+        with pytest.raises(Exception) as err:
+            store.commit_sync(bad, {TP("t", 0): 1})
+        assert type(err.value).__name__ == "InvalidGroupIdError"
