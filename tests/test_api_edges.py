@@ -184,3 +184,32 @@ def test_a_join_with_unencodable_text_is_refused_before_it_changes_the_group(
         with pytest.raises(Exception) as err:
             store.commit_sync(bad, {TP("t", 0): 1})
         assert type(err.value).__name__ == "InvalidGroupIdError"
+
+
+def test_a_timed_out_commit_stays_queued_and_is_applied_in_call_order(store_dir):
+    """CommitTimeoutError says "not durable yet", not "dropped": the commit keeps its place,
+    so a later commit to the same key still wins, and the writer goes on."""
+    from offsetlog.errors import CommitTimeoutError
+    with open_store(store_dir) as store:
+        part = store._parts[0]
+        release = threading.Event()
+        held = threading.Event()
+
+        def hold():
+            with store._writer.exclusive(part):
+                held.set()
+                release.wait(WAIT_S)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(WAIT_S)
+        with pytest.raises(CommitTimeoutError):
+            store.commit_sync("g", {TP("t", 0): 1, TP("t", 1): 1}, timeout=0.05)
+        assert store.committed("g", TP("t", 0)) is None
+        later = store.commit_async("g", {TP("t", 0): 2})
+        release.set()
+        holder.join(WAIT_S)
+        assert later.result(WAIT_S) is None
+        assert store.fetch("g") == {TP("t", 0): OAM(2), TP("t", 1): OAM(1)}
+        store.commit_sync("g", {TP("t", 0): 3}, timeout=WAIT_S)
+        assert store.committed("g", TP("t", 0)) == OAM(3)
