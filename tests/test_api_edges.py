@@ -213,3 +213,16 @@ def test_a_timed_out_commit_stays_queued_and_is_applied_in_call_order(store_dir)
         assert store.fetch("g") == {TP("t", 0): OAM(2), TP("t", 1): OAM(1)}
         store.commit_sync("g", {TP("t", 0): 3}, timeout=WAIT_S)
         assert store.committed("g", TP("t", 0)) == OAM(3)
+
+
+@pytest.mark.parametrize("clock", [lambda: time.time() * 1000, lambda: None, lambda: -1])
+def test_a_clock_that_does_not_return_int_ms_is_refused_at_open(store_dir, clock):
+    """``clock`` must return epoch ms as an int. A float (``time.time() * 1000``, the easy
+    mistake) used to be taken, and the first commit's leader failed to pack the batch header:
+    commit_sync raised struct.error, and a commit_async killed the async writer thread and
+    never resolved."""
+    from offsetlog.errors import StoreConfigError
+    with pytest.raises(StoreConfigError):
+        OffsetStore.open(store_dir, clock=clock)
+    with open_store(store_dir, clock=lambda: int(time.time() * 1000)) as store:
+        assert store.commit_async("g", {TP("t", 0): 1}).result(WAIT_S) is None
