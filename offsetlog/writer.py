@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
 from offsetlog.framing import encode_payload, frame_batch
-from offsetlog.futures import running_future
+from offsetlog.futures import running_future, writer_helpers
 from offsetlog.log import PartitionLog
 from offsetlog.table import OffsetTable
 
@@ -157,6 +157,7 @@ class GroupCommitter:
         self._threads: list[threading.Thread] = []
         self._start("offsetlog-async-writer", self._async_loop)
         self._async_ident = self._threads[0].ident
+        writer_helpers[self._async_ident] = self.help_until
         self._start("offsetlog-callbacks", self._callback_loop)
         if self.fsync_interval_ms is not None:
             self._sync_stop = threading.Event()
@@ -513,6 +514,29 @@ class GroupCommitter:
                         group = self._lead(part)
                     self._complete(group)
 
+    def help_until(self, fut: Future, timeout: float | None) -> float | None:
+        """The async writer thread waits for ``fut`` (from a done-callback it runs): lead
+        every partition's queued rounds until ``fut`` is done or ``timeout`` passes.
+
+        :return: the part of ``timeout`` left (None for no timeout)
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not fut.done():
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            led = False
+            for part in self.partitions:
+                with part.lock:
+                    if not part.queue or part.leader_active or part.exclusive_waiting:
+                        continue
+                    group = self._lead(part)
+                self._complete(group)
+                led = True
+            if not led:
+                # Others lead what is queued (or nothing is, yet): look again shortly.
+                time.sleep(0.001)
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
     def _callback_loop(self) -> None:
         while True:
             job = self._callbacks.get()
@@ -578,6 +602,7 @@ class GroupCommitter:
 
     def stop(self) -> None:
         """Stop the background threads (after ``drain``); runs queued callbacks first."""
+        writer_helpers.pop(self._async_ident, None)
         with self._async_cv:
             self._stopping = True
             self._async_cv.notify_all()

@@ -1,6 +1,7 @@
 """Edges of the public API as a service embedding the store meets them: re-entrant calls from
 callbacks and done-callbacks, close() from odd places, misuse of handles."""
 
+import contextlib
 import threading
 import time
 
@@ -226,3 +227,65 @@ def test_a_clock_that_does_not_return_int_ms_is_refused_at_open(store_dir, clock
         OffsetStore.open(store_dir, clock=clock)
     with open_store(store_dir, clock=lambda: int(time.time() * 1000)) as store:
         assert store.commit_async("g", {TP("t", 0): 1}).result(WAIT_S) is None
+
+
+def _on_writer_thread(store, parts, start, on_done):
+    """Queue ``start()``'s commit while ``parts`` are held, so that the async writer thread
+    resolves its future and runs ``on_done`` there; return what on_done returned (or raised)."""
+    outcome = []
+
+    def record(fut):
+        try:
+            outcome.append((threading.current_thread().name, on_done()))
+        except Exception as e:  # noqa: BLE001 - reported below
+            outcome.append((threading.current_thread().name, e))
+
+    with contextlib.ExitStack() as held:
+        for part in parts:
+            held.enter_context(store._writer.exclusive(part))
+        start().add_done_callback(record)
+    deadline = time.monotonic() + 2 * WAIT_S
+    while not outcome and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert outcome, "the done-callback never finished"
+    return outcome[0]
+
+
+def test_waiting_for_a_store_future_in_a_done_callback_on_the_writer_thread(store_dir):
+    """A done-callback that waits for another commit's future (or a group request's) on the
+    async writer thread waited for that very thread: until its timeout, or forever."""
+    with open_store(store_dir, partitions=2) as store:
+        def on_done():
+            first = store.commit_async("g", {TP("t", 1): 5})
+            second = store.commit_async("other", {TP("t", 1): 6})
+            return first.result(WAIT_S), second.exception(WAIT_S)
+
+        thread, result = _on_writer_thread(store, store._parts,
+                                           lambda: store.commit_async("g", {TP("t", 0): 1}),
+                                           on_done)
+        assert thread == "offsetlog-async-writer"
+        assert result == (None, None)
+        assert store.committed("other", TP("t", 1)) == OAM(6)
+
+
+def test_a_members_commit_sync_in_a_done_callback_of_its_commit_async(store_dir):
+    """GroupMember.commit_sync waits on a store future; called from a done-callback of the
+    member's own commit_async future (run by the store's writer thread) it used to wait out
+    request_timeout_ms and raise CommitTimeoutError."""
+    from offsetlog.group import GroupConfig
+    from offsetlog.member import GroupMember
+    with open_store(store_dir, partitions=2, group_config=GroupConfig(
+            initial_rebalance_delay_ms=0)) as store:
+        member = GroupMember(store, "svc", partitions_per_topic={"t": 2}, client_id="a",
+                             request_timeout_ms=WAIT_S * 1000, heartbeat_thread=False)
+        member.subscribe(["t"])
+        deadline = time.monotonic() + WAIT_S
+        while not member.poll(timeout_ms=20):
+            assert time.monotonic() < deadline, "never got partitions"
+        thread, result = _on_writer_thread(
+            store, store._parts, lambda: member.commit_async({TP("t", 0): 8}),
+            lambda: member.commit_sync({TP("t", 1): 9}, timeout_ms=WAIT_S * 1000))
+        assert thread == "offsetlog-async-writer"
+        assert result is None
+        assert store.fetch("svc") == {TP("t", 0): OAM(8), TP("t", 1): OAM(9)}
+        member.close()
