@@ -12,6 +12,7 @@ Opening and closing touch the disk (recovery, the final fsync) and run in a work
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterable, Mapping
 
 from offsetlog.store import OffsetStore
@@ -24,8 +25,19 @@ class AsyncOffsetStore:
 
     @classmethod
     async def open(cls, path, **options) -> "AsyncOffsetStore":
-        """Open like ``OffsetStore.open`` (same keyword options), off the event loop."""
-        return cls(await asyncio.to_thread(OffsetStore.open, path, **options))
+        """Open like ``OffsetStore.open`` (same keyword options), off the event loop.
+
+        Cancelled (``asyncio.wait_for`` timing out on a long recovery, say), the open still
+        finishes in its thread; the store it opens is then closed, so the directory is not
+        left locked by a store nobody holds.
+        """
+        opening = asyncio.ensure_future(asyncio.to_thread(OffsetStore.open, path, **options))
+        try:
+            store = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            opening.add_done_callback(_close_abandoned)
+            raise
+        return cls(store)
 
     async def __aenter__(self) -> "AsyncOffsetStore":
         return self
@@ -70,3 +82,11 @@ class AsyncOffsetStore:
     @property
     def closed(self) -> bool:
         return self.store.closed
+
+
+def _close_abandoned(opening: "asyncio.Future") -> None:
+    if opening.cancelled() or opening.exception() is not None:
+        return
+    # off the event loop: close() drains and fsyncs
+    threading.Thread(target=opening.result().close, name="offsetlog-aio-close",
+                     daemon=True).start()

@@ -88,3 +88,9 @@ class StoreConfig:
             raise StoreConfigError("min_cleanable_dirty_ratio must be within [0, 1]")
         if not callable(self.clock):
             raise StoreConfigError("clock must be a callable returning epoch milliseconds")
+        # Asked once, here: batch headers pack its value as an int64, and a leader that fails
+        # to frame a batch (a float, say time.time() * 1000) would strand the whole round.
+        now = self.clock()
+        if not isinstance(now, int) or isinstance(now, bool) or not 0 <= now < 1 << 63:
+            raise StoreConfigError(f"clock must return epoch milliseconds as an int, not "
+                                   f"{now!r}")

@@ -9,12 +9,40 @@ asyncio side only.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Callable
+
+#: thread ident of a store's async writer -> its helper(future, timeout) -> the timeout left:
+#: see StoreFuture
+writer_helpers: dict[int, Callable[[Future, float | None], float | None]] = {}
+_get_ident = threading.get_ident
+
+
+class StoreFuture(Future):
+    """A ``Future`` that a store's async writer thread can wait for.
+
+    Done-callbacks run in the thread that resolves the future, often the async writer thread.
+    One that waits there for another store future (``commit_async(...).result()``, a
+    ``GroupMember.commit_sync``) would wait for that thread, that is for itself: it leads the
+    queued rounds instead until the future is done (see ``GroupCommitter.help_until``).
+    """
+
+    def result(self, timeout: float | None = None) -> Any:
+        helper = writer_helpers.get(_get_ident())
+        if helper is not None and not self.done():
+            timeout = helper(self, timeout)
+        return Future.result(self, timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        helper = writer_helpers.get(_get_ident())
+        if helper is not None and not self.done():
+            timeout = helper(self, timeout)
+        return Future.exception(self, timeout)
 
 
 def running_future() -> Future:
-    fut: Future = Future()
+    fut: Future = StoreFuture()
     fut.set_running_or_notify_cancel()
     return fut
 

@@ -18,7 +18,7 @@ from typing import Any
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.format import RecordType
 from offsetlog.types import TopicPartition
-from offsetlog.validation import check_offsets
+from offsetlog.validation import MAX_INT32, MAX_OFFSET, check_offsets
 
 #: (offset_delta, record_type, version, key, value): a tuple when built, a list when decoded;
 #: msgpack arrays inside values decode as lists, so values built here should use lists too
@@ -103,10 +103,11 @@ def offset_commit_records(group_id: str, offsets, commit_timestamp: int, metadat
     if offsets.__class__ is dict:
         out = []
         for tp, value in offsets.items():
-            if tp.__class__ is TopicPartition and value.__class__ is int and value >= 0:
+            if tp.__class__ is TopicPartition and value.__class__ is int \
+                    and 0 <= value <= MAX_OFFSET:
                 topic, partition = tp
                 if topic.__class__ is str and topic and partition.__class__ is int \
-                        and partition >= 0:
+                        and 0 <= partition <= MAX_INT32:
                     out.append((len(out), OFFSET_COMMIT, 0,
                                 {"group": group_id, "topic": topic, "partition": partition},
                                 {"offset": value, "commit_timestamp": commit_timestamp}))

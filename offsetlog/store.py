@@ -78,6 +78,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self.recovery_report = _report
         self._closed = False
         self._close_lock = threading.Lock()
+        self._close_done = threading.Event()  # set once close() has finished
+        self._closing_thread: threading.Thread | None = None
         self._writer = GroupCommitter(_parts, fsync=config.fsync,
                                       fsync_interval_ms=config.fsync_interval_ms,
                                       max_group_commit_bytes=config.max_group_commit_bytes)
@@ -534,13 +536,31 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
     def close(self) -> None:
         """Finish queued commits, fsync, stop background threads and release the directory.
 
-        Idempotent: closing a closed store does nothing. Any other use after close raises
-        ``StoreClosedError``.
+        Idempotent: closing a closed store does nothing; a close() that arrives while another
+        thread is closing the store returns once that close is done (the directory released),
+        unless it comes from one of the store's own threads, which that close may be waiting
+        for. Any other use after close raises ``StoreClosedError``.
         """
         with self._close_lock:
             if self._closed:
+                closer = self._closing_thread
+                me = threading.current_thread()
+                if closer is not None and closer is not me and me not in self._own_threads():
+                    self._close_done.wait()
                 return
             self._closed = True
+            self._closing_thread = threading.current_thread()
+        try:
+            self._close()
+        finally:
+            self._closing_thread = None
+            self._close_done.set()
+
+    def _own_threads(self) -> list:
+        return [self._retention_thread, self._cleaner_thread, self._snapshot_thread,
+                self._group_timer, self._txn_timer, *self._writer._threads]
+
+    def _close(self) -> None:
         self._background_stop.set()
         for t in (self._retention_thread, self._cleaner_thread, self._snapshot_thread):
             if t is not None and t is not threading.current_thread():

@@ -13,12 +13,23 @@ from offsetlog.types import OffsetAndMetadata, TopicPartition
 #: (topic, partition, offset, metadata, leader_epoch): one checked offset of a commit
 Checked = tuple
 
+#: Kafka's field types: offsets are int64, partitions and leader epochs int32 (a larger value
+#: would be written, then break every reader that uses those types, such as the Spark source)
+MAX_OFFSET = (1 << 63) - 1
+MAX_INT32 = (1 << 31) - 1
+
 
 def check_group_id(group_id) -> str:
     if not isinstance(group_id, str):
         raise InvalidGroupIdError(f"group_id must be a str, not {type(group_id).__name__}")
     if not group_id:
         raise InvalidGroupIdError("group_id must not be empty")
+    if not group_id.isascii():
+        try:
+            group_id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidGroupIdError(f"group_id must be valid Unicode text (no lone "
+                                      f"surrogates): {group_id!r}") from None
     return group_id
 
 
@@ -40,8 +51,12 @@ def check_partition(tp) -> TopicPartition:
     topic, partition = tp
     if not isinstance(topic, str) or not topic:
         raise InvalidTopicError(f"{tp!r}: topic must be a non-empty str")
-    if not _is_int(partition) or partition < 0:
-        raise InvalidCommitError(f"{tp!r}: partition must be an int >= 0")
+    if not _is_int(partition) or not 0 <= partition <= MAX_INT32:
+        raise InvalidCommitError(f"{tp!r}: partition must be an int from 0 to {MAX_INT32}")
+    if type(topic) is not str or type(partition) is not int:
+        # Subclasses become plain str / int: the table interns topics (sys.intern refuses a
+        # str subclass, after the batch is written) and must hold what replay builds.
+        tp = TopicPartition(str.__str__(topic), int.__index__(partition))
     return tp
 
 
@@ -55,12 +70,13 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
     for tp, value in offsets.items():
         # Fast path for the common shape {TopicPartition(str, int): int}; anything else takes
         # the full checks below, which also produce the error messages.
-        if type(tp) is TopicPartition and type(value) is int and value >= 0:
+        if type(tp) is TopicPartition and type(value) is int and 0 <= value <= MAX_OFFSET:
             topic, partition = tp
-            if type(topic) is str and topic and type(partition) is int and partition >= 0:
+            if type(topic) is str and topic and type(partition) is int \
+                    and 0 <= partition <= MAX_INT32:
                 out.append((topic, partition, value, "", None))
                 continue
-        check_partition(tp)
+        tp = check_partition(tp)
         if isinstance(value, OffsetAndMetadata):
             offset, metadata, epoch = value
         elif _is_int(value):
@@ -68,12 +84,17 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
         else:
             raise InvalidCommitError(
                 f"{tp}: value must be an OffsetAndMetadata or an int, not {type(value).__name__}")
-        if not _is_int(offset) or offset < 0:
-            raise InvalidCommitError(f"{tp}: offset must be an int >= 0, not {offset!r}")
+        if not _is_int(offset) or not 0 <= offset <= MAX_OFFSET:
+            raise InvalidCommitError(
+                f"{tp}: offset must be an int from 0 to {MAX_OFFSET}, not {offset!r}")
+        if type(offset) is not int:
+            offset = int.__index__(offset)
         if metadata is None:
             metadata = ""
         elif not isinstance(metadata, str):
             raise InvalidCommitError(f"{tp}: metadata must be a str, not {type(metadata).__name__}")
+        elif type(metadata) is not str:
+            metadata = str.__str__(metadata)
         if len(metadata) > metadata_max // 2:  # only long strings can be over; skip the count
             n = utf16_length(metadata)
             if n > metadata_max:
@@ -81,10 +102,13 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
                     f"{tp}: metadata is {n} UTF-16 code units, over the limit of {metadata_max}",
                     length=n, limit=metadata_max)
         if epoch is not None:
-            if not _is_int(epoch) or epoch < -1:
-                raise InvalidCommitError(f"{tp}: leader_epoch must be None or an int >= 0")
+            if not _is_int(epoch) or not -1 <= epoch <= MAX_INT32:
+                raise InvalidCommitError(
+                    f"{tp}: leader_epoch must be None or an int from 0 to {MAX_INT32}")
             if epoch == -1:  # Kafka's "no epoch" sentinel
                 epoch = None
+            elif type(epoch) is not int:
+                epoch = int.__index__(epoch)
         out.append((tp.topic, tp.partition, offset, metadata, epoch))
     return out
 

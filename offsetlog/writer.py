@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
 from offsetlog.framing import encode_payload, frame_batch
-from offsetlog.futures import running_future
+from offsetlog.futures import running_future, writer_helpers
 from offsetlog.log import PartitionLog
 from offsetlog.table import OffsetTable
 
@@ -166,6 +166,8 @@ class GroupCommitter:
         self._callbacks_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._start("offsetlog-async-writer", self._async_loop)
+        self._async_ident = self._threads[0].ident
+        writer_helpers[self._async_ident] = self.help_until
         self._start("offsetlog-callbacks", self._callback_loop)
         if self.fsync_interval_ms is not None:
             self._sync_stop = threading.Event()
@@ -229,6 +231,11 @@ class GroupCommitter:
             # Sleep on a lock of our own until a leader finishes our batch; nobody else is
             # woken (LevelDB's per-writer condition). Queued work left after a round goes to
             # the async writer thread (see _hand_on), never to a sleeping committer.
+            if threading.get_ident() == self._async_ident:
+                # ... unless we are that thread (a future's done-callback committing): it
+                # would wait for itself, so it waits for the partition and leads instead.
+                self._lead_until_done(part, item, deadline, timeout)
+                break
             if deadline is None:
                 waiter.acquire()
                 nxt = item.chain  # linked before we were woken (see _complete)
@@ -251,13 +258,40 @@ class GroupCommitter:
             raise item.error
         return item.result
 
+    def _lead_until_done(self, part: PartitionWriter, item: Pending, deadline: float | None,
+                         timeout: float | None) -> None:
+        """Wait, as ``drain`` does, until no one leads ``part``, then lead rounds until
+        ``item`` is done (for the async writer thread, which nobody hands work to)."""
+        with part.lock:
+            item.waiter = None
+            while not item.done:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._timeout(timeout)
+                if part.leader_active or part.exclusive_waiting:
+                    part.idle_waiters += 1
+                    try:
+                        part.cond.wait(None if deadline is None
+                                       else max(0.0, deadline - time.monotonic()))
+                    finally:
+                        part.idle_waiters -= 1
+                    continue
+                group = self._lead(part)
+                part.lock.release()
+                try:
+                    self._complete(group)
+                finally:
+                    part.lock.acquire()
+
     def _enlist(self, item: Pending, deadline: float | None):
         """Give a synchronous committer its wake-up lock (``part.lock`` held); ``_complete``
         releases it, or has the committer before it in the round release it (``chained``:
         only a sleep that nothing but that release can end)."""
         item.waiter = waiter = _new_waiter()
-        if deadline is None and get_ident() != self._main_thread:
-            item.chained = True
+        if deadline is None:
+            me = get_ident()
+            # The async writer thread does not sleep on the lock (see _lead_until_done).
+            if me != self._main_thread and me != self._async_ident:
+                item.chained = True
         return waiter
 
     @staticmethod
@@ -442,9 +476,9 @@ class GroupCommitter:
             log.error("store poisoned by a failed write or sync: %r", error)
 
     def _complete(self, group: list[Pending]) -> None:
-        """Resolve futures and queue callbacks of a finished round (outside any lock)."""
-        callbacks = []
-        resolved = None
+        """Wake the committers, resolve the futures and queue the callbacks of a finished
+        round (outside any lock). Committers first: a future's done-callback may block, and
+        must not hold up a committer it could be waiting for."""
         first = last = None
         for item in group:
             waiter = item.waiter
@@ -458,6 +492,17 @@ class GroupCommitter:
                     last = item
                 else:
                     waiter.release()
+        if first is not None:
+            # Wake the round's chained committers one after another, each by the one before
+            # it, rather than all at once: woken together they fight for the GIL, and most go
+            # back to sleep on it at once (measured at 32 threads: 2.85 -> 1.9 voluntary and
+            # 0.88 -> 0.5 involuntary context switches per commit). Links are all made before
+            # the first wake; a chained committer sleeps with no deadline, outside the main
+            # thread (no signal can interrupt it), so it always wakes and passes it on.
+            first.release()
+        callbacks = []
+        resolved = None
+        for item in group:
             if item.on_done is not None:
                 item.on_done(item)
             fut = item.future
@@ -471,14 +516,6 @@ class GroupCommitter:
                     fut.set_exception(item.error)
             if item.callback is not None:
                 callbacks.append((item.callback, item.callback_arg, item.error))
-        if first is not None:
-            # Wake the round's chained committers one after another, each by the one before
-            # it, rather than all at once: woken together they fight for the GIL, and most go
-            # back to sleep on it at once (measured at 32 threads: 2.7 -> 1.8 voluntary and
-            # 1.15 -> 0.5 involuntary context switches per commit). Links are all made before
-            # the first wake; a chained committer sleeps with no deadline, outside the main
-            # thread (no signal can interrupt it), so it always wakes and passes it on.
-            first.release()
         if callbacks:
             self.queue_callbacks(callbacks)
 
@@ -525,6 +562,29 @@ class GroupCommitter:
                             break
                         group = self._lead(part)
                     self._complete(group)
+
+    def help_until(self, fut: Future, timeout: float | None) -> float | None:
+        """The async writer thread waits for ``fut`` (from a done-callback it runs): lead
+        every partition's queued rounds until ``fut`` is done or ``timeout`` passes.
+
+        :return: the part of ``timeout`` left (None for no timeout)
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not fut.done():
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            led = False
+            for part in self.partitions:
+                with part.lock:
+                    if not part.queue or part.leader_active or part.exclusive_waiting:
+                        continue
+                    group = self._lead(part)
+                self._complete(group)
+                led = True
+            if not led:
+                # Others lead what is queued (or nothing is, yet): look again shortly.
+                time.sleep(0.001)
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
 
     def _callback_loop(self) -> None:
         while True:
@@ -591,6 +651,7 @@ class GroupCommitter:
 
     def stop(self) -> None:
         """Stop the background threads (after ``drain``); runs queued callbacks first."""
+        writer_helpers.pop(self._async_ident, None)
         with self._async_cv:
             self._stopping = True
             self._async_cv.notify_all()

@@ -66,3 +66,47 @@ def test_cancelling_the_awaiting_task_leaves_the_commit_and_the_store_working(st
             assert await s.committed("g", TopicPartition("t", 2)) == OffsetAndMetadata(299)
 
     asyncio.run(main())
+
+
+def test_an_open_cancelled_by_a_timeout_does_not_leave_the_directory_locked(store_dir,
+                                                                            monkeypatch):
+    """``wait_for(AsyncOffsetStore.open(...), t)`` timing out on a long recovery: the open
+    finishes in its worker thread anyway. Its store used to stay open, held by nobody, with
+    the directory locked for the rest of the process (StoreLockedError on every reopen)."""
+    import threading
+    import time
+
+    import offsetlog.store as store_mod
+    from offsetlog.errors import StoreLockedError
+
+    recovering = threading.Event()
+    finish = threading.Event()
+    real_recover = store_mod._recover
+
+    def slow_recover(*args, **kwargs):
+        recovering.set()
+        finish.wait(10)
+        return real_recover(*args, **kwargs)
+
+    monkeypatch.setattr(store_mod, "_recover", slow_recover)
+
+    async def main():
+        task = asyncio.ensure_future(AsyncOffsetStore.open(store_dir, partitions=1))
+        await asyncio.to_thread(recovering.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        finish.set()
+        monkeypatch.setattr(store_mod, "_recover", real_recover)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                s = await AsyncOffsetStore.open(store_dir)
+                break
+            except StoreLockedError:
+                assert time.monotonic() < deadline, "the abandoned store was never closed"
+                await asyncio.sleep(0.02)
+        async with s:
+            await s.commit("g", {TP: 1})
+
+    asyncio.run(main())

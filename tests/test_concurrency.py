@@ -483,3 +483,62 @@ def test_every_sleeping_committer_is_woken_with_chained_and_direct_wakeups_mixed
         assert not errors
         for i in range(16):
             assert store.committed("g", TP(f"t{i}", 0)) == OAM(299)
+
+
+def test_commits_from_done_callbacks_on_the_writer_thread_amid_chained_committers(
+        tmp_path, monkeypatch):
+    """The async writer thread may commit from a future's done-callback; it then leads
+    rather than sleeps, so it must never be a link of a round's wake-up chain (the committers
+    after it would sleep for ever)."""
+    from offsetlog.writer import GroupCommitter
+    lead_until_done = GroupCommitter._lead_until_done
+
+    def late(self, *args):  # widen the window in which another leader's round takes it
+        time.sleep(0.002)
+        return lead_until_done(self, *args)
+
+    monkeypatch.setattr(GroupCommitter, "_lead_until_done", late)
+    # "g" (the sync committers and the callbacks' commits) and "h" (the async commits, led
+    # by the writer thread, which then runs their done-callbacks) are on log partitions 1, 0
+    with open_store(tmp_path, partitions=2) as store:
+        assert store.partition_of("g") != store.partition_of("h")
+        errors = []
+        stop = threading.Event()
+
+        def committer(tid: int) -> None:
+            seq = 0
+            try:
+                while not stop.is_set():
+                    seq += 1
+                    store.commit_sync("g", {TP(f"t{tid}", 0): seq})
+            except BaseException as e:  # reported below
+                errors.append((tid, repr(e)))
+
+        threads = [threading.Thread(target=committer, args=(i,), daemon=True)
+                   for i in range(8)]
+        for t in threads:
+            t.start()
+        done = []
+
+        def from_callback(fut) -> None:
+            try:
+                store.commit_sync("g", {TP("cb", 0): len(done)})  # no deadline
+                done.append(threading.current_thread().name)
+            except BaseException as e:  # reported below
+                errors.append(("callback", repr(e)))
+
+        try:
+            for i in range(400):
+                store.commit_async("h", {TP("async", i % 3): i}).add_done_callback(
+                    from_callback)
+                if i % 50 == 0:
+                    time.sleep(0.002)
+            store.flush()
+        finally:
+            stop.set()
+        deadline = time.monotonic() + 60
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        assert not [t for t in threads if t.is_alive()], "committers left asleep"
+        assert not errors
+        assert any(name == "offsetlog-async-writer" for name in done)

@@ -44,6 +44,14 @@ def test_bad_group_id(store, group):
     ({TP: OffsetAndMetadata(1, "", -7)}, InvalidCommitError),
     ({TP: OffsetAndMetadata(1, "", "3")}, InvalidCommitError),
     ([(TP, 1)], InvalidCommitError),
+    # beyond Kafka's types (int64 offsets, int32 partitions and epochs): such a commit used to
+    # be written (or fail in msgpack with OverflowError), and the Spark source, whose
+    # partition and leader_epoch columns are INT, then failed on the whole store
+    ({TP: 2**63}, InvalidCommitError),
+    ({TP: OffsetAndMetadata(2**64)}, InvalidCommitError),
+    ({TopicPartition("t", 2**31): 1}, InvalidCommitError),
+    ({TopicPartition("t", 2**64): OffsetAndMetadata(1)}, InvalidCommitError),
+    ({TP: OffsetAndMetadata(1, "", 2**31)}, InvalidCommitError),
 ])
 def test_bad_offsets_are_rejected_and_write_nothing(store, offsets, error):
     with pytest.raises(error):
@@ -105,6 +113,13 @@ def test_empty_commit_is_a_no_op(store):
     store.commit_sync("g", {})
     assert store.commit_async("g", {}).result(timeout=5) is None
     assert_nothing_written(store)
+
+
+def test_the_largest_kafka_values_are_accepted(store):
+    tp = TopicPartition("t", 2**31 - 1)
+    store.commit_sync("g", {tp: 2**63 - 1, TP: OffsetAndMetadata(2**63 - 1, "", 2**31 - 1)})
+    assert store.fetch("g") == {tp: OffsetAndMetadata(2**63 - 1),
+                                TP: OffsetAndMetadata(2**63 - 1, "", 2**31 - 1)}
 
 
 def test_leader_epoch_minus_one_means_none(store):
