@@ -50,6 +50,11 @@ log = logging.getLogger("offsetlog.store")
 CommitCallback = Callable[[Mapping, BaseException | None], None]
 
 
+#: groups whose route (partition, standalone fencing check) the commit path keeps; about
+#: 500 bytes each
+ROUTES_CACHED = 65_536
+
+
 class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
     """An embedded, crash-safe store of consumer offsets.
 
@@ -234,7 +239,10 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             if group_id in managed:
                 coord.validate_offset_commit(group_id, now_ms=clock())
 
-        route = self._routes[group_id] = (part, standalone)
+        routes = self._routes
+        if len(routes) >= ROUTES_CACHED:
+            routes.clear()  # a cache: groups come and go, and it must not grow without bound
+        route = routes[group_id] = (part, standalone)
         return route
 
     @staticmethod

@@ -433,18 +433,25 @@ class GroupCommitter:
                     part.log.append(b"".join(frames) if len(frames) > 1 else frames[0], base)
                 if self.fsync_always or force_sync:
                     part.log.sync()
-            except OSError as e:
+            except Exception as e:  # OSError, or a bug while framing: the log's state is unknown
                 error = e
+                what = "write to"
             finally:
                 part.lock.acquire()
+            if error is None:
+                try:
+                    part.table.apply_batches(batches)
+                except Exception as e:  # durable, but the table no longer follows the log
+                    error = e
+                    what = "applying a round of"
             if error is not None:
+                # Never strand a round: every item gets the failure, and the store is poisoned
+                # (a reopen replays the log into a fresh table).
                 self._poison(error)
-                failed = StoreFailedError(f"write to log partition {part.index} failed: {error!r}",
+                failed = StoreFailedError(f"{what} log partition {part.index} failed: {error!r}",
                                           cause=error)
                 for item in group:
                     item.error = failed
-            else:
-                part.table.apply_batches(batches)
             for item in group:
                 item.done = True
             return group

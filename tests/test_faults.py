@@ -607,3 +607,40 @@ def test_enospc_while_cleaning_keeps_the_log_and_the_store_working(tiny_tmpfs):
     store.close()
     with open_store(path) as again:
         assert store_state(again) == expected
+
+
+@pytest.mark.parametrize("where", ["frame", "apply"])
+def test_an_unexpected_error_in_a_round_fails_it_and_poisons_the_store(
+        tmp_path, monkeypatch, where):
+    """Not only OSError: any exception while a leader frames or applies a round fails every
+    item of it (sync, async, callbacks) and poisons the store, rather than leaving its
+    committers asleep and its futures pending for ever."""
+    import offsetlog.writer as writer_mod
+    from offsetlog.table import OffsetTable
+
+    def boom(*_args, **_kw):
+        raise RuntimeError(f"bug in {where}")
+
+    store = acked_store(tmp_path)
+    if where == "frame":
+        monkeypatch.setattr(writer_mod, "frame_batch", boom)
+    else:
+        monkeypatch.setattr(OffsetTable, "apply_batches", boom)
+    called = []
+    fut = store.commit_async(G2, {TP("t", 1): 41}, callback=lambda o, e: called.append(e))
+    with pytest.raises(StoreFailedError) as err:
+        store.commit_sync(G2, {TP("t", 0): 40}, timeout=30)
+    assert isinstance(err.value.cause, RuntimeError)
+    assert isinstance(fut.exception(timeout=30), StoreFailedError)
+    monkeypatch.undo()
+    assert_poisoned(store)
+    store.close()
+    assert len(called) == 1 and isinstance(called[0], StoreFailedError)
+    with open_store(tmp_path) as again:
+        state = store_state(again)
+        if where == "frame":  # nothing of the failed round reached the log
+            assert state == ACKED
+        else:  # durable before the table failed: a reopen replays it (it was never acked)
+            assert state[G1] == ACKED[G1]
+            assert state[G2][TP("t", 1)] == OAM(41)
+            assert state[G2][TP("t", 0)] in (OAM(2), OAM(40))
