@@ -31,7 +31,7 @@ import threading
 import time
 from collections import deque
 from threading import get_ident
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
@@ -517,10 +517,15 @@ class GroupCommitter:
                 # A shared future's items are all in this round, and all in one state: every
                 # item of a round fails or none does (deferred items have no future).
                 resolved = fut
-                if item.error is None:
-                    fut.set_result(item.result)
-                else:
-                    fut.set_exception(item.error)
+                try:
+                    if item.error is None:
+                        fut.set_result(item.result)
+                    else:
+                        fut.set_exception(item.error)
+                except InvalidStateError:
+                    # Someone else's code resolved it (set_result on a future it was given);
+                    # the rest of the round must still be answered.
+                    log.warning("a commit future was resolved by someone else: %r", fut)
             if item.callback is not None:
                 callbacks.append((item.callback, item.callback_arg, item.error))
         if callbacks:

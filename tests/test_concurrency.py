@@ -542,3 +542,13 @@ def test_commits_from_done_callbacks_on_the_writer_thread_amid_chained_committer
         assert not [t for t in threads if t.is_alive()], "committers left asleep"
         assert not errors
         assert any(name == "offsetlog-async-writer" for name in done)
+
+
+def test_a_future_resolved_by_its_caller_does_not_stop_the_writer(tmp_path):
+    with open_store(tmp_path, partitions=1) as store:
+        futures = [store.commit_async("g", {TP("t", i % 5): i}) for i in range(500)]
+        futures[0].set_result("mine")  # misuse: the store resolves its futures itself
+        store.commit_sync("g", {TP("t", 9): 1}, timeout=30)
+        done, pending = wait(futures, timeout=30)
+        assert not pending
+        assert store.committed("g", TP("t", 4)) == OAM(499)
