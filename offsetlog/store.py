@@ -385,13 +385,24 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
     # -- deletes and expiry --------------------------------------------------------------
 
     def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
-        """Tombstone the committed offsets of ``partitions`` (those that exist) in one batch."""
+        """Tombstone the committed offsets of ``partitions`` (those that exist) in one batch.
+
+        For a group the coordinator manages, Kafka's OffsetDelete rule applies (KIP-496), to
+        the whole call: nothing is deleted if members subscribe to a requested topic.
+
+        :raises GroupSubscribedToTopicError: members of the group subscribe to a requested
+            topic (``.partitions`` lists them)
+        :raises NonEmptyGroupError: the group has members and is not a consumer group
+        """
         self._check_open()
         check_group_id(group_id)
         tps = sorted(set(check_partition_list(partitions)))
         now = self._clock()
+        coordinator = self._parts[self.partition_of(group_id)].coordinator
 
         def tombstones(table: OffsetTable) -> tuple:
+            # At the head of the queue, so against the group as of this call's place in it.
+            coordinator.check_offset_delete(group_id, tps)
             # A tombstone also drops the key's pending transactional offsets.
             present = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(
                 group_id)

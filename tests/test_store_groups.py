@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsetlog import OffsetStore, TopicPartition
+from offsetlog import OffsetAndMetadata as OAM, OffsetStore, TopicPartition
 from offsetlog.errors import (IllegalGenerationError, RebalanceInProgressError, StoreClosedError,
                               UnknownMemberIdError)
 from offsetlog.group import GroupConfig
@@ -193,3 +193,47 @@ def test_a_group_committed_standalone_first_is_fenced_once_it_becomes_managed(st
             s.commit_async("g", {TP0: 3})
         s.commit_sync("g", {TP0: 4}, generation_id=gen, member_id=m1)
         assert s.committed("g", TP0).offset == 4
+
+
+def test_offsets_of_a_subscribed_topic_cannot_be_deleted_until_the_group_is_empty(
+        store_dir, clock):
+    """Kafka's OffsetDelete rule (KIP-496), for the whole call: while members subscribe to
+    "orders", its offsets stay (and a call that also names another topic deletes nothing);
+    other topics' offsets can go; once the group is empty, everything can."""
+    from offsetlog.group.errors import GroupSubscribedToTopicError
+    other = TopicPartition("returns", 0)
+    with open_store(store_dir, clock) as s:
+        gen, (m1,) = form_group(s, clock, topics=("orders",))
+        s.commit_sync("g", {TP0: 5, other: 7}, generation_id=gen, member_id=m1)
+        with pytest.raises(GroupSubscribedToTopicError) as err:
+            s.delete_offsets("g", [TP0, other])
+        assert err.value.partitions == [("orders", 0)]
+        assert s.fetch("g") == {TP0: OAM(5), other: OAM(7)}  # all or nothing
+        s.delete_offsets("g", [other])
+        assert s.fetch("g") == {TP0: OAM(5)}
+        assert s.leave_group("g", member_id=m1).result(timeout=10).error is None
+        assert s.describe_group("g").state == "Empty"
+        s.delete_offsets("g", [TP0])
+        assert s.fetch("g") == {}
+    with open_store(store_dir, clock) as s:
+        assert s.fetch("g") == {}
+
+
+def test_a_non_consumer_group_with_members_refuses_offset_deletes(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        fut = s.join_group("conn", client_id="c", session_timeout_ms=SESSION,
+                           rebalance_timeout_ms=SESSION, protocol_type="connect",
+                           protocols=[("default", b"")])
+        for _ in range(SESSION // 1_000 + 1):
+            if fut.done():
+                break
+            clock.advance(1_000)
+            s.poll_groups()
+        join = fut.result(timeout=10)
+        assert s.sync_group("conn", member_id=join.member_id, generation_id=join.generation_id,
+                            assignments={join.member_id: b""}).result(timeout=10).error is None
+        s.commit_sync("conn", {TP0: 1}, generation_id=join.generation_id,
+                      member_id=join.member_id)
+        with pytest.raises(NonEmptyGroupError):
+            s.delete_offsets("conn", [TP0])
+        assert s.committed("conn", TP0).offset == 1

@@ -60,8 +60,9 @@ from collections.abc import Iterable, Mapping
 
 from offsetlog.errors import (InvalidGroupIdError, RebalanceInProgressError,
                               UnknownMemberIdError)
-from offsetlog.group.errors import (CoordinatorNotAvailableError, InconsistentGroupProtocolError,
-                                    NonEmptyGroupError)
+from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER
+from offsetlog.group.errors import (CoordinatorNotAvailableError, GroupSubscribedToTopicError,
+                                    InconsistentGroupProtocolError, NonEmptyGroupError)
 from offsetlog.group.expiry import (STANDALONE, RetentionView, expired_offsets,
                                     should_delete_group)
 from offsetlog.group.fencing import check_generation, check_member, check_offset_commit
@@ -416,6 +417,29 @@ class GroupCoordinator(RebalanceEngine):
                                      "once its members have left")
         self._delete(group, now, out)
         return out
+
+    def check_offset_delete(self, group_id: str, partitions: Iterable) -> None:
+        """Kafka's OffsetDelete rule (KIP-496): an unmanaged or Empty group's offsets can all
+        be deleted; a consumer group with members refuses the partitions of topics they
+        subscribe to; any other group with members refuses the request. offsetlog refuses the
+        whole call where Kafka answers per partition (as for commits: all or nothing).
+
+        :raises GroupSubscribedToTopicError: a requested topic is subscribed; nothing deleted
+        :raises NonEmptyGroupError: the group has members and is not a consumer group
+        """
+        group = self._groups.get(group_id)
+        if group is None or group.state is EMPTY or group.state is DEAD:
+            return
+        if group.protocol_type != CONSUMER:
+            raise NonEmptyGroupError(f"group {group_id!r} is {group.state} and not a consumer "
+                                     "group; its offsets can be deleted once it is empty")
+        topics = group.subscribed_topics() or frozenset()  # unknown: nothing counts, as Kafka
+        busy = sorted(tp for tp in partitions if tp[0] in topics)
+        if busy:
+            raise GroupSubscribedToTopicError(
+                f"group {group_id!r} is {group.state} and subscribes to "
+                f"{sorted({tp[0] for tp in busy})}; their offsets can be deleted once no "
+                "member subscribes to them", partitions=busy)
 
     def _delete(self, group: Group, now: int, out: Result) -> None:
         group.transition_to(DEAD, now)

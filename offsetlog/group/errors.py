@@ -16,7 +16,8 @@ from offsetlog.errors import (CoordinatorLoadInProgressError, FencedInstanceIdEr
 
 __all__ = [
     "CoordinatorLoadInProgressError", "CoordinatorNotAvailableError", "FencedInstanceIdError",
-    "GroupIdNotFoundError", "GroupMaxSizeReachedError", "IllegalGenerationError",
+    "GroupIdNotFoundError", "GroupMaxSizeReachedError", "GroupSubscribedToTopicError",
+    "IllegalGenerationError",
     "IllegalGroupTransitionError", "InconsistentGroupProtocolError", "InvalidGroupIdError",
     "InvalidGroupMetadataError", "InvalidSessionTimeoutError", "MemberIdRequiredError",
     "NonEmptyGroupError", "RebalanceInProgressError", "UnknownMemberIdError",
@@ -51,6 +52,21 @@ class NonEmptyGroupError(OffsetlogError):
     """A group with members cannot be deleted."""
 
     code = 68
+
+
+class GroupSubscribedToTopicError(OffsetlogError):
+    """Offsets of a topic that members of the group subscribe to cannot be deleted
+    (OffsetDelete, KIP-496): the members would commit them again, or restart from the reset
+    policy under a running consumer.
+
+    :ivar partitions: the requested partitions whose topics are subscribed, sorted
+    """
+
+    code = 86
+
+    def __init__(self, message: str, *, partitions) -> None:
+        super().__init__(message)
+        self.partitions = partitions
 
 
 class GroupIdNotFoundError(OffsetlogError):
