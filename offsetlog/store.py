@@ -291,8 +291,9 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                                                     group_instance_id)
         if item is not None:
             self._writer.submit_sync(part, item, timeout, precheck)
-        else:
+        else:  # nothing to write: the checks alone, a failed store included
             with part.lock:
+                self._writer.check_usable()
                 precheck()
 
     def commit_async(self, group_id: str,
@@ -310,14 +311,22 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         Argument and fencing errors are raised here, at once, and nothing is queued; a store
         that has failed (``StoreFailedError``) fails the future and runs the callback.
         """
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable, not {type(callback).__name__}")
         part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
                                                     group_instance_id)
-        if item is None:
+        if item is None:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 precheck()
+                try:
+                    self._writer.check_usable()
+                except StoreFailedError as e:
+                    error = e
+                else:
+                    error = None
             if callback is not None:
-                self._writer.queue_callback(callback, offsets, None)
-            return resolved_future()
+                self._writer.queue_callback(callback, offsets, error)
+            return resolved_future() if error is None else failed_future(error)
         if callback is not None:
             item.callback, item.callback_arg = callback, offsets
         try:

@@ -89,6 +89,9 @@ def assert_poisoned(store, expected: dict = ACKED) -> None:
             store.commit_sync(group, {TP("t", 0): 99})
         fut = store.commit_async(group, {TP("t", 0): 99})
         assert isinstance(fut.exception(timeout=30), StoreFailedError)
+        with pytest.raises(StoreFailedError):  # even a commit with nothing to write
+            store.commit_sync(group, {})
+        assert isinstance(store.commit_async(group, {}).exception(timeout=30), StoreFailedError)
     with pytest.raises(StoreFailedError):
         store.delete_offsets(G1, [TP("t", 0)])
     with pytest.raises(StoreFailedError):

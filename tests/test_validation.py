@@ -147,3 +147,10 @@ def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets
     assert got == expected
     if got:
         assert encode_payload(got) == encode_payload(expected)
+
+
+def test_a_callback_that_cannot_be_called_is_refused_at_once(tmp_path):
+    with OffsetStore.open(tmp_path / "s", partitions=1) as s:
+        with pytest.raises(TypeError):
+            s.commit_async("g", {TopicPartition("t", 0): 1}, callback=5)
+        assert s.committed("g", TopicPartition("t", 0)) is None
