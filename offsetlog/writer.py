@@ -134,11 +134,11 @@ class PartitionWriter:
         #: threads in ``cond.wait()`` (drain, exclusive): a round end notifies only if any
         self.idle_waiters = 0
 
-    def wait_idle(self) -> None:
-        """``cond.wait()``, counted (``lock`` held)."""
+    def wait_idle(self, timeout: float | None = None) -> None:
+        """``cond.wait(timeout)``, counted (``lock`` held)."""
         self.idle_waiters += 1
         try:
-            self.cond.wait()
+            self.cond.wait(timeout)
         finally:
             self.idle_waiters -= 1
 
@@ -268,19 +268,20 @@ class GroupCommitter:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise self._timeout(timeout)
                 if part.leader_active or part.exclusive_waiting:
-                    part.idle_waiters += 1
-                    try:
-                        part.cond.wait(None if deadline is None
-                                       else max(0.0, deadline - time.monotonic()))
-                    finally:
-                        part.idle_waiters -= 1
+                    part.wait_idle(None if deadline is None
+                                   else max(0.0, deadline - time.monotonic()))
                     continue
-                group = self._lead(part)
-                part.lock.release()
-                try:
-                    self._complete(group)
-                finally:
-                    part.lock.acquire()
+                self._lead_once(part)
+
+    def _lead_once(self, part: PartitionWriter) -> None:
+        """Lead one round (``part.lock`` held on entry and on return) and complete it outside
+        the lock."""
+        group = self._lead(part)
+        part.lock.release()
+        try:
+            self._complete(group)
+        finally:
+            part.lock.acquire()
 
     def _enlist(self, item: Pending, deadline: float | None):
         """Give a synchronous committer its wake-up lock (``part.lock`` held); ``_complete``
@@ -652,12 +653,7 @@ class GroupCommitter:
             with part.lock:
                 while part.queue or part.leader_active:
                     if not part.leader_active:
-                        group = self._lead(part)
-                        part.lock.release()
-                        try:
-                            self._complete(group)
-                        finally:
-                            part.lock.acquire()
+                        self._lead_once(part)
                         continue
                     part.wait_idle()
 
