@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
+from concurrent.futures._base import FINISHED as _FINISHED
 from typing import Any, Callable
 
 #: thread ident of a store's async writer -> its helper(future, timeout) -> the timeout left:
@@ -29,6 +30,11 @@ class StoreFuture(Future):
     """
 
     def result(self, timeout: float | None = None) -> Any:
+        if self._state == _FINISHED and self._exception is None:
+            # Resolved for good (a finished future never changes again): skip the condition
+            # lock that Future.result takes. Callers waiting on many futures that share one
+            # (back-to-back commit_async calls) mostly land here.
+            return self._result
         helper = writer_helpers.get(_get_ident())
         if helper is not None and not self.done():
             timeout = helper(self, timeout)
