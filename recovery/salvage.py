@@ -172,7 +172,9 @@ def plan_salvage(directory: str) -> tuple[list[Rewrite], list[SalvagedRegion]]:
         reasons.update((p.position, p.reason) for p in reader.problems)
         if reader.stop is not None:
             reasons[reader.stop.position] = reader.stop.reason
-        found = _gaps(path, len(data), kept, reasons, base, limit)
+        # The active segment's unused reserve (zeros after its last batch) is not damage:
+        # recovery cuts it as it does on every open (docs/FORMAT.md, "Preallocated space").
+        found = _gaps(path, len(data) - reader.zero_tail, kept, reasons, base, limit)
         torn_tail_only = (last and len(found) == 1 and reader.stop is not None
                           and found[0].position == reader.stop.position
                           and found[0].position + found[0].bytes_dropped == len(data)

@@ -103,6 +103,47 @@ def test_salvage_removes_stale_snapshots_only_when_it_rewrote_something(tmp_path
     assert not snaps.exists()
 
 
+def crashed_with_reserve(tmp_path, n=8):
+    """A store whose active segment holds a reserve, as a SIGKILL leaves it (docs/FORMAT.md,
+    "Preallocated space"), with a snapshot; and the commits made."""
+    src = tmp_path / "live"
+    store = open_store(src, partitions=1)
+    log = CommitLog(store)
+    for i in range(n):
+        log.commit("g", {TP("t", i % 3): i})
+    store.snapshot()
+    crashed = copy_store(src, tmp_path / "crashed")  # before close() gives the reserve back
+    store.close()
+    [seg] = segment_files(crashed)[0]
+    assert os.path.getsize(seg) > file_sizes(crashed)[seg], "no reserve to test with"
+    return crashed, seg, log
+
+
+def test_salvage_takes_the_reserve_of_the_active_segment_for_what_it_is(tmp_path):
+    """The zeros after the last batch are unused space, not 1 MiB of "unreadable bytes": no
+    region, no rewrite, snapshots kept; the reserve is cut as on open."""
+    crashed, seg, log = crashed_with_reserve(tmp_path)
+    data = file_sizes(crashed)[seg]
+    report = salvage_store(crashed)
+    assert report.regions == [] and report.rewritten == [], report
+    assert report.snapshots_removed is None and os.path.isdir(os.path.join(crashed, "snapshots"))
+    assert os.path.getsize(seg) == data
+    with open_store(crashed) as store:
+        assert store.recovery_report.clean
+        assert store_state(store) == log.model()
+
+
+def test_salvage_of_an_active_segment_with_a_reserve_drops_only_the_corrupt_batch(tmp_path):
+    crashed, seg, log = crashed_with_reserve(tmp_path)
+    _, a, b = log.spans[3]
+    flip_byte(rebase(seg, crashed, crashed), a + 20)
+    report = salvage_store(crashed)
+    assert [(r.position, r.bytes_dropped) for r in report.regions] == [(a, b - a)], report
+    with open_store(crashed) as store:
+        assert store.recovery_report.clean
+        assert store_state(store) == log.model(keep=lambda i: i != 3)
+
+
 def test_a_crash_before_the_salvage_swap_commits_leaves_the_old_segment(tmp_path, monkeypatch):
     log = build(tmp_path / "s")
     path, a, _ = log.spans[9]
