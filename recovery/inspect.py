@@ -20,7 +20,7 @@ from offsetlog.segment import read_file
 from offsetlog.table import OffsetTable
 from recovery import snapshot
 from recovery.replay import recover_partition
-from recovery.report import PartitionRecovery, RecoveryReport
+from recovery.report import DroppedRange, PartitionRecovery, RecoveryReport
 from recovery.swap import plan_swaps
 
 
@@ -118,18 +118,33 @@ def check_snapshots(path: str, log_ends: dict[int, int]) -> list[SnapshotCheck] 
     return out
 
 
-def iter_records(path: str, *, partition: int | None = None) -> Iterator[tuple]:
-    """(partition, segment_path, batch, log_offset, record) for every readable record."""
+def iter_records(path: str, *, partition: int | None = None,
+                 skipped: list[DroppedRange] | None = None) -> Iterator[tuple]:
+    """(partition, segment_path, batch, log_offset, record) for every readable record.
+
+    :param skipped: if given, every byte range that was not read is appended to it: corrupt
+        regions, and a torn tail (reason ending in "(torn tail)") at the end of a partition's
+        last segment
+    """
     for p, directory in naming.list_partition_dirs(path):
         if partition is not None and p != partition:
             continue
         segments = plan_swaps(directory).segments
         for i, (base, seg) in enumerate(segments):
-            reader = BatchReader(read_file(seg), salvage=True, min_offset=base,
-                                 zero_tail=i == len(segments) - 1)
+            last = i == len(segments) - 1
+            data = read_file(seg)
+            reader = BatchReader(data, salvage=True, min_offset=base, zero_tail=last)
             for batch in reader:
                 for record in batch.records():
                     yield p, seg, batch, batch.base_offset + record[0], record
+            if skipped is not None:
+                skipped += [DroppedRange(seg, q.position, q.dropped or 0, q.reason)
+                            for q in reader.problems]
+                stop = reader.stop
+                if stop is not None:
+                    torn = " (torn tail)" if stop.torn and last else ""
+                    skipped.append(DroppedRange(seg, stop.position, len(data) - stop.position,
+                                                stop.reason + torn))
 
 
 __all__ = ["PartitionRecovery", "SnapshotCheck", "check_snapshots", "iter_records", "scan", "stored_partitions",

@@ -93,3 +93,32 @@ def test_bench_options_reach_the_runner(capsys):
         main(["bench", "--help"])
     assert e.value.code == 0
     assert "--quick" in capsys.readouterr().out
+
+
+def test_dump_says_what_it_could_not_read(store_dir, capsys):
+    """dump prints every readable record, names every range it skipped on stderr, and fails
+    on corruption (as verify does); a torn tail alone is noted, not a failure; the active
+    segment's zero reserve (a store left by a crash) is neither."""
+    with OffsetStore.open(store_dir, partitions=1, snapshot_on_close=False) as s:
+        for i in range(4):
+            s.commit_sync("g", {TopicPartition("t", i): i})
+        [(_, seg)] = list_segments(partition_dir(store_dir, 0))
+        with open(seg, "rb") as f:
+            data = f.read()
+        assert len(data) > (end := sum(b.size for b in BatchReader(data)))  # the reserve
+        assert main(["dump", store_dir]) == 0
+        out, err = capsys.readouterr()
+        assert len(out.splitlines()) == 4 and err == ""
+    second = [b for b in BatchReader(data)][1]
+    with open(seg, "r+b") as f:  # the store is closed: the file is its batches
+        f.truncate(end - 1)  # the last batch torn
+    assert main(["dump", store_dir]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 3 and "torn tail" in err and os.path.basename(seg) in err
+    with open(seg, "r+b") as f:
+        f.seek(second.position + 20)
+        f.write(b"\xff")
+    assert main(["dump", store_dir]) == 1
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 2
+    assert f"@ {second.position}: dropped {second.size} bytes" in err, err
