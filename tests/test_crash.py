@@ -106,9 +106,9 @@ def test_kill9_and_power_loss_lose_no_commit_whose_shared_future_resolved(tmp_pa
     resolved, then SIGKILL and a power cut (half the time zeroing the lost bytes inside the
     preallocated reserve) must not take back any of them."""
     rng = Seeded()
-    config = CrashTestConfig(seed=rng.seed_value, cycles=10, threads=3, partitions=2,
+    config = CrashTestConfig(seed=rng.seed_value, cycles=6, threads=3, partitions=2,
                              power_loss=True, early_kill_probability=0.0, segment_bytes=4096,
-                             time_budget_s=12, store_options={"fsync": "always"})
+                             time_budget_s=8, store_options={"fsync": "always"})
     result = run_crashtest(tmp_path / "ct", config,
                            workload="crash_workloads:async_bursts_acked_by_futures")
     print(result.summary())
