@@ -242,3 +242,35 @@ def test_salvage_after_random_damage_keeps_exactly_the_undamaged_commits(tmp_pat
     with open_store(tmp_path / "s") as store:
         assert store.recovery_report.clean
         assert store_state(store) == log.model(keep=lambda i: i not in damaged), rng.why()
+
+
+def test_a_batch_that_passes_its_crc_but_does_not_decode_fails_recover_and_verify_as_open(
+        tmp_path):
+    """Open refuses a batch whose payload passes its CRC but is not msgpack (a writer bug, a
+    foreign writer). ``offsetlog recover`` says why a service cannot open a store and
+    ``offsetlog verify`` finds what open would refuse, so both must see it too; salvage drops
+    it, and then the store opens."""
+    from offsetlog import records
+    from offsetlog.framing import encode_batch, frame
+    from recovery.inspect import scan
+
+    log = build(tmp_path / "s", n=6)
+    path, _, end = log.spans[-1]
+    bad = frame(1000, b"\xc1\xc1", record_count=1, last_offset_delta=0, timestamp=0)
+    good = encode_batch(1001, records.offset_commit_records("g", {TP("t", 0): 1001}, 0, 4096),
+                        timestamp=0)  # a valid batch after it: not a torn tail
+    with open(path, "ab") as f:
+        f.write(bad + good)
+    with pytest.raises(CorruptLogError) as opened:
+        open_store(tmp_path / "s")
+    with pytest.raises(CorruptLogError) as recovered:
+        recover_store(tmp_path / "s")
+    assert ((recovered.value.path, recovered.value.position)
+            == (opened.value.path, opened.value.position) == (path, end))
+    report, _ = scan(str(tmp_path / "s"))
+    assert [(r.path, r.position, r.bytes_dropped) for r in report.skipped] == [
+        (path, end, len(bad))]
+    assert cli_main(["verify", str(tmp_path / "s")]) == 1
+    salvage_store(tmp_path / "s")
+    with open_store(tmp_path / "s") as store:
+        assert store.committed("g", TP("t", 0)).offset == 1001
