@@ -26,8 +26,9 @@ log = logging.getLogger("offsetlog.recovery")
 #: apply_batches([(base_offset, records, attributes, producer_id, producer_epoch), ...])
 ApplyBatches = Callable[[list], None]
 
-#: what msgpack (and a table refusing what it decoded) raise for a payload that is not records
-_UNDECODABLE = (ValueError, msgpack.UnpackException, TypeError)
+#: what msgpack, and the table given what it decoded, raise for a payload that is not records
+#: (a record short of a field is a KeyError or IndexError: corruption too, not a crash)
+_UNDECODABLE = (ValueError, msgpack.UnpackException, TypeError, KeyError, IndexError)
 
 #: batches handed to apply_batches at once: large enough to amortise the call, small enough
 #: that decoded records do not pile up in memory
@@ -135,7 +136,7 @@ def recover_partition(directory: str, partition: int, *,
                     apply(chunk)
             except _UNDECODABLE as e:
                 raise CorruptLogError(path, shift + reader.end,
-                                      f"undecodable payload ({e})") from None
+                                      f"undecodable payload ({type(e).__name__}: {e})") from None
             result.batches += reader.batches
             result.records += reader.records
         for p in reader.problems:

@@ -27,6 +27,7 @@ from offsetlog import dirlock, naming, segment
 from offsetlog.errors import CorruptLogError
 from offsetlog.format import HEADER_SIZE
 from offsetlog.framing import BatchReader, decode_payload
+from offsetlog.table import OffsetTable
 from recovery.inspect import stored_partitions
 from recovery.replay import recover_partition
 from recovery.report import RecoveryReport
@@ -114,7 +115,9 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False) -> SalvageR
                 _rewrite(naming.partition_dir(path, p), base, end, source, spans)
                 report.rewritten.append(source)
         for p, directory in partitions:
-            result = recover_partition(directory, p, repair=True)
+            # Replayed into a table, as open does: what open refuses is refused here too.
+            result = recover_partition(directory, p, repair=True,
+                                       apply_batches=OffsetTable().apply_batches)
             report.recovery.partitions[p] = result
             t = result.truncated
             if t is not None:

@@ -274,3 +274,24 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_fails_recover_and_verif
     salvage_store(tmp_path / "s")
     with open_store(tmp_path / "s") as store:
         assert store.committed("g", TP("t", 0)).offset == 1001
+
+
+def test_a_record_short_of_a_field_is_corruption_for_open_and_recover(tmp_path):
+    """A batch that passes its CRC and decodes, but holds an OFFSET_COMMIT record without its
+    topic: open raised a bare KeyError (no file, no position) and ``offsetlog recover``
+    said all was well. Both now refuse it with CorruptLogError naming the segment."""
+    from offsetlog.framing import encode_batch
+
+    log = build(tmp_path / "s", n=6)
+    path, _, _ = log.spans[-1]
+    with open(path, "ab") as f:
+        f.write(encode_batch(1000, [[0, 1, 0, {"group": "g"}, {"offset": 5,
+                                                                "commit_timestamp": 0}]],
+                             timestamp=0))
+    with pytest.raises(CorruptLogError) as opened:
+        open_store(tmp_path / "s")
+    assert opened.value.path == path and "KeyError" in str(opened.value)
+    with pytest.raises(CorruptLogError) as recovered:
+        recover_store(tmp_path / "s")
+    assert recovered.value.path == path
+    assert cli_main(["recover", str(tmp_path / "s")]) == 1
