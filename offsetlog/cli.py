@@ -99,7 +99,9 @@ def _verify_snapshots(path: str, log_ends: dict[int, int], console: Console) -> 
 
 def cmd_dump(args, console: Console) -> int:
     out = sys.stdout
-    for p, seg, batch, offset, record in inspect.iter_records(args.dir, partition=args.partition):
+    skipped: list = []
+    records = inspect.iter_records(args.dir, partition=args.partition, skipped=skipped)
+    for p, seg, batch, offset, record in records:
         d = describe_record(record)
         if args.json:
             out.write(json.dumps({"partition": p, "segment": os.path.basename(seg),
@@ -115,7 +117,13 @@ def cmd_dump(args, console: Console) -> int:
         out.write(f"partition: {p} offset: {offset} position: {batch.position} "
                   f"timestamp: {batch.timestamp} type: {d['type']} v{d['version']} "
                   f"key: {key} payload: {payload}\n")
-    return 0
+    # What could not be read is said, never left out silently; corruption fails the command
+    # as it fails verify (a torn tail alone does not: the next open truncates it).
+    corrupt = 0
+    for r in skipped:
+        corrupt += not r.reason.endswith("(torn tail)")
+        print(f"offsetlog: not dumped: {r}", file=sys.stderr)
+    return 1 if corrupt else 0
 
 
 def cmd_describe(args, console: Console) -> int:

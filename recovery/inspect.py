@@ -20,7 +20,7 @@ from offsetlog.segment import read_file
 from offsetlog.table import OffsetTable
 from recovery import snapshot
 from recovery.replay import recover_partition
-from recovery.report import PartitionRecovery, RecoveryReport
+from recovery.report import DroppedRange, PartitionRecovery, RecoveryReport
 from recovery.swap import plan_swaps
 
 
@@ -46,8 +46,18 @@ def data_size(segment_path: str) -> int:
 
 
 def total_segment_bytes(path: str) -> int:
-    return sum(os.path.getsize(seg) for _, d in naming.list_partition_dirs(path)
-               for _, seg in naming.list_segments(d))
+    total = 0
+    for _, d in naming.list_partition_dirs(path):
+        for _, seg in naming.list_segments(d):
+            try:
+                total += os.path.getsize(seg)
+            except FileNotFoundError:  # a cleaner swap on a store open elsewhere
+                pass
+    return total
+
+
+#: times a partition is scanned again when a segment vanished under the scan
+SCAN_ATTEMPTS = 10
 
 
 def scan(path: str, *, salvage: bool = True, tables: bool = False,
@@ -58,10 +68,19 @@ def scan(path: str, *, salvage: bool = True, tables: bool = False,
     report = RecoveryReport()
     out: dict[int, OffsetTable] = {}
     for p, directory in naming.list_partition_dirs(path):
-        table = OffsetTable() if tables else None
-        report.partitions[p] = recover_partition(
-            directory, p, apply_batches=table.apply_batches if table is not None else None, repair=False,
-            salvage=salvage, progress=progress)
+        for attempt in range(SCAN_ATTEMPTS):
+            table = OffsetTable() if tables else None
+            try:
+                report.partitions[p] = recover_partition(
+                    directory, p, apply_batches=table.apply_batches if table is not None else None,
+                    repair=False, salvage=salvage, progress=progress)
+                break
+            except FileNotFoundError:
+                # The store is open elsewhere and its cleaner swapped segments between the
+                # listing and the read (recovery/swap.py): what was read is a mix of before
+                # and after, so the partition is read again from its new listing.
+                if attempt == SCAN_ATTEMPTS - 1:
+                    raise
         if table is not None:
             out[p] = table
     return report, out
@@ -118,18 +137,51 @@ def check_snapshots(path: str, log_ends: dict[int, int]) -> list[SnapshotCheck] 
     return out
 
 
-def iter_records(path: str, *, partition: int | None = None) -> Iterator[tuple]:
-    """(partition, segment_path, batch, log_offset, record) for every readable record."""
+def iter_records(path: str, *, partition: int | None = None,
+                 skipped: list[DroppedRange] | None = None) -> Iterator[tuple]:
+    """(partition, segment_path, batch, log_offset, record) for every readable record, in
+    log offset order.
+
+    :param skipped: if given, every byte range that was not read is appended to it: corrupt
+        regions, and a torn tail (reason ending in "(torn tail)") at the end of a partition's
+        last segment
+    """
     for p, directory in naming.list_partition_dirs(path):
         if partition is not None and p != partition:
             continue
-        segments = plan_swaps(directory).segments
-        for i, (base, seg) in enumerate(segments):
-            reader = BatchReader(read_file(seg), salvage=True, min_offset=base,
-                                 zero_tail=i == len(segments) - 1)
-            for batch in reader:
-                for record in batch.records():
-                    yield p, seg, batch, batch.base_offset + record[0], record
+        problems: dict[tuple[str, int], DroppedRange] = {}
+        resume = 0  # every record below this log offset has been yielded
+        for attempt in range(SCAN_ATTEMPTS):
+            segments = plan_swaps(directory).segments
+            try:
+                for i, (base, seg) in enumerate(segments):
+                    last = i == len(segments) - 1
+                    if not last and segments[i + 1][0] <= resume:
+                        continue  # read before a swap replaced it
+                    data = read_file(seg)
+                    reader = BatchReader(data, salvage=True, min_offset=base, zero_tail=last)
+                    for batch in reader:
+                        for record in batch.records():
+                            offset = batch.base_offset + record[0]
+                            if offset >= resume:
+                                yield p, seg, batch, offset, record
+                                resume = offset + 1
+                    for q in reader.problems:
+                        problems[seg, q.position] = DroppedRange(seg, q.position, q.dropped or 0,
+                                                                 q.reason)
+                    stop = reader.stop
+                    if stop is not None:
+                        torn = " (torn tail)" if stop.torn and last else ""
+                        problems[seg, stop.position] = DroppedRange(
+                            seg, stop.position, len(data) - stop.position, stop.reason + torn)
+                break
+            except FileNotFoundError:
+                # A cleaner swap on a store open elsewhere removed a listed segment: list
+                # again and go on after the last record given (offsets survive cleaning).
+                if attempt == SCAN_ATTEMPTS - 1:
+                    raise
+        if skipped is not None:
+            skipped += problems.values()
 
 
 __all__ = ["PartitionRecovery", "SnapshotCheck", "check_snapshots", "iter_records", "scan", "stored_partitions",

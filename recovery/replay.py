@@ -16,7 +16,7 @@ import msgpack
 
 from offsetlog import naming, segment
 from offsetlog.errors import CorruptLogError
-from offsetlog.format import LENGTH_SIZE
+from offsetlog.format import HEADER_SIZE, LENGTH_SIZE
 from offsetlog.framing import BatchReader
 from recovery.report import DroppedRange, PartitionRecovery
 from recovery.swap import finish_swaps, plan_swaps
@@ -25,6 +25,10 @@ log = logging.getLogger("offsetlog.recovery")
 
 #: apply_batches([(base_offset, records, attributes, producer_id, producer_epoch), ...])
 ApplyBatches = Callable[[list], None]
+
+#: what msgpack, and the table given what it decoded, raise for a payload that is not records
+#: (a record short of a field is a KeyError or IndexError: corruption too, not a crash)
+_UNDECODABLE = (ValueError, msgpack.UnpackException, TypeError, KeyError, IndexError)
 
 #: batches handed to apply_batches at once: large enough to amortise the call, small enough
 #: that decoded records do not pile up in memory
@@ -103,8 +107,21 @@ def recover_partition(directory: str, partition: int, *,
         reader = BatchReader(data, start=first, salvage=salvage, min_offset=floor,
                              zero_tail=last)
         if apply is None:
+            view = memoryview(data)
             for pos, stop, h in reader.raw():  # h: offsetlog.format.BATCH_HEADER fields
                 check_limit(path, shift + pos, h[5] + h[6], limit)
+                # Decoded as a replay would: a payload that passes its CRC but does not decode
+                # makes open fail, so the tools that answer for open (verify, recover) see it.
+                try:
+                    msgpack.unpackb(view[pos + HEADER_SIZE:stop])
+                except _UNDECODABLE as e:
+                    if not salvage:
+                        raise CorruptLogError(path, shift + pos,
+                                              f"undecodable payload ({e})") from None
+                    dropped = DroppedRange(path, shift + pos, stop - pos, "undecodable payload")
+                    log.warning("salvage: skipped a batch that does not decode: %s", dropped)
+                    result.skipped.append(dropped)
+                    continue
                 result.batches += 1
                 result.records += h[7]
         else:
@@ -117,9 +134,9 @@ def recover_partition(directory: str, partition: int, *,
                         if not chunk:
                             continue
                     apply(chunk)
-            except (ValueError, msgpack.UnpackException, TypeError) as e:
+            except _UNDECODABLE as e:
                 raise CorruptLogError(path, shift + reader.end,
-                                      f"undecodable payload ({e})") from None
+                                      f"undecodable payload ({type(e).__name__}: {e})") from None
             result.batches += reader.batches
             result.records += reader.records
         for p in reader.problems:

@@ -27,6 +27,7 @@ from offsetlog import dirlock, naming, segment
 from offsetlog.errors import CorruptLogError
 from offsetlog.format import HEADER_SIZE
 from offsetlog.framing import BatchReader, decode_payload
+from offsetlog.table import OffsetTable
 from recovery.inspect import stored_partitions
 from recovery.replay import recover_partition
 from recovery.report import RecoveryReport
@@ -114,7 +115,9 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False) -> SalvageR
                 _rewrite(naming.partition_dir(path, p), base, end, source, spans)
                 report.rewritten.append(source)
         for p, directory in partitions:
-            result = recover_partition(directory, p, repair=True)
+            # Replayed into a table, as open does: what open refuses is refused here too.
+            result = recover_partition(directory, p, repair=True,
+                                       apply_batches=OffsetTable().apply_batches)
             report.recovery.partitions[p] = result
             t = result.truncated
             if t is not None:
@@ -172,7 +175,9 @@ def plan_salvage(directory: str) -> tuple[list[Rewrite], list[SalvagedRegion]]:
         reasons.update((p.position, p.reason) for p in reader.problems)
         if reader.stop is not None:
             reasons[reader.stop.position] = reader.stop.reason
-        found = _gaps(path, len(data), kept, reasons, base, limit)
+        # The active segment's unused reserve (zeros after its last batch) is not damage:
+        # recovery cuts it as it does on every open (docs/FORMAT.md, "Preallocated space").
+        found = _gaps(path, len(data) - reader.zero_tail, kept, reasons, base, limit)
         torn_tail_only = (last and len(found) == 1 and reader.stop is not None
                           and found[0].position == reader.stop.position
                           and found[0].position + found[0].bytes_dropped == len(data)

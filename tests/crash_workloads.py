@@ -35,3 +35,32 @@ def acks_what_it_never_commits(ctx) -> None:
     tp = TopicPartition("ghost", ctx.thread)
     ctx.store.commit_sync("liar", {tp: ctx.offset_base})
     ctx.ack("liar", {tp: ctx.offset_base + 1_000})
+
+
+def async_bursts_acked_by_futures(ctx) -> None:
+    """Bursts of ``commit_async`` calls between ``commit_sync`` ones, each acknowledged when
+    its *future* resolved without error (back-to-back calls share one future), half of them
+    through ``add_done_callback`` and half by waiting on ``result()``; every call writes a new,
+    growing offset to one of a few keys, so a future that resolved before its round was
+    durable shows up as a lost acknowledged commit."""
+    group = f"futures-{ctx.thread % 2}"
+    keys = [TopicPartition(f"f{ctx.thread}", p) for p in range(4)]
+    offset = ctx.offset_base
+    while True:
+        waiting = []
+        for _ in range(ctx.rng.randint(1, 60)):
+            offsets = {ctx.rng.choice(keys): offset}
+            offset += 1
+            fut = ctx.store.commit_async(group, offsets)
+            if ctx.rng.random() < 0.5:
+                fut.add_done_callback(
+                    lambda f, offsets=offsets: f.exception() is None and ctx.ack(group, offsets))
+            else:
+                waiting.append((fut, offsets))
+        for fut, offsets in waiting:
+            fut.result()
+            ctx.ack(group, offsets)
+        offsets = {ctx.rng.choice(keys): offset}
+        offset += 1
+        ctx.store.commit_sync(group, offsets)
+        ctx.ack(group, offsets)

@@ -97,3 +97,20 @@ def test_cli_crashtest_exit_status(tmp_path, capsys):
     assert cli_main(["crashtest", str(tmp_path / "bad"), "--cycles", "2", "--threads", "1",
                      "--workload", "crash_workloads:acks_what_it_never_commits"]) == 1
     assert "acknowledged" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_kill9_and_power_loss_lose_no_commit_whose_shared_future_resolved(tmp_path):
+    """Back-to-back ``commit_async`` calls share one future, resolved once the round carrying
+    them is durable: bursts of them between sync calls, each acknowledged when its future
+    resolved, then SIGKILL and a power cut (half the time zeroing the lost bytes inside the
+    preallocated reserve) must not take back any of them."""
+    rng = Seeded()
+    config = CrashTestConfig(seed=rng.seed_value, cycles=6, threads=3, partitions=2,
+                             power_loss=True, early_kill_probability=0.0, segment_bytes=4096,
+                             time_budget_s=8, store_options={"fsync": "always"})
+    result = run_crashtest(tmp_path / "ct", config,
+                           workload="crash_workloads:async_bursts_acked_by_futures")
+    print(result.summary())
+    assert result.ok, rng.why(result.summary())
+    assert result.acknowledged > 0 and result.tails_torn > 0, rng.why(result.summary())

@@ -385,3 +385,40 @@ def test_rolled_segments_hold_no_reserve(tmp_path):
         assert len(paths) > 3
         for path in paths[:-1]:  # closed while the store is open: exactly their batches
             assert os.path.getsize(path) == file_sizes(root)[path] <= 1024
+
+
+def test_last_batch_torn_at_every_byte_with_the_reserve_after_it(tmp_path):
+    """With preallocation a torn write is followed by zeros, not by the end of the file: the
+    bytes of the last batch from ``cut`` on, and the reserve after it, read as zeros. Every
+    cut recovers exactly the batches before it: a cut at the batch's start is the clean end
+    (nothing torn, the zeros are reserve); any other cut is a torn tail reaching to the end of
+    the file; either way the file is cut to the data and the next commit lands right after."""
+    rng = Seeded()
+    src = tmp_path / "src"
+    log = build(src, rng, n=6)
+    seg, start, end = log.spans[-1]
+    with open(seg, "rb") as f:
+        data = f.read()
+    assert len(data) == end
+    size = end + 4096  # the reserve past the batch
+    expected = log.model(upto=len(log.commits) - 1)
+    for cut in range(start, end):
+        where = rng.why(f"last batch [{start}, {end}) zeroed from {cut}")
+        with open(seg, "wb") as f:
+            f.write(data[:cut] + bytes(size - cut))
+        with open_store(src) as store:
+            assert store_state(store) == expected, where
+            report = store.recovery_report
+            if cut == start:
+                assert report.truncations == [], where
+                assert report.partitions[0].preallocated == size - start, where
+            else:
+                [t] = report.truncations
+                assert (t.path, t.position, t.bytes_dropped) == (seg, start, size - start), where
+            assert os.path.getsize(seg) == start, where
+            if cut % 16 == 0:  # appends resume at the data: the next open sees them whole
+                store.commit_sync("after", {TP("x", 0): cut})
+        if cut % 16 == 0:
+            with open_store(src) as store:
+                assert store.recovery_report.clean, where
+                assert store.committed("after", TP("x", 0)) == OAM(cut), where

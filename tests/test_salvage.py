@@ -103,6 +103,47 @@ def test_salvage_removes_stale_snapshots_only_when_it_rewrote_something(tmp_path
     assert not snaps.exists()
 
 
+def crashed_with_reserve(tmp_path, n=8):
+    """A store whose active segment holds a reserve, as a SIGKILL leaves it (docs/FORMAT.md,
+    "Preallocated space"), with a snapshot; and the commits made."""
+    src = tmp_path / "live"
+    store = open_store(src, partitions=1)
+    log = CommitLog(store)
+    for i in range(n):
+        log.commit("g", {TP("t", i % 3): i})
+    store.snapshot()
+    crashed = copy_store(src, tmp_path / "crashed")  # before close() gives the reserve back
+    store.close()
+    [seg] = segment_files(crashed)[0]
+    assert os.path.getsize(seg) > file_sizes(crashed)[seg], "no reserve to test with"
+    return crashed, seg, log
+
+
+def test_salvage_takes_the_reserve_of_the_active_segment_for_what_it_is(tmp_path):
+    """The zeros after the last batch are unused space, not 1 MiB of "unreadable bytes": no
+    region, no rewrite, snapshots kept; the reserve is cut as on open."""
+    crashed, seg, log = crashed_with_reserve(tmp_path)
+    data = file_sizes(crashed)[seg]
+    report = salvage_store(crashed)
+    assert report.regions == [] and report.rewritten == [], report
+    assert report.snapshots_removed is None and os.path.isdir(os.path.join(crashed, "snapshots"))
+    assert os.path.getsize(seg) == data
+    with open_store(crashed) as store:
+        assert store.recovery_report.clean
+        assert store_state(store) == log.model()
+
+
+def test_salvage_of_an_active_segment_with_a_reserve_drops_only_the_corrupt_batch(tmp_path):
+    crashed, seg, log = crashed_with_reserve(tmp_path)
+    _, a, b = log.spans[3]
+    flip_byte(rebase(seg, crashed, crashed), a + 20)
+    report = salvage_store(crashed)
+    assert [(r.position, r.bytes_dropped) for r in report.regions] == [(a, b - a)], report
+    with open_store(crashed) as store:
+        assert store.recovery_report.clean
+        assert store_state(store) == log.model(keep=lambda i: i != 3)
+
+
 def test_a_crash_before_the_salvage_swap_commits_leaves_the_old_segment(tmp_path, monkeypatch):
     log = build(tmp_path / "s")
     path, a, _ = log.spans[9]
@@ -201,3 +242,56 @@ def test_salvage_after_random_damage_keeps_exactly_the_undamaged_commits(tmp_pat
     with open_store(tmp_path / "s") as store:
         assert store.recovery_report.clean
         assert store_state(store) == log.model(keep=lambda i: i not in damaged), rng.why()
+
+
+def test_a_batch_that_passes_its_crc_but_does_not_decode_fails_recover_and_verify_as_open(
+        tmp_path):
+    """Open refuses a batch whose payload passes its CRC but is not msgpack (a writer bug, a
+    foreign writer). ``offsetlog recover`` says why a service cannot open a store and
+    ``offsetlog verify`` finds what open would refuse, so both must see it too; salvage drops
+    it, and then the store opens."""
+    from offsetlog import records
+    from offsetlog.framing import encode_batch, frame
+    from recovery.inspect import scan
+
+    log = build(tmp_path / "s", n=6)
+    path, _, end = log.spans[-1]
+    bad = frame(1000, b"\xc1\xc1", record_count=1, last_offset_delta=0, timestamp=0)
+    good = encode_batch(1001, records.offset_commit_records("g", {TP("t", 0): 1001}, 0, 4096),
+                        timestamp=0)  # a valid batch after it: not a torn tail
+    with open(path, "ab") as f:
+        f.write(bad + good)
+    with pytest.raises(CorruptLogError) as opened:
+        open_store(tmp_path / "s")
+    with pytest.raises(CorruptLogError) as recovered:
+        recover_store(tmp_path / "s")
+    assert ((recovered.value.path, recovered.value.position)
+            == (opened.value.path, opened.value.position) == (path, end))
+    report, _ = scan(str(tmp_path / "s"))
+    assert [(r.path, r.position, r.bytes_dropped) for r in report.skipped] == [
+        (path, end, len(bad))]
+    assert cli_main(["verify", str(tmp_path / "s")]) == 1
+    salvage_store(tmp_path / "s")
+    with open_store(tmp_path / "s") as store:
+        assert store.committed("g", TP("t", 0)).offset == 1001
+
+
+def test_a_record_short_of_a_field_is_corruption_for_open_and_recover(tmp_path):
+    """A batch that passes its CRC and decodes, but holds an OFFSET_COMMIT record without its
+    topic: open raised a bare KeyError (no file, no position) and ``offsetlog recover``
+    said all was well. Both now refuse it with CorruptLogError naming the segment."""
+    from offsetlog.framing import encode_batch
+
+    log = build(tmp_path / "s", n=6)
+    path, _, _ = log.spans[-1]
+    with open(path, "ab") as f:
+        f.write(encode_batch(1000, [[0, 1, 0, {"group": "g"}, {"offset": 5,
+                                                                "commit_timestamp": 0}]],
+                             timestamp=0))
+    with pytest.raises(CorruptLogError) as opened:
+        open_store(tmp_path / "s")
+    assert opened.value.path == path and "KeyError" in str(opened.value)
+    with pytest.raises(CorruptLogError) as recovered:
+        recover_store(tmp_path / "s")
+    assert recovered.value.path == path
+    assert cli_main(["recover", str(tmp_path / "s")]) == 1
