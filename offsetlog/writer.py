@@ -48,6 +48,19 @@ _new_waiter_lock = threading.Lock
 YIELD_AT = 256
 
 
+_thread_waiters = threading.local()
+
+
+def _chained_waiter():
+    """The calling thread's wake-up lock for chained waits, kept locked between uses: a
+    chained sleep ends only by its one release, after which the lock is held again."""
+    try:
+        return _thread_waiters.lock
+    except AttributeError:
+        lock = _thread_waiters.lock = _new_waiter()
+        return lock
+
+
 def _new_waiter():
     lock = _new_waiter_lock()
     lock.acquire()
@@ -287,12 +300,14 @@ class GroupCommitter:
         """Give a synchronous committer its wake-up lock (``part.lock`` held); ``_complete``
         releases it, or has the committer before it in the round release it (``chained``:
         only a sleep that nothing but that release can end)."""
-        item.waiter = waiter = _new_waiter()
         if deadline is None:
             me = get_ident()
             # The async writer thread does not sleep on the lock (see _lead_until_done).
             if me != self._main_thread and me != self._async_ident:
                 item.chained = True
+                item.waiter = waiter = _chained_waiter()
+                return waiter
+        item.waiter = waiter = _new_waiter()
         return waiter
 
     @staticmethod
