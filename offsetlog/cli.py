@@ -44,7 +44,8 @@ def cmd_verify(args, console: Console) -> int:
     total = inspect.total_segment_bytes(args.dir)
     progress, advance = _progress(console, total, "verifying")
     with progress:
-        report, _ = inspect.scan(args.dir, salvage=True, progress=advance)
+        # replayed as open replays: "ok" means open would load every record
+        report, _ = inspect.scan(args.dir, salvage=True, replay=True, progress=advance)
     table = Table(title=f"verify {args.dir}")
     for col in ("PARTITION", "SEGMENTS", "BATCHES", "RECORDS", "BYTES", "NEXT-OFFSET", "STATUS"):
         table.add_column(col, justify="right" if col != "STATUS" else "left")

@@ -60,16 +60,22 @@ def total_segment_bytes(path: str) -> int:
 SCAN_ATTEMPTS = 10
 
 
-def scan(path: str, *, salvage: bool = True, tables: bool = False,
+def scan(path: str, *, salvage: bool = True, tables: bool = False, replay: bool = False,
          progress: Callable[[int], None] | None = None
          ) -> tuple[RecoveryReport, dict[int, OffsetTable]]:
-    """Check every batch of every segment; optionally replay into tables (read-only)."""
+    """Check every batch of every segment (read-only).
+
+    :param tables: replay each partition into a table and return the tables
+    :param replay: replay into a table that is dropped after each partition: what open would
+        refuse in a record that decodes (an unknown type, a missing field) raises
+        ``CorruptLogError`` here too, without holding every table at once
+    """
     stored_partitions(path)
     report = RecoveryReport()
     out: dict[int, OffsetTable] = {}
     for p, directory in naming.list_partition_dirs(path):
         for attempt in range(SCAN_ATTEMPTS):
-            table = OffsetTable() if tables else None
+            table = OffsetTable() if tables or replay else None
             try:
                 report.partitions[p] = recover_partition(
                     directory, p, apply_batches=table.apply_batches if table is not None else None,
@@ -81,7 +87,7 @@ def scan(path: str, *, salvage: bool = True, tables: bool = False,
                 # and after, so the partition is read again from its new listing.
                 if attempt == SCAN_ATTEMPTS - 1:
                     raise
-        if table is not None:
+        if tables:
             out[p] = table
     return report, out
 

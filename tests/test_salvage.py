@@ -295,3 +295,4 @@ def test_a_record_short_of_a_field_is_corruption_for_open_and_recover(tmp_path):
         recover_store(tmp_path / "s")
     assert recovered.value.path == path
     assert cli_main(["recover", str(tmp_path / "s")]) == 1
+    assert cli_main(["verify", str(tmp_path / "s")]) == 1  # verify replays as open does
