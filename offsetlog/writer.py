@@ -619,7 +619,10 @@ class GroupCommitter:
             job = self._callbacks.get()
             if job is None:
                 return
-            self._run_callback(*job)
+            try:
+                self._run_callback(*job)
+            except BaseException:  # SystemExit & co. from a user's callback, on our thread
+                log.exception("commit callback %r raised", job[0])
 
     def _interval_sync_loop(self) -> None:
         interval = self.fsync_interval_ms / 1000.0

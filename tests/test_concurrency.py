@@ -552,3 +552,16 @@ def test_a_future_resolved_by_its_caller_does_not_stop_the_writer(tmp_path):
         done, pending = wait(futures, timeout=30)
         assert not pending
         assert store.committed("g", TP("t", 4)) == OAM(499)
+
+
+def test_a_callback_raising_systemexit_does_not_stop_the_other_callbacks(tmp_path):
+    with open_store(tmp_path) as store:
+        ran = []
+
+        def bad(arg, exc):
+            raise SystemExit("a user's callback")
+
+        store.commit_async("g", {TP("t", 0): 1}, callback=bad).result(timeout=30)
+        store.commit_async("g", {TP("t", 0): 2},
+                           callback=lambda arg, exc: ran.append(arg)).result(timeout=30)
+    assert ran == [{TP("t", 0): 2}]  # close() ran the queued callbacks before returning
