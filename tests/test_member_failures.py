@@ -218,3 +218,15 @@ def test_a_static_member_that_missed_a_generation_keeps_its_id(harness):
     assert a.member_id == a_id
     assert [(k, p) for k, p, _ in a.listener.events][0] == ("lost", a_parts)
     check_exact_cover(harness.live(), ALL)
+
+
+def test_poll_on_a_closed_store_raises_instead_of_answering_an_assignment(harness):
+    """The group lived in the store: once it is closed the member owns nothing it can vouch
+    for, so poll says so rather than returning its last assignment."""
+    from offsetlog.errors import StoreClosedError
+    a = harness.member("a")
+    harness.run_until(harness.stable)
+    assert a.assignment()
+    harness.store.close()
+    with pytest.raises(StoreClosedError):
+        a.poll()

@@ -51,7 +51,8 @@ from concurrent.futures import Future
 from offsetlog.assignors import (NO_GENERATION, PartitionAssignor, RebalanceProtocol,
                                  get_assignor, select_rebalance_protocol)
 from offsetlog.errors import (CommitTimeoutError, FencedInstanceIdError, IllegalGenerationError,
-                              OffsetlogError, RebalanceInProgressError, UnknownMemberIdError)
+                              OffsetlogError, RebalanceInProgressError, StoreClosedError,
+                              UnknownMemberIdError)
 from offsetlog.futures import resolved_future
 from offsetlog.member.commits import CommitCallback, CommitTracking, _Commit
 from offsetlog.member.errors import (MemberClosedError, NotSubscribedError,
@@ -357,6 +358,7 @@ class GroupMember(RebalanceSteps, CommitTracking):
         :raises FencedInstanceIdError: another member took this static member's instance id
             (after ``on_partitions_lost``); the member is unusable
         :raises NotSubscribedError: ``subscribe`` was never called
+        :raises StoreClosedError: the store (and with it the group) is closed
         :raises: an exception of a listener callback (after the rebalance step it was part of
             completed), or a JoinGroup error the member cannot handle
             (``InconsistentGroupProtocolError``, ``InvalidSessionTimeoutError``, ...; the next
@@ -369,6 +371,9 @@ class GroupMember(RebalanceSteps, CommitTracking):
             self._check_open()
             if self._closing:
                 raise MemberClosedError(f"the member of group {self._group_id!r} is closing")
+            if self._store.closed:  # its group is gone with the store: nothing owned any more
+                raise StoreClosedError(f"the store of group {self._group_id!r}'s member is "
+                                       "closed")
             if self._in_poll:
                 raise RuntimeError("poll() while poll() runs (from a rebalance callback, or "
                                    "another thread: a member is for one thread)")
