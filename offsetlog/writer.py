@@ -4,9 +4,10 @@ Each log partition has a FIFO queue. A committer appends its batch and then, as 
 ``DBImpl::Write``, either waits or becomes the *leader*: the first waiter that finds no leader
 takes every queued batch (up to ``max_group_commit_bytes``), gives them consecutive log
 offsets, writes them with one ``write`` and syncs once, then applies them to the table in queue
-order and wakes everyone whose batch it carried. A lone committer is its own leader, so a
-single thread pays no hand-off to another thread; ``commit_async`` batches are led by a
-background thread (or by any synchronous committer that arrives meanwhile).
+order and wakes everyone whose batch it carried (one after another: each woken committer
+wakes the next). A lone committer is its own leader, so a single thread pays no hand-off to
+another thread; ``commit_async`` batches are led by a background thread (or by any
+synchronous committer that arrives meanwhile), and back-to-back ones share one future.
 
 Why this order gives the guarantees:
 
@@ -14,8 +15,9 @@ Why this order gives the guarantees:
 * visibility only once durable: the table is changed after the write (and, under
   ``fsync="always"``, the sync) returned;
 * atomicity: one call is one batch with one CRC, so recovery loads all of it or none;
-* a failed write or sync fails every batch of that round and poisons the writer: no later
-  round runs, so nothing after an unknown state is ever acknowledged.
+* a failed write or sync (or any error while a round is framed, written or applied) fails
+  every batch of that round and poisons the writer: no later round runs, so nothing after an
+  unknown state is ever acknowledged.
 
 Work that must see the table exactly as of its place in the queue (expiry, ``delete_group``)
 is queued as a *deferred* item: the leader computes its records when it reaches the head of
@@ -241,9 +243,9 @@ class GroupCommitter:
                     if deadline is not None and time.monotonic() >= deadline:
                         raise self._timeout(timeout)
                     continue  # the round was full before our batch: lead the next one
-            # Sleep on a lock of our own until a leader finishes our batch; nobody else is
-            # woken (LevelDB's per-writer condition). Queued work left after a round goes to
-            # the async writer thread (see _hand_on), never to a sleeping committer.
+            # Sleep on a lock until our batch is done: the leader wakes us, or the committer
+            # before us in the round does (see _complete). Queued work left after a round
+            # goes to the async writer thread (see _hand_on), never to a sleeping committer.
             if threading.get_ident() == self._async_ident:
                 # ... unless we are that thread (a future's done-callback committing): it
                 # would wait for itself, so it waits for the partition and leads instead.
