@@ -129,6 +129,16 @@ def test_dump_says_what_it_could_not_read(store_dir, capsys):
     assert f"@ {second.position}: dropped {second.size} bytes" in err, err
 
 
+def small_segments(store_dir):
+    """A closed one-partition store of several 1 KiB segments: (its directory, segments)."""
+    with OffsetStore.open(store_dir, partitions=1, segment_bytes=1024, cleaner_backoff_ms=0,
+                          snapshot_on_close=False) as s:
+        for i in range(60):
+            s.commit_sync("g", {TopicPartition("t", i % 3): i})
+    directory = partition_dir(store_dir, 0)
+    return directory, list_segments(directory)
+
+
 def test_verify_reads_again_what_a_cleaner_swapped_under_it(store_dir, monkeypatch):
     """The read-only commands may run beside a store that is open, whose cleaner can swap
     segments between their listing of a partition and their reads of it: a segment they
@@ -137,12 +147,7 @@ def test_verify_reads_again_what_a_cleaner_swapped_under_it(store_dir, monkeypat
     from offsetlog import segment
     from recovery.inspect import scan
 
-    with OffsetStore.open(store_dir, partitions=1, segment_bytes=1024, cleaner_backoff_ms=0,
-                          snapshot_on_close=False) as s:
-        for i in range(60):
-            s.commit_sync("g", {TopicPartition("t", i % 3): i})
-    directory = partition_dir(store_dir, 0)
-    segments = list_segments(directory)
+    directory, segments = small_segments(store_dir)
     assert len(segments) >= 4
     _, before = scan(store_dir, tables=True)
     real = segment.read_file
@@ -169,12 +174,7 @@ def test_dump_goes_on_after_what_a_cleaner_swapped_under_it(store_dir, monkeypat
     from compaction.cleaner import clean_partition
     from recovery import inspect
 
-    with OffsetStore.open(store_dir, partitions=1, segment_bytes=1024, cleaner_backoff_ms=0,
-                          snapshot_on_close=False) as s:
-        for i in range(60):
-            s.commit_sync("g", {TopicPartition("t", i % 3): i})
-    directory = partition_dir(store_dir, 0)
-    segments = list_segments(directory)
+    directory, segments = small_segments(store_dir)
     real = inspect.read_file
     swapped = []
 
