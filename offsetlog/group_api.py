@@ -13,10 +13,12 @@ with ``MemberIdRequiredError`` carries the member id to rejoin with).
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from offsetlog import background
 from offsetlog.errors import StoreClosedError
 from offsetlog.group import GroupCoordinator, GroupDescription, MemberIdentity, Result
 from offsetlog.futures import running_future
@@ -28,6 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: real-time seconds between the timer thread's looks at the coordinators' deadlines; the
 #: deadlines themselves are in the store clock's time
 GROUP_TIMER_INTERVAL_S = 0.05
+
+log = logging.getLogger("offsetlog.groups")
 
 
 class GroupRequests:
@@ -41,9 +45,9 @@ class GroupRequests:
         self._requests: dict[tuple[int, int], Future] = {}
         self._requests_lock = threading.Lock()
         self._group_timer_stop = threading.Event()
-        self._group_timer = threading.Thread(target=self._group_timer_loop,
-                                             name="offsetlog-group-timer", daemon=True)
-        self._group_timer.start()
+        self._group_timer = background.start("offsetlog-group-timer", lambda: background.every(
+            self._group_timer_stop, GROUP_TIMER_INTERVAL_S, self.poll_groups,
+            f"{self.path}: group timer pass", log))
 
     # -- requests ------------------------------------------------------------------------
 
@@ -147,14 +151,6 @@ class GroupRequests:
                 fut.set_exception(item.error)
             else:
                 fut.set_result(response)
-
-    def _group_timer_loop(self) -> None:
-        while not self._group_timer_stop.wait(GROUP_TIMER_INTERVAL_S):
-            try:
-                self.poll_groups()
-            except Exception:
-                if self.closed:
-                    return
 
     def _stop_groups(self) -> None:
         """On close: stop the timer and answer every parked request (not available)."""

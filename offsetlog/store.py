@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import Callable
 
-from offsetlog import dirlock, naming, records as rec, segment
+from offsetlog import background, dirlock, naming, records as rec, segment
 from offsetlog.config import StoreConfig, system_clock_ms
 from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreConfigError,
                               StoreFailedError, UnknownMemberIdError,
@@ -103,15 +103,15 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self._init_transactions()  # rolls forward transactions decided before a crash
         self._retention_thread: threading.Thread | None = None
         if config.retention_check_interval_ms:
-            self._retention_thread = threading.Thread(
-                target=self._retention_loop, name="offsetlog-retention", daemon=True)
-            self._retention_thread.start()
+            self._retention_thread = background.start("offsetlog-retention", lambda: background.every(
+                self._background_stop, config.retention_check_interval_ms / 1000.0,
+                self.expire_offsets, f"{path}: retention pass", log))
         self._clean_locks = [threading.Lock() for _ in _parts]  # one cleaning per partition
         self._cleaner_thread: threading.Thread | None = None
         if config.cleaner_backoff_ms:
-            self._cleaner_thread = threading.Thread(
-                target=self._cleaner_loop, name="offsetlog-cleaner", daemon=True)
-            self._cleaner_thread.start()
+            self._cleaner_thread = background.start("offsetlog-cleaner", lambda: background.every(
+                self._background_stop, config.cleaner_backoff_ms / 1000.0, self._cleaner_pass,
+                f"{path}: cleaner pass", log))
 
     # -- opening -------------------------------------------------------------------------
 
@@ -478,16 +478,6 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             log.info("%s: expired %d offsets", self.path, total)
         return total
 
-    def _retention_loop(self) -> None:
-        interval = self.config.retention_check_interval_ms / 1000.0
-        while not self._background_stop.wait(interval):
-            try:
-                self.expire_offsets()
-            except StoreClosedError:
-                return
-            except Exception:
-                log.exception("%s: retention pass failed", self.path)
-
     # -- compaction ------------------------------------------------------------------------
 
     def compact(self, partitions: Iterable[int] | None = None, *,
@@ -538,19 +528,17 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
     #: tests set this to a callable(step) to crash a cleaning at a chosen step
     _cleaner_fault_hook = None
 
-    def _cleaner_loop(self) -> None:
-        interval = self.config.cleaner_backoff_ms / 1000.0
-        while not self._background_stop.wait(interval):
-            for part in self._parts:
-                if self._closed:
-                    return
-                plog = part.log
-                if (plog.uncleanable is None and len(plog.segments) >= 2
-                        and plog.dirty_ratio() > self.config.min_cleanable_dirty_ratio):
-                    try:
-                        self._clean(part, self._clock())
-                    except Exception:
-                        pass  # logged and marked uncleanable; the other partitions go on
+    def _cleaner_pass(self) -> None:
+        """Clean every partition whose dirty ratio is over the threshold."""
+        for part in self._parts:
+            self._check_open()
+            plog = part.log
+            if (plog.uncleanable is None and len(plog.segments) >= 2
+                    and plog.dirty_ratio() > self.config.min_cleanable_dirty_ratio):
+                try:
+                    self._clean(part, self._clock())
+                except Exception:
+                    pass  # logged and marked uncleanable; the other partitions go on
 
     # -- durability and lifecycle ----------------------------------------------------------
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import lmdb
 
-from offsetlog import naming
+from offsetlog import background, naming
 from offsetlog.config import StoreConfig
-from offsetlog.errors import SnapshotError, StoreClosedError
+from offsetlog.errors import SnapshotError
 from offsetlog.table import OffsetTable
 from recovery import snapshot as snap
 from recovery.replay import recover_partition
@@ -204,9 +204,13 @@ class StoreSnapshots:
         self._snapshot_thread: threading.Thread | None = None
         c = self.config
         if self._snapshots is not None and (c.snapshot_interval_records or c.snapshot_interval_ms):
-            self._snapshot_thread = threading.Thread(
-                target=self._snapshot_loop, name="offsetlog-snapshots", daemon=True)
-            self._snapshot_thread.start()
+            # Wake often enough to see a count crossed soon after it is; the interval itself
+            # is judged with the store's clock.
+            period = min(1.0, c.snapshot_interval_ms / 1000.0) if c.snapshot_interval_ms else 1.0
+            self._snapshot_thread = background.start(
+                "offsetlog-snapshots", lambda: background.every(
+                    self._background_stop, period, self._snapshot_pass,
+                    f"{self.path}: snapshot pass", log))
 
     def snapshot(self, partitions=None) -> list[SnapshotResult]:
         """Snapshot every (or the given) log partition now, each in one LMDB transaction.
@@ -306,20 +310,15 @@ class StoreSnapshots:
             return True
         return bool(c.snapshot_interval_ms) and now - info.since_ms >= c.snapshot_interval_ms
 
-    def _snapshot_loop(self) -> None:
-        c = self.config
-        # Wake often enough to see a count crossed soon after it is; the interval itself is
-        # judged with the store's clock.
-        period = min(1.0, c.snapshot_interval_ms / 1000.0) if c.snapshot_interval_ms else 1.0
-        while not self._background_stop.wait(period):
-            for part in self._parts:
-                if self._closed:
-                    return
-                if self._snapshot_due(part, self._clock()):
-                    try:
-                        self._snapshot_partition(part)
-                    except (SnapshotError, StoreClosedError):
-                        pass  # logged and counted; the next due time tries again
+    def _snapshot_pass(self) -> None:
+        """Snapshot every partition that is due."""
+        for part in self._parts:
+            self._check_open()
+            if self._snapshot_due(part, self._clock()):
+                try:
+                    self._snapshot_partition(part)
+                except SnapshotError:
+                    pass  # logged and counted; the next due time tries again
 
     def _snapshot_on_close(self) -> None:
         """After the final drain and fsync: snapshot every partition that changed."""

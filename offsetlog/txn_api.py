@@ -17,8 +17,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Callable
 
-from offsetlog import records as rec
-from offsetlog.errors import InvalidTxnStateError, StoreClosedError
+from offsetlog import background, records as rec
+from offsetlog.errors import InvalidTxnStateError
 from offsetlog.format import Attribute
 from offsetlog.partitioner import partition_for
 from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, MAX_EPOCH, ONGOING,
@@ -61,9 +61,9 @@ class TransactionRequests:
         self._txn_timer_stop = threading.Event()
         self._txn_timer = None
         if self.config.transaction_check_interval_ms:
-            self._txn_timer = threading.Thread(target=self._txn_timer_loop,
-                                               name="offsetlog-txn-timer", daemon=True)
-            self._txn_timer.start()
+            self._txn_timer = background.start("offsetlog-txn-timer", lambda: background.every(
+                self._txn_timer_stop, self.config.transaction_check_interval_ms / 1000.0,
+                self.poll_transactions, f"{self.path}: transaction timeout pass", log))
 
     def _stop_transactions(self) -> None:
         """On close, before the final drain: stop the timer, write owed Complete records."""
@@ -268,12 +268,3 @@ class TransactionRequests:
                              meta.state, tid)
                     self._txn_complete(meta, meta.state == PREPARE_COMMIT)
 
-    def _txn_timer_loop(self) -> None:
-        interval = self.config.transaction_check_interval_ms / 1000.0
-        while not self._txn_timer_stop.wait(interval):
-            try:
-                self.poll_transactions()
-            except StoreClosedError:
-                return
-            except Exception:
-                log.exception("%s: transaction timeout pass failed", self.path)
