@@ -468,7 +468,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                 # alone until their transactions complete.
                 result = coordinator.expire_offsets(table.offsets, now_ms=now,
                                                     retention_ms=retention,
-                                                    pending=table.txn.pending_by_group())
+                                                    pending=table.txn.keys)
                 return tuple(result.records)
 
             item = Pending(None, now, deferred=expire)

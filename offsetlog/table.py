@@ -60,19 +60,25 @@ class OffsetTable:
         """
         offsets = self.offsets
         intern = sys.intern
-        pending = self.txn.keys  # non-empty only while transactional offsets are pending
+        txn = self.txn
+        pending = txn.keys  # groups with transactional offsets pending; usually empty
         count = 0
         for base_offset, records, attributes, producer_id, producer_epoch in batches:
-            if attributes & SEMANTIC or pending:
-                # Transactional and control batches, and plain commits while transactional
-                # offsets are pending (they may supersede them), take the slow path.
-                self._apply_slow(base_offset, records, attributes, producer_id)
+            if attributes & SEMANTIC:
+                self._apply_transactional(base_offset, records, attributes, producer_id)
                 count += len(records)
                 continue
             for delta, rtype, version, key, value in records:
                 if rtype == OFFSET_COMMIT and version == 0:
                     group = key["group"]
                     tp = (intern(key["topic"]), key["partition"])
+                    if pending and group in pending:
+                        # A plain commit supersedes the key's pending transactional offsets
+                        # (Kafka's log-offset rule); a tombstone drops them.
+                        if value is None:
+                            txn.drop_key(group, tp)
+                        else:
+                            txn.superseded_by_plain(group, tp)
                     g = offsets.get(group)
                     if value is None:
                         if g is not None and g.pop(tp, None) is not None and not g:
@@ -80,12 +86,9 @@ class OffsetTable:
                     else:
                         if g is None:
                             g = offsets[group] = {}
-                        if len(value) == 2:  # the two required fields, the usual commit
-                            g[tp] = (value["offset"], "", None, value["commit_timestamp"], None)
-                        else:
-                            g[tp] = (value["offset"], value.get("metadata", ""),
-                                     value.get("leader_epoch"), value["commit_timestamp"],
-                                     value.get("expire_timestamp"))
+                        # the usual commit holds just the two required fields
+                        g[tp] = ((value["offset"], "", None, value["commit_timestamp"], None)
+                                 if len(value) == 2 else _entry(value))
                 else:
                     self._apply_other(base_offset + delta, rtype, version, key, value)
             count += len(records)
@@ -93,7 +96,9 @@ class OffsetTable:
             self.next_offset = base_offset + records[-1][0] + 1
             self.records_applied += count
 
-    def _apply_slow(self, base_offset: int, records, attributes: int, producer_id: int) -> None:
+    def _apply_transactional(self, base_offset: int, records, attributes: int,
+                             producer_id: int) -> None:
+        """A control batch (one transaction marker) or a transactional batch of offsets."""
         txn = self.txn
         if attributes & CONTROL:
             for delta, rtype, version, key, value in records:
@@ -104,34 +109,17 @@ class OffsetTable:
                         f"{rtype}, not a transaction marker")
                 txn.complete(key["producer_id"], value["result"] == COMMIT, self.offsets)
             return
-        transactional = attributes & Attribute.TRANSACTIONAL
         intern = sys.intern
         for delta, rtype, version, key, value in records:
-            if rtype == OFFSET_COMMIT and version == 0:
-                group = key["group"]
-                tp = (intern(key["topic"]), key["partition"])
-                if transactional:
-                    if value is None:
-                        raise UnsupportedVersionError(
-                            f"transactional batch at offset {base_offset} holds a tombstone")
-                    txn.add(group, tp, producer_id, _entry(value), base_offset + delta)
-                    continue
-                g = self.offsets.get(group)
-                if value is None:
-                    txn.drop_key(group, tp)
-                    if g is not None and g.pop(tp, None) is not None and not g:
-                        del self.offsets[group]
-                else:
-                    txn.superseded_by_plain(group, tp)
-                    if g is None:
-                        g = self.offsets[group] = {}
-                    g[tp] = _entry(value)
-            elif transactional:
+            if rtype != OFFSET_COMMIT or version != 0:
                 raise UnsupportedVersionError(
                     f"transactional batch at offset {base_offset} holds a record of type "
                     f"{rtype}; only offset commits can be transactional")
-            else:
-                self._apply_other(base_offset + delta, rtype, version, key, value)
+            if value is None:
+                raise UnsupportedVersionError(
+                    f"transactional batch at offset {base_offset} holds a tombstone")
+            txn.add(key["group"], (intern(key["topic"]), key["partition"]), producer_id,
+                    _entry(value), base_offset + delta)
 
     def apply_batch(self, base_offset: int, records, attributes: int = 0,
                     producer_id: int = -1, producer_epoch: int = -1) -> None:

@@ -377,8 +377,9 @@ class GroupCoordinator(RebalanceEngine):
 
         :param offsets: group -> ``(topic, partition)`` -> table entry, i.e. the partition
             table's ``offsets``
-        :param pending: group -> ``(topic, partition)``s with pending transactional offsets:
-            those keys never expire, and a group with any is never deleted (Kafka's rule)
+        :param pending: group -> the ``(topic, partition)``s with pending transactional
+            offsets (a set, or a mapping keyed by them, e.g. ``table.txn.keys``): those keys
+            never expire, and a group with any is never deleted (Kafka's rule)
         :return: a Result whose records tombstone the expired offsets and, for every group left
             Empty without offsets, its group metadata (the group is dropped: Dead)
         """

@@ -107,9 +107,6 @@ class PendingTransactions:
         """The (topic, partition)s of ``group`` with pending offsets."""
         return set(self.keys.get(group, ()))
 
-    def pending_by_group(self) -> dict[str, set[tuple[str, int]]]:
-        return {g: set(tps) for g, tps in self.keys.items()}
-
     def offsets_of(self, producer_id: int) -> dict[str, dict[tuple[str, int], tuple]]:
         """group -> tp -> entry of ``producer_id``'s pending offsets here (superseded or not)."""
         out: dict[str, dict] = {}
