@@ -272,7 +272,10 @@ def _scan(closed) -> _Scan:
                     if latest.get(k, -1) < offset:  # a later plain record of k wins
                         latest[k] = offset
                 continue
-            scan.writes[txn].extend((_key(r), batch.base_offset + r[0]) for r in records)
+            for r in records:
+                k = _key(r)
+                if k is not None:  # no key: never superseded (see _key)
+                    scan.writes[txn].append((k, batch.base_offset + r[0]))
     if open_txn:
         scan.first_unstable = min(first for _, first in open_txn.values())
     for txn, writes in scan.writes.items():
@@ -307,8 +310,8 @@ def _clean_txn_batch(batch, original: bytes, scan: _Scan, now_ms: int,
         timestamp = now_ms + delete_retention_ms
     else:
         latest = scan.latest
-        kept = [r for r in records
-                if scan.committed[txn] and latest.get(_key(r)) == base + r[0]]
+        kept = [r for r in records if scan.committed[txn]
+                and ((k := _key(r)) is None or latest.get(k) == base + r[0])]
         if not kept:
             return b"", 0, 0
         if len(kept) == len(records):
