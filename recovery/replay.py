@@ -14,7 +14,7 @@ from typing import Callable
 
 import msgpack
 
-from offsetlog import naming, segment
+from offsetlog import segment
 from offsetlog.errors import CorruptLogError
 from offsetlog.format import HEADER_SIZE, LENGTH_SIZE
 from offsetlog.framing import BatchReader
@@ -28,7 +28,7 @@ ApplyBatches = Callable[[list], None]
 
 #: what msgpack, and the table given what it decoded, raise for a payload that is not records
 #: (a record short of a field is a KeyError or IndexError: corruption too, not a crash)
-_UNDECODABLE = (ValueError, msgpack.UnpackException, TypeError, KeyError, IndexError)
+UNDECODABLE = (ValueError, msgpack.UnpackException, TypeError, KeyError, IndexError)
 
 #: batches handed to apply_batches at once: large enough to amortise the call, small enough
 #: that decoded records do not pile up in memory
@@ -114,7 +114,7 @@ def recover_partition(directory: str, partition: int, *,
                 # makes open fail, so the tools that answer for open (verify, recover) see it.
                 try:
                     msgpack.unpackb(view[pos + HEADER_SIZE:stop])
-                except _UNDECODABLE as e:
+                except UNDECODABLE as e:
                     if not salvage:
                         raise CorruptLogError(path, shift + pos,
                                               f"undecodable payload ({e})") from None
@@ -134,7 +134,7 @@ def recover_partition(directory: str, partition: int, *,
                         if not chunk:
                             continue
                     apply(chunk)
-            except _UNDECODABLE as e:
+            except UNDECODABLE as e:
                 raise CorruptLogError(path, shift + reader.end,
                                       f"undecodable payload ({type(e).__name__}: {e})") from None
             result.batches += reader.batches

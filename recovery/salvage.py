@@ -29,7 +29,7 @@ from offsetlog.format import HEADER_SIZE
 from offsetlog.framing import BatchReader, decode_payload
 from offsetlog.table import OffsetTable
 from recovery.inspect import stored_partitions
-from recovery.replay import recover_partition
+from recovery.replay import UNDECODABLE, recover_partition
 from recovery.report import RecoveryReport
 from recovery.swap import commit_swap, finish_swaps
 
@@ -168,7 +168,7 @@ def plan_salvage(directory: str) -> tuple[list[Rewrite], list[SalvagedRegion]]:
                 continue
             try:
                 decode_payload(data[pos + HEADER_SIZE:stop])
-            except Exception as e:  # noqa: BLE001 - msgpack raises several types
+            except UNDECODABLE as e:
                 reasons[pos] = f"undecodable payload ({type(e).__name__})"
                 continue
             kept.append((pos, stop, first, last_offset))

@@ -54,3 +54,30 @@ def test_a_batch_reaching_past_the_next_segment_is_corruption(tmp_path, clock):
     with pytest.raises(CorruptLogError) as e:
         list(segment_rows(task))
     assert e.value.path == first and "past the next segment" in e.value.reason
+
+
+def test_a_batch_that_passes_its_crc_but_does_not_decode_is_skipped_and_listed_under_salvage(
+        tmp_path, clock):
+    """As recovery does: corruption without salvage; with it the batch is skipped, the rest
+    of the segment is read, and the problems view lists it (the Spark reader used to fail the
+    job even with salvage on)."""
+    from offsetlog.framing import frame
+    from offsetlog.spark.segments import segment_problems
+
+    store = str(tmp_path / "s")
+    make_store(store, clock)
+    d = partition_dir(store, 0)
+    _, last = list_segments(d)[-1]
+    task = next(t for t in plan_segments(store) if t.path == last)
+    rows_before = len(list(segment_rows(task)))
+    with open(last, "ab") as f:  # 0xc1 is never valid msgpack
+        f.write(frame(task.base + 10_000, b"\xc1", record_count=1, last_offset_delta=0,
+                      timestamp=1))
+        f.write(encode_batch(task.base + 10_001,
+                             [offset_commit(0, "g0", "t", 0, 99, commit_timestamp=1)],
+                             timestamp=1))
+    with pytest.raises(CorruptLogError) as e:
+        list(segment_rows(task))
+    assert "undecodable payload" in e.value.reason
+    assert len(list(segment_rows(task, salvage=True))) == rows_before + 1
+    assert [p[5] for p in segment_problems(task)] == ["undecodable payload"]

@@ -28,7 +28,7 @@ from offsetlog.framing import BatchReader
 from offsetlog.records import OFFSET_COMMIT, TRANSACTION_MARKER
 from offsetlog.segment import read_file
 from recovery.inspect import stored_partitions
-from recovery.replay import check_limit
+from recovery.replay import UNDECODABLE, check_limit
 from recovery.swap import plan_swaps
 
 log = logging.getLogger("offsetlog.spark")
@@ -178,8 +178,12 @@ def segment_rows(task: SegmentTask, *, salvage: bool = False) -> Iterator[tuple]
             records = unpackb(data[pos + HEADER_SIZE:stop], raw=False)
             rows = [_row(store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, r, packb)
                     for r in records]
-        except (ValueError, TypeError, IndexError, msgpack.UnpackException) as e:
-            raise CorruptLogError(task.path, pos, f"undecodable payload ({e})") from None
+        except UNDECODABLE as e:  # as recovery: corruption, or under salvage a skipped batch
+            if not salvage:
+                raise CorruptLogError(task.path, pos, f"undecodable payload ({e})") from None
+            log.warning("salvage: skipped %s @ %d: %d bytes (undecodable payload)", task.path,
+                        pos, stop - pos)
+            continue
         yield from rows
     for p in reader.problems:
         log.warning("salvage: skipped %s @ %d: %d bytes (%s)", task.path, p.position,
@@ -220,8 +224,12 @@ def segment_problems(task: SegmentTask) -> Iterator[tuple]:
     and for a torn tail at the end of the partition (which every read ignores)."""
     data, reader = _read(task, True)
     name = os.path.basename(task.path)
-    for _ in reader.raw():
-        pass
+    for pos, stop, _ in reader.raw():
+        try:
+            msgpack.unpackb(data[pos + HEADER_SIZE:stop], raw=False)
+        except UNDECODABLE:
+            yield (task.store, task.log_partition, name, pos, stop - pos,
+                   "undecodable payload", "corrupt")
     for p in reader.problems:
         yield (task.store, task.log_partition, name, p.position, p.dropped or 0, p.reason,
                "corrupt")
