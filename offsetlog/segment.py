@@ -66,12 +66,12 @@ def make_dir(path: str) -> bool:
     return True
 
 
-def read_file(path: str, start: int = 0) -> bytes:
-    """The bytes of ``path`` from byte ``start`` on."""
+def read_file(path: str, start: int = 0, size: int = -1) -> bytes:
+    """The bytes of ``path`` from byte ``start`` on (at most ``size`` of them)."""
     with open(path, "rb") as f:
         if start:
             f.seek(start)
-        return f.read()
+        return f.read(size)
 
 
 def atomic_write(path: str, data: bytes) -> None:

@@ -16,7 +16,7 @@ import msgpack
 
 from offsetlog import segment
 from offsetlog.errors import CorruptLogError
-from offsetlog.format import HEADER_SIZE, LENGTH_SIZE
+from offsetlog.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
 from offsetlog.framing import BatchReader
 from recovery.report import DroppedRange, PartitionRecovery
 from recovery.swap import finish_swaps, plan_swaps
@@ -201,11 +201,15 @@ def _trusted_start(path: str, base: int, last: bool, start_offset: int,
         if last:
             return pos if pos == size else None
         return 0
-    data = segment.read_file(path, pos)
-    if len(data) < LENGTH_SIZE:
+    # The one batch that must start there, not the whole tail (the replay reads that next).
+    head = segment.read_file(path, pos, LENGTH_SIZE)
+    if len(head) < LENGTH_SIZE:
         return 0
-    end = min(len(data), LENGTH_SIZE + int.from_bytes(data[:LENGTH_SIZE], "little"))
-    for at, _, h in BatchReader(data, end=end, min_offset=start_offset).raw():
+    length = int.from_bytes(head, "little")
+    if length > MAX_BATCH_BYTES:
+        return 0
+    data = head + segment.read_file(path, pos + LENGTH_SIZE, length)
+    for at, _, h in BatchReader(data, min_offset=start_offset).raw():
         if at == 0 and h[5] == start_offset:  # a whole valid batch, checked by raw()
             return pos
         break
