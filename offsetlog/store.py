@@ -12,36 +12,29 @@ the background retention pass, argument checking and the public API.
 from __future__ import annotations
 
 import dataclasses
-import gc
-import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import Callable
 
-from offsetlog import background, dirlock, naming, records as rec, segment
+from offsetlog import background, dirlock, records as rec, segment
 from offsetlog.config import StoreConfig, system_clock_ms
-from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreConfigError,
-                              StoreFailedError, UnknownMemberIdError,
-                              UnstableOffsetCommitError, UnsupportedVersionError)
-from offsetlog.format import STORE_FORMAT_VERSION
+from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreFailedError,
+                              UnknownMemberIdError, UnstableOffsetCommitError)
 from offsetlog.futures import failed_future, resolved_future
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.group_api import GroupRequests
-from offsetlog.log import PartitionLog
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
-from offsetlog.store_snapshots import (LoadedSnapshots, StoreSnapshots, delete_discarded,
-                                       open_snapshots, recover_with_snapshot)
+from offsetlog.store_open import read_or_create_meta, recover
+from offsetlog.store_snapshots import LoadedSnapshots, StoreSnapshots
 from offsetlog.table import OffsetTable
 from offsetlog.txn_api import TransactionRequests
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_partition_list
 from offsetlog.writer import GroupCommitter, PartitionWriter, Pending
 from compaction.cleaner import CleanResult, clean_partition
-from recovery.snapshot import partition_key as snapshot_key
 from recovery.report import RecoveryReport
 
 log = logging.getLogger("offsetlog.store")
@@ -175,10 +168,10 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             segment.fsync_dir(os.path.dirname(path))
         lock_fd = dirlock.acquire(path)
         try:
-            stored = _read_or_create_meta(path, partitions, config.partitions)
+            stored = read_or_create_meta(path, partitions, config.partitions)
             if stored != config.partitions:
                 config = dataclasses.replace(config, partitions=stored)
-            parts, report, loaded = _recover(path, config)
+            parts, report, loaded = recover(path, config)
         except BaseException:
             dirlock.release(path, lock_fd)
             raise
@@ -636,91 +629,3 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                             "uncleanable": plog.uncleanable,
                             **self._snapshot_stats(part.index)})
         return out
-
-
-# -- helpers for open() ---------------------------------------------------------------------
-
-def _read_or_create_meta(path: str, requested: int | None, default: int) -> int:
-    """The store's partition count: from meta.json, or written there for a new store."""
-    meta_file = naming.meta_path(path)
-    try:
-        with open(meta_file, "rb") as f:
-            meta = json.load(f)
-    except FileNotFoundError:
-        if naming.list_partition_dirs(path):
-            raise StoreConfigError(
-                f"{path} holds log partitions but no {os.path.basename(meta_file)}; refusing "
-                "to guess its partition count") from None
-        meta = {"format": "offsetlog", "version": STORE_FORMAT_VERSION, "partitions": default}
-        segment.atomic_write(meta_file, (json.dumps(meta, indent=2) + "\n").encode())
-        return default
-    except (ValueError, OSError) as e:
-        raise StoreConfigError(f"{meta_file} is unreadable: {e}") from None
-    if meta.get("format") != "offsetlog":
-        raise StoreConfigError(f"{meta_file} does not describe an offsetlog store")
-    if meta.get("version", 0) > STORE_FORMAT_VERSION:
-        raise UnsupportedVersionError(
-            f"{path} is store format {meta['version']}, newer than this offsetlog reads "
-            f"({STORE_FORMAT_VERSION})")
-    stored = meta.get("partitions")
-    if not isinstance(stored, int) or stored < 1:
-        raise StoreConfigError(f"{meta_file} has no valid partition count")
-    if requested is not None and requested != stored:
-        raise StoreConfigError(
-            f"{path} was created with {stored} partitions, not {requested}: groups are placed "
-            "by hash modulo the partition count, so it cannot change")
-    return stored
-
-
-def _recover(path: str, config: StoreConfig
-             ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
-    started = time.perf_counter()
-    # Replay allocates millions of small acyclic objects; with the cyclic GC on, every
-    # collection re-scans the growing table (measured: ~15% of replay time at 1M records).
-    # Pause it for the replay and restore the caller's setting after.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _recover_all(path, config, started)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-
-
-def _recover_all(path: str, config: StoreConfig, started: float
-                 ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
-    report = RecoveryReport()
-    found = dict(naming.list_partition_dirs(path))
-    extra = [p for p in found if p >= config.partitions]
-    if extra:
-        raise StoreConfigError(
-            f"{path} has log partitions {extra} beyond its partition count {config.partitions}")
-    snapshot_store, snapshots, discard = open_snapshots(path, config, report)
-    try:
-        parts = []
-        kept: dict[int, tuple[int, int]] = {}
-        for p in range(config.partitions):
-            directory = naming.partition_dir(path, p)
-            snapshot = snapshots.get(p)
-            table, result, used = recover_with_snapshot(path, directory, p, p in found,
-                                                        snapshot, report)
-            if used:
-                report.snapshots_loaded[p] = snapshot.offset
-                kept[p] = (snapshot.offset, snapshot.created_ms)
-            elif snapshot is not None:
-                discard.append(snapshot_key(p))
-            if result is not None:
-                report.partitions[p] = result
-                segments, next_offset = result.segments, result.next_offset
-            else:
-                segments, next_offset = [], 0
-            plog = PartitionLog(directory, p, segments=segments, next_offset=next_offset,
-                                segment_bytes=config.segment_bytes)
-            parts.append(PartitionWriter(p, plog, table))
-        delete_discarded(snapshot_store, discard)
-    except BaseException:
-        if snapshot_store is not None:
-            snapshot_store.close()
-        raise
-    report.duration_s = time.perf_counter() - started
-    return parts, report, LoadedSnapshots(snapshot_store, kept)

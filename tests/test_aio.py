@@ -81,14 +81,14 @@ def test_an_open_cancelled_by_a_timeout_does_not_leave_the_directory_locked(stor
 
     recovering = threading.Event()
     finish = threading.Event()
-    real_recover = store_mod._recover
+    real_recover = store_mod.recover
 
     def slow_recover(*args, **kwargs):
         recovering.set()
         finish.wait(10)
         return real_recover(*args, **kwargs)
 
-    monkeypatch.setattr(store_mod, "_recover", slow_recover)
+    monkeypatch.setattr(store_mod, "recover", slow_recover)
 
     async def main():
         task = asyncio.ensure_future(AsyncOffsetStore.open(store_dir, partitions=1))
@@ -97,7 +97,7 @@ def test_an_open_cancelled_by_a_timeout_does_not_leave_the_directory_locked(stor
         with pytest.raises(asyncio.CancelledError):
             await task
         finish.set()
-        monkeypatch.setattr(store_mod, "_recover", real_recover)
+        monkeypatch.setattr(store_mod, "recover", real_recover)
         deadline = time.monotonic() + 10
         while True:
             try:
