@@ -106,7 +106,8 @@ def offset_commit_records(group_id: str, offsets, commit_timestamp: int, metadat
             if tp.__class__ is TopicPartition and value.__class__ is int \
                     and 0 <= value <= MAX_OFFSET:
                 topic, partition = tp
-                if topic.__class__ is str and topic and partition.__class__ is int \
+                if topic.__class__ is str and topic.isascii() and topic \
+                        and partition.__class__ is int \
                         and 0 <= partition <= MAX_INT32:
                     out.append((len(out), OFFSET_COMMIT, 0,
                                 {"group": group_id, "topic": topic, "partition": partition},

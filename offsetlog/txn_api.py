@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 from offsetlog import background, records as rec
 from offsetlog.errors import InvalidTxnStateError
+from offsetlog.validation import check_encodable
 from offsetlog.format import Attribute
 from offsetlog.partitioner import partition_for
 from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, MAX_EPOCH, ONGOING,
@@ -101,6 +102,7 @@ class TransactionRequests:
         if not isinstance(transactional_id, str) or not transactional_id:
             raise InvalidTxnStateError(
                 f"transactional_id must be a non-empty str, not {transactional_id!r}")
+        check_encodable("transactional_id", transactional_id, InvalidTxnStateError)
         timeout = (self.config.transaction_timeout_ms if transaction_timeout_ms is None
                    else transaction_timeout_ms)
         if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:

@@ -154,3 +154,28 @@ def test_a_callback_that_cannot_be_called_is_refused_at_once(tmp_path):
         with pytest.raises(TypeError):
             s.commit_async("g", {TopicPartition("t", 0): 1}, callback=5)
         assert s.committed("g", TopicPartition("t", 0)) is None
+
+
+@pytest.mark.parametrize("call", ["topic", "metadata", "delete", "transactional_id"])
+def test_text_that_cannot_be_written_is_refused_with_a_clear_error(tmp_path, call):
+    """A lone surrogate cannot be encoded: refused before anything is queued, with the
+    store's own error (it escaped as a UnicodeEncodeError, after a producer id was spent for
+    a transactional id, or in the writer for a delete)."""
+    from offsetlog.errors import InvalidTxnStateError, OffsetlogError
+    bad = "t\ud800"
+    with OffsetStore.open(tmp_path / "s", partitions=1) as s:
+        with pytest.raises(OffsetlogError):
+            if call == "topic":
+                s.commit_sync("g", {TopicPartition(bad, 0): 1})
+            elif call == "metadata":
+                s.commit_async("g", {TopicPartition("t", 0): OffsetAndMetadata(1, bad)})
+            elif call == "delete":
+                s.delete_offsets("g", [TopicPartition(bad, 0)])
+            else:
+                with pytest.raises(InvalidTxnStateError):
+                    s.init_transactions(bad)
+                raise InvalidTxnStateError("checked")
+        s.commit_sync("g", {TopicPartition("t", 0): 2})  # the store works on
+        assert s.committed("g", TopicPartition("t", 0)).offset == 2
+        if call == "transactional_id":
+            assert s.init_transactions("ok").producer_id == 0  # no producer id was spent

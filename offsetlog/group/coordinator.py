@@ -77,6 +77,7 @@ from offsetlog.group.state import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_
                                    STABLE, check_transition)
 from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
 from offsetlog.records import offset_tombstone
+from offsetlog.validation import check_encodable
 
 
 class GroupCoordinator(RebalanceEngine):
@@ -558,24 +559,14 @@ def _metadata_or_empty(member: Member, protocol: str | None) -> bytes:
 def _check_str(name: str, v) -> None:
     if not isinstance(v, str):
         raise TypeError(f"{name} must be a str, not {type(v).__name__}")
-    if not v.isascii():
-        _check_encodable(name, v)
+    # Before the state changes: a change whose records cannot be written would live in
+    # memory alone (and fail every later write of the group's metadata).
+    check_encodable(name, v, ValueError)
 
 
 def _check_optional_str(name: str, v) -> None:
     if v is not None:
         _check_str(name, v)
-
-
-def _check_encodable(name: str, v: str) -> None:
-    # Checked before the state changes: the records are encoded (UTF-8) only after, and a
-    # change whose records cannot be written would live in memory alone (and fail every
-    # later write of the group's metadata).
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{name} must be valid Unicode text (no lone surrogates): "
-                         f"{v!r}") from None
 
 
 def _check_int(name: str, v) -> None:
