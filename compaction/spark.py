@@ -61,10 +61,10 @@ class PartitionTask:
 
 
 @contextlib.contextmanager
-def _directory_lock(directory: str, *, blocking: bool = True):
+def _directory_lock(directory: str):
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing the only descriptor releases the lock
@@ -128,11 +128,10 @@ def compact(spark, path: str, *, now_ms: int | None = None,
     """
     now = int(time.time() * 1000) if now_ms is None else now_ms
     stores = find_stores(path)
-    held: list[tuple[str, int]] = []
     tasks: list[PartitionTask] = []
-    try:
+    with contextlib.ExitStack() as locks:
         for store in stores:
-            held.append((store, dirlock.acquire(store)))
+            locks.enter_context(dirlock.held(store))
         for store in stores:
             # read under the store's lock: no snapshot can be taken while the job runs
             floors = tombstone_floors(naming.snapshot_dir(store))
@@ -147,14 +146,10 @@ def compact(spark, path: str, *, now_ms: int | None = None,
         except Exception as e:
             raise SparkCompactionError(f"Spark compaction of {path} failed: "
                                        f"{_root_cause(e)}") from e
-    finally:
-        try:
+        finally:
             for t in tasks:  # wait out any task Spark is still cancelling
                 with _directory_lock(t.directory):
                     pass
-        finally:
-            for store, fd in held:
-                dirlock.release(store, fd)
     results.sort(key=lambda r: (r["store"], r["partition"]))
     return results
 
