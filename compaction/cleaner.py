@@ -44,7 +44,7 @@ from offsetlog.format import Attribute
 from offsetlog.framing import BatchReader, encode_payload, frame
 from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
                                TRANSACTION_STATE)
-from recovery.swap import commit_swap, finish_swaps, plan_swaps
+from recovery.swap import commit_swap, finish_swaps, plan_swaps, write_cleaned
 
 log = logging.getLogger("offsetlog.cleaner")
 
@@ -160,39 +160,26 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
     for gi, group in enumerate(groups):
         end = groups[gi + 1][0][0] if gi + 1 < len(groups) else active_base
         first_base = group[0][0]
-        out_path = naming.cleaned_path(directory, first_base)
-        fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        written = 0
-        try:
-            try:
-                for base, path in group:
-                    result.bytes_before += os.path.getsize(path)
-                    for batch, original in _read_closed(path, base):
-                        if batch.attributes & Attribute.SEMANTIC:
-                            data, kept, dropped_tombstones = _clean_txn_batch(
-                                batch, original, scan, now_ms, delete_retention_ms,
-                                keep_markers_from=keep_tombstones_from)
-                            result.markers_dropped += dropped_tombstones
-                            dropped_tombstones = 0
-                        else:
-                            data, kept, dropped_tombstones = _clean_batch(
-                                batch, original, latest, now_ms, delete_retention_ms,
-                                keep_tombstones_from)
-                        result.records_before += batch.record_count
-                        result.records_after += kept
-                        result.tombstones_dropped += dropped_tombstones
-                        if data:
-                            segment.write_all(fd, data)
-                            written += len(data)
-                segment.sync_fd(fd)
-            finally:
-                os.close(fd)
-        except BaseException:
-            # Not committed: the old segments are intact. Free the space now (the failure
-            # may be ENOSPC) rather than at the next open.
-            with contextlib.suppress(OSError):
-                os.unlink(out_path)
-            raise
+
+        def cleaned(group=group):
+            for base, path in group:
+                result.bytes_before += os.path.getsize(path)
+                for batch, original in _read_closed(path, base):
+                    result.records_before += batch.record_count
+                    if batch.attributes & Attribute.SEMANTIC:
+                        data, kept, markers = _clean_txn_batch(
+                            batch, original, scan, now_ms, delete_retention_ms,
+                            keep_markers_from=keep_tombstones_from)
+                        result.markers_dropped += markers
+                    else:
+                        data, kept, tombstones = _clean_batch(
+                            batch, original, latest, now_ms, delete_retention_ms,
+                            keep_tombstones_from)
+                        result.tombstones_dropped += tombstones
+                    result.records_after += kept
+                    yield data
+
+        out_path, written = write_cleaned(directory, first_base, cleaned())
         result.bytes_after += written
         hook("cleaned-written")
         with swap_lock():

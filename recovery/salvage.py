@@ -31,7 +31,7 @@ from offsetlog.table import OffsetTable
 from recovery.inspect import stored_partitions
 from recovery.replay import UNDECODABLE, recover_partition
 from recovery.report import RecoveryReport
-from recovery.swap import commit_swap, finish_swaps
+from recovery.swap import commit_swap, finish_swaps, write_cleaned
 
 
 @dataclass(frozen=True)
@@ -220,14 +220,7 @@ def _rewrite(directory: str, base: int, end: int, source: str,
              spans: list[tuple[int, int]]) -> None:
     """Write the kept batches to ``<base>.log.cleaned`` and swap it in for ``source``."""
     data = segment.read_file(source)
-    cleaned = naming.cleaned_path(directory, base)
-    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        for a, b in spans:
-            segment.write_all(fd, data[a:b])
-        segment.sync_fd(fd)
-    finally:
-        os.close(fd)
+    cleaned, _ = write_cleaned(directory, base, (data[a:b] for a, b in spans))
     commit_swap(directory, cleaned, base, end, [source], hook=_fault_hook)
 
 

@@ -16,10 +16,11 @@ cleaned segment holds the same latest value per key as the segments it replaces.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from offsetlog import naming, segment
 
@@ -46,6 +47,33 @@ def plan_swaps(directory: str) -> SwapPlan:
     segments.sort()
     plan.segments = segments
     return plan
+
+
+def write_cleaned(directory: str, base: int, chunks: Iterable[bytes]) -> tuple[str, int]:
+    """Step 1 of a swap: write ``chunks`` to ``<base>.log.cleaned`` and fsync it.
+
+    Nothing is committed yet, so a failure leaves the old segments intact; the file is then
+    removed at once (the failure may be ENOSPC: give the space back now, not at the next open).
+
+    :return: the file's path and the bytes written
+    """
+    path = naming.cleaned_path(directory, base)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    written = 0
+    try:
+        try:
+            for data in chunks:
+                if data:
+                    segment.write_all(fd, data)
+                    written += len(data)
+            segment.sync_fd(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    return path, written
 
 
 def commit_swap(directory: str, cleaned: str, base: int, end: int, sources: list[str], *,
