@@ -26,10 +26,12 @@ from recovery import inspect
 DEFAULT_BENCH_DIR = os.path.join("data", "bench")
 
 
-def _progress(console: Console, total: int, label: str):
+def _progress(console: Console, total: int, label: str, *, count: str | None = None):
+    """A progress bar (shown on a terminal only) and ``advance(n)`` for it; ``count`` is the
+    column between the bar and the time left (bytes when None)."""
     progress = Progress("[progress.description]{task.description}", BarColumn(),
-                        DownloadColumn(), TimeRemainingColumn(), console=console,
-                        transient=True, disable=not console.is_terminal)
+                        DownloadColumn() if count is None else count, TimeRemainingColumn(),
+                        console=console, transient=True, disable=not console.is_terminal)
     task = progress.add_task(label, total=total)
     return progress, (lambda n: progress.advance(task, n))
 
@@ -279,14 +281,12 @@ def cmd_crashtest(args, console: Console) -> int:
 
 def _run_crashtest(args, console: Console, config) -> int:
     from recovery.crashtest import run_crashtest  # noqa: PLC0415
-    progress = Progress("[progress.description]{task.description}", BarColumn(),
-                        "{task.completed}/{task.total}", TimeRemainingColumn(),
-                        console=console, transient=True, disable=not console.is_terminal)
-    task = progress.add_task("crash cycles", total=config.cycles)
+    progress, advance = _progress(console, config.cycles, "crash cycles",
+                                  count="{task.completed}/{task.total}")
     try:
         with progress:
             result = run_crashtest(args.dir, config, workload=args.workload,
-                                   progress=lambda k, r: progress.update(task, completed=k + 1))
+                                   progress=lambda k, r: advance(1))
     except ValueError as e:  # a directory that is not empty, a malformed workload name
         console.print(f"offsetlog: {e}")
         return 2
@@ -321,11 +321,9 @@ def cmd_snapshot(args, console: Console) -> int:
                                  snapshot_on_close=False)
     rows, failed = [], 0
     with store:
-        progress = Progress("[progress.description]{task.description}", BarColumn(),
-                            TimeRemainingColumn(), console=console, transient=True,
-                            disable=not console.is_terminal)
+        progress, advance = _progress(console, store.partitions, "snapshotting",
+                                      count="{task.completed}/{task.total}")
         with progress:
-            task = progress.add_task("snapshotting", total=store.partitions)
             for p in range(store.partitions):
                 try:
                     for r in store.snapshot([p]):
@@ -336,7 +334,7 @@ def cmd_snapshot(args, console: Console) -> int:
                 except SnapshotError as e:
                     failed += 1
                     rows.append((p, "-", "-", "-", "-", f"[red]FAILED: {e.failures.get(p, e)}[/red]"))
-                progress.advance(task)
+                advance(1)
     table = Table(title=f"snapshot {args.dir}")
     for col in ("PARTITION", "OFFSET", "KEYS", "BYTES", "SECONDS", "STATUS"):
         table.add_column(col, justify="left" if col == "STATUS" else "right")
