@@ -32,10 +32,11 @@ import time
 from typing import NamedTuple
 
 from offsetlog.config import StoreConfig
+from offsetlog.format import Attribute
 from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
 
 _DEFAULTS = StoreConfig()
-DELETE_HORIZON = 0x04  # offsetlog.format.Attribute.DELETE_HORIZON
+DELETE_HORIZON = Attribute.DELETE_HORIZON
 MINUTE_MS = 60_000
 
 GROUP_SCHEMA = ("store STRING, log_partition INT, `group` STRING, partitions BIGINT, "
