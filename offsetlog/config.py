@@ -33,7 +33,8 @@ class StoreConfig:
     #: bytes after which the active segment rolls (offsets.topic.segment.bytes = 100 MiB)
     segment_bytes: int = 100 * 1024 * 1024
     #: bytes one group-commit write may carry; LevelDB caps its merged batches the same way so
-    #: one huge write cannot stall small committers behind it
+    #: one huge write cannot stall small committers behind it. A run of commit_async calls
+    #: (one batch) is capped by an upper bound of its records' size.
     max_group_commit_bytes: int = 4 * 1024 * 1024
     #: ms a tombstone is kept after the cleaner first sees it (log.cleaner.delete.retention.ms)
     delete_retention_ms: int = 24 * 3600 * 1000

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Sequence
 
 import msgpack
 
@@ -25,8 +25,10 @@ from offsetlog.format import (BATCH_HEADER, CRC_START, HEADER_AFTER_LENGTH, HEAD
                               LENGTH_SIZE, MAGIC, MAX_BATCH_BYTES, NO_PRODUCER_EPOCH,
                               NO_PRODUCER_ID, Attribute)
 
+if TYPE_CHECKING:  # records builds its size bounds with encode_payload
+    from offsetlog.records import Record
+
 _LEN = LENGTH_SIZE
-from offsetlog.records import Record
 
 _pack_header = BATCH_HEADER.pack
 _unpack_header = BATCH_HEADER.unpack_from

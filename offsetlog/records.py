@@ -17,6 +17,7 @@ from typing import Any
 
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.format import RecordType
+from offsetlog.framing import encode_payload
 from offsetlog.types import TopicPartition
 from offsetlog.validation import MAX_INT32, MAX_OFFSET, check_offsets
 
@@ -91,17 +92,41 @@ def offset_commit(delta: int, group: str, topic: str, partition: int, offset: in
     return (delta, OFFSET_COMMIT, 0, {"group": group, "topic": topic, "partition": partition}, value)
 
 
+#: The most bytes msgpack needs for a plain commit record (no metadata, epoch or expiry) beyond
+#: its group and topic text: array, delta (uint32), type, version, the key map with its three
+#: names and the partition (uint32), the value map with its two names, the offset and the
+#: timestamp (int64 each), and a str header for each text (str32).
+PLAIN_COMMIT_BOUND = 1 + 5 + 1 + 1 + (1 + 6 + 5 + 6 + 5 + 10 + 5) + (1 + 7 + 9 + 17 + 9)
+
+
 def offset_commit_records(group_id: str, offsets, commit_timestamp: int, metadata_max: int
-                          ) -> tuple[Record, ...]:
+                          ) -> tuple[tuple[Record, ...], int]:
     """The OFFSET_COMMIT records of one commit call, in the caller's order, after every check
-    of ``validation.check_offsets`` (which raises for the whole call).
+    of ``validation.check_offsets`` (which raises for the whole call), and an upper bound of
+    their encoded size (what ``max_group_commit_bytes`` counts).
 
     The usual call, a dict of ``TopicPartition -> int``, is checked and built in one pass;
     anything else goes through ``check_offsets``. Both give the records ``offset_commit``
     builds.
     """
     if offsets.__class__ is dict:
+        if len(offsets) == 1:
+            # One offset per call, a commit loop's shape: the loop below without the loop
+            # (measured: 0.61 -> 0.51 us, a sixth of what commit_async costs its caller).
+            for tp, value in offsets.items():
+                pass
+            if tp.__class__ is TopicPartition and value.__class__ is int \
+                    and 0 <= value <= MAX_OFFSET:
+                topic, partition = tp
+                if topic.__class__ is str and topic.isascii() and topic \
+                        and partition.__class__ is int and 0 <= partition <= MAX_INT32:
+                    return (((0, OFFSET_COMMIT, 0,
+                              {"group": group_id, "topic": topic, "partition": partition},
+                              {"offset": value, "commit_timestamp": commit_timestamp}),),
+                            PLAIN_COMMIT_BOUND + len(topic)
+                            + (len(group_id) if group_id.isascii() else len(group_id.encode())))
         out = []
+        text = 0
         for tp, value in offsets.items():
             if tp.__class__ is TopicPartition and value.__class__ is int \
                     and 0 <= value <= MAX_OFFSET:
@@ -112,14 +137,17 @@ def offset_commit_records(group_id: str, offsets, commit_timestamp: int, metadat
                     out.append((len(out), OFFSET_COMMIT, 0,
                                 {"group": group_id, "topic": topic, "partition": partition},
                                 {"offset": value, "commit_timestamp": commit_timestamp}))
+                    text += len(topic)
                     continue
             break  # not the usual shape: check (and build) it all below
         else:
-            return tuple(out)
-    return tuple([offset_commit(i, group_id, topic, partition, offset, metadata=metadata,
-                                leader_epoch=epoch, commit_timestamp=commit_timestamp)
-                  for i, (topic, partition, offset, metadata, epoch)
-                  in enumerate(check_offsets(offsets, metadata_max=metadata_max))])
+            group_bytes = len(group_id) if group_id.isascii() else len(group_id.encode())
+            return tuple(out), text + len(out) * (PLAIN_COMMIT_BOUND + group_bytes)
+    records = tuple([offset_commit(i, group_id, topic, partition, offset, metadata=metadata,
+                                   leader_epoch=epoch, commit_timestamp=commit_timestamp)
+                     for i, (topic, partition, offset, metadata, epoch)
+                     in enumerate(check_offsets(offsets, metadata_max=metadata_max))])
+    return records, len(encode_payload(records)) if records else 0
 
 
 def offset_tombstone(delta: int, group: str, topic: str, partition: int) -> Record:

@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from typing import Callable
 
 from offsetlog import background, dirlock, records as rec, segment
+from offsetlog.records import offset_commit_records
 from offsetlog.config import StoreConfig, system_clock_ms
 from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreFailedError,
                               UnknownMemberIdError, UnstableOffsetCommitError)
@@ -75,6 +76,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         #: what recovery found when this store was opened
         self.recovery_report = _report
         self._closed = False
+        self._metadata_max = config.metadata_max_bytes
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()  # set once close() has finished
         self._closing_thread: threading.Thread | None = None
@@ -201,6 +203,16 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
     def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id
                         ) -> tuple[PartitionWriter, Pending | None, Callable[[], None]]:
+        """A commit call as one queue item (None: no offsets), for ``commit_sync`` and
+        transactions (``commit_async`` queues its records into a run instead)."""
+        part, records, _, now, precheck = self._prepare_records(
+            group_id, offsets, generation_id, member_id, group_instance_id)
+        return part, (Pending(records, now) if records else None), precheck
+
+    def _prepare_records(self, group_id, offsets, generation_id, member_id, group_instance_id):
+        """Check a commit call: ``(part, records, nbytes, now, precheck)``, with ``precheck``
+        the fencing check to run under the partition lock and ``nbytes`` an upper bound of the
+        records' encoded size."""
         if self._closed:
             raise StoreClosedError(f"{self.path}: the store is closed")
         route = self._routes.get(group_id) if type(group_id) is str else None
@@ -208,15 +220,13 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             route = self._route(group_id)
         part, precheck = route
         now = self._clock()
-        records = rec.offset_commit_records(group_id, offsets, now,
-                                            self.config.metadata_max_bytes)
+        records, nbytes = rec.offset_commit_records(group_id, offsets, now,
+                                                    self.config.metadata_max_bytes)
         if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
                 and group_instance_id is None):
             precheck = self._fencing(part, group_id, generation_id, member_id,
                                      group_instance_id, now)
-        if not records:
-            return part, None, precheck
-        return part, Pending(records, now), precheck
+        return part, records, nbytes, now, precheck
 
     def _route(self, group_id) -> tuple[PartitionWriter, Callable[[], None]]:
         """``group_id``'s partition and the fencing check of its standalone commits, made once
@@ -297,7 +307,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
         The future is already running, so ``cancel()`` returns False: a queued commit is
         written whatever happens to its future. Calls queued back to back may get the same
-        future object: their commits become durable (or fail) in one write.
+        future object: their commits are written in one batch and become durable (or fail)
+        together.
 
         ``callback(offsets, exception_or_None)`` runs once, on the store's callback thread,
         in completion order. Commits to one key are applied in call order, sync or async.
@@ -306,9 +317,21 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         """
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
-        part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
-                                                    group_instance_id)
-        if item is None:  # nothing to write: the checks alone, a failed store included
+        # _prepare_records, written out: this is the one call a caller makes per offset in a
+        # loop, and a call less is 5 % of it (measured)
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: the store is closed")
+        route = self._routes.get(group_id) if group_id.__class__ is str else None
+        if route is None:
+            route = self._route(group_id)
+        part, precheck = route
+        now = self._clock()
+        records, nbytes = offset_commit_records(group_id, offsets, now, self._metadata_max)
+        if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
+                and group_instance_id is None):
+            precheck = self._fencing(part, group_id, generation_id, member_id,
+                                     group_instance_id, now)
+        if not records:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 precheck()
                 try:
@@ -320,10 +343,9 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             if callback is not None:
                 self._writer.queue_callback(callback, offsets, error)
             return resolved_future() if error is None else failed_future(error)
-        if callback is not None:
-            item.callback, item.callback_arg = callback, offsets
         try:
-            return self._writer.submit_async(part, item, precheck)
+            return self._writer.submit_async(part, records, nbytes, now, precheck, callback,
+                                             offsets)
         except StoreFailedError as e:
             # The commit was valid but cannot be written: that is its outcome, reported the
             # way every other outcome is (the future and the callback), not as a usage error.

@@ -143,10 +143,36 @@ def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets
                                    commit_timestamp=1234)
                      for i, (t, p, o, m, e) in enumerate(check_offsets(offsets,
                                                                        metadata_max=4096)))
-    got = offset_commit_records("g", offsets, 1234, 4096)
+    got, nbytes = offset_commit_records("g", offsets, 1234, 4096)
     assert got == expected
     if got:
         assert encode_payload(got) == encode_payload(expected)
+        assert nbytes >= len(encode_payload(got))  # max_group_commit_bytes counts this bound
+    else:
+        assert nbytes == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(group=st.text(min_size=1, max_size=300).filter(lambda g: g.encode("utf-8", "replace")),
+       topics=st.lists(st.text(alphabet=st.characters(max_codepoint=127), min_size=1,
+                               max_size=300), min_size=1, max_size=3),
+       partition=st.sampled_from([0, 127, 128, 2**16, 2**31 - 1]),
+       offset=st.sampled_from([0, 2**31, 2**63 - 1]),
+       timestamp=st.sampled_from([0, -1, -(2**63), 2**63 - 1]),
+       delta=st.sampled_from([0, 2**16, 2**32 - 1]))
+def test_the_size_bound_of_plain_commits_holds_at_every_extreme(group, topics, partition, offset,
+                                                                 timestamp, delta):
+    """The bound a plain commit reports (``PLAIN_COMMIT_BOUND`` + its text) is never below its
+    encoded size, whatever the widths of its integers and text, even renumbered within a run
+    of up to 2**32 records (which is how ``max_group_commit_bytes`` caps a run)."""
+    from offsetlog.framing import encode_payload
+    from offsetlog.records import offset_commit_records
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in group):
+        return  # not encodable: refused before this
+    offsets = {TopicPartition(t, partition): offset for t in topics}
+    records, nbytes = offset_commit_records(group, offsets, timestamp, 4096)
+    renumbered = [(delta + i,) + r[1:] for i, r in enumerate(records)]
+    assert len(encode_payload(renumbered)) <= nbytes
 
 
 def test_a_callback_that_cannot_be_called_is_refused_at_once(tmp_path):
