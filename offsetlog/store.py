@@ -77,6 +77,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self.recovery_report = _report
         self._closed = False
         self._metadata_max = config.metadata_max_bytes
+        #: commit_async's cache of record key maps (see records.offset_commit_records)
+        self._keys: dict = {}
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()  # set once close() has finished
         self._closing_thread: threading.Thread | None = None
@@ -326,7 +328,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             route = self._route(group_id)
         part, precheck = route
         now = self._clock()
-        records, nbytes = offset_commit_records(group_id, offsets, now, self._metadata_max)
+        records, nbytes = offset_commit_records(group_id, offsets, now, self._metadata_max,
+                                                self._keys)
         if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
                 and group_instance_id is None):
             precheck = self._fencing(part, group_id, generation_id, member_id,

@@ -150,6 +150,24 @@ def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets
         assert nbytes >= len(encode_payload(got))  # max_group_commit_bytes counts this bound
     else:
         assert nbytes == 0
+    # with a cache of key maps (commit_async's), warm or cold: the same records, and each
+    # key map names its own group
+    keys: dict = {}
+    for group in ("g", "h", "g"):
+        cached, n = offset_commit_records(group, offsets, 1234, 4096, keys)
+        assert n == nbytes
+        assert cached == tuple((d, t, v, {**k, "group": group}, val)
+                               for d, t, v, k, val in expected)
+
+
+def test_the_key_map_cache_is_bounded():
+    from offsetlog.records import KEYS_CACHED, offset_commit_records
+    keys: dict = {}
+    for p in range(KEYS_CACHED + 10):
+        (record,), _ = offset_commit_records("g", {TopicPartition("t", p): 1}, 0, 4096, keys)
+        assert record[3] == {"group": "g", "topic": "t", "partition": p}
+        assert len(keys) <= KEYS_CACHED
+    assert len(keys) == 10  # started over once full
 
 
 @settings(max_examples=200, deadline=None)
