@@ -374,16 +374,14 @@ class GroupCommitter:
                 precheck()
             q = part.queue
             run = part.open_run
-            if (run is None or not q or q[-1] is not run
-                    or run.nbytes + nbytes > self.max_bytes):
+            if not q or q[-1] is not run or run.nbytes + nbytes > self.max_bytes:
                 run = part.open_run = AsyncRun(timestamp)
                 q.append(run)
             # AsyncRun.add, written out (a call less per commit_async)
             run.records += records
             run.nbytes += nbytes
             calls = run.calls = run.calls + 1
-            if timestamp > run.timestamp:
-                run.timestamp = timestamp
+            run.timestamp = timestamp  # the batch carries its last call's time
             if callback is not None:
                 run.add_callback(callback, callback_arg)
             if part.leader_active or part.async_scheduled:
