@@ -91,6 +91,14 @@ def list_segments(directory: str) -> list[tuple[int, str]]:
     return found
 
 
+def with_limits(segments: list[tuple[int, str]]):
+    """``(base_offset, path, limit)`` of each of ``segments`` (oldest first): ``limit`` is the
+    next segment's base offset, which no record of this one may reach, and None for the last
+    (active) segment."""
+    for i, (base, path) in enumerate(segments):
+        yield base, path, segments[i + 1][0] if i + 1 < len(segments) else None
+
+
 def list_partition_dirs(root: str) -> list[tuple[int, str]]:
     found = []
     for name in os.listdir(root):

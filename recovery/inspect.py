@@ -160,9 +160,9 @@ def iter_records(path: str, *, partition: int | None = None,
         for attempt in range(SCAN_ATTEMPTS):
             segments = plan_swaps(directory).segments
             try:
-                for i, (base, seg) in enumerate(segments):
-                    last = i == len(segments) - 1
-                    if not last and segments[i + 1][0] <= resume:
+                for base, seg, limit in naming.with_limits(segments):
+                    last = limit is None
+                    if not last and limit <= resume:
                         continue  # read before a swap replaced it
                     data = read_file(seg)
                     reader = BatchReader(data, salvage=True, min_offset=base, zero_tail=last)

@@ -14,7 +14,7 @@ from typing import Callable
 
 import msgpack
 
-from offsetlog import segment
+from offsetlog import naming, segment
 from offsetlog.errors import CorruptLogError
 from offsetlog.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
 from offsetlog.framing import BatchReader
@@ -69,9 +69,8 @@ def recover_partition(directory: str, partition: int, *,
     segments = finish_swaps(directory) if repair else plan_swaps(directory).segments
     result.segments = segments
     min_offset = 0
-    for i, (base, path) in enumerate(segments):
-        last = i == len(segments) - 1
-        limit = segments[i + 1][0] if not last else None
+    for base, path, limit in naming.with_limits(segments):
+        last = limit is None
         if base < min_offset:
             raise CorruptLogError(path, 0, f"segment base offset {base} overlaps the previous "
                                            f"segment, which reaches offset {min_offset - 1}")

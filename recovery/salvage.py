@@ -149,9 +149,8 @@ def plan_salvage(directory: str) -> tuple[list[Rewrite], list[SalvagedRegion]]:
     rewrites: list[Rewrite] = []
     regions: list[SalvagedRegion] = []
     min_offset = 0
-    for i, (base, path) in enumerate(segments):
-        last = i == len(segments) - 1
-        limit = None if last else segments[i + 1][0]
+    for base, path, limit in naming.with_limits(segments):
+        last = limit is None
         if base < min_offset:
             raise CorruptLogError(path, 0, f"segment base offset {base} overlaps the previous "
                                            f"segment, which reaches offset {min_offset - 1}; "

@@ -32,6 +32,7 @@ import time
 from typing import NamedTuple
 
 from offsetlog.config import StoreConfig
+from offsetlog.naming import with_limits
 from offsetlog.format import Attribute
 from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
 
@@ -84,8 +85,7 @@ def partition_report(task: _Task) -> dict:
     commits: dict[str, int] = {}
     last_commit: dict[str, int] = {}
     first_ts = last_ts = None
-    for i, (base, path) in enumerate(segments):
-        limit = segments[i + 1][0] if i + 1 < len(segments) else None
+    for base, path, limit in with_limits(segments):
         closed = base != active
         for row in segment_rows(SegmentTask(task.store, task.log_partition, path, base, limit),
                                 salvage=task.salvage):

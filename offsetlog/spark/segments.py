@@ -136,9 +136,8 @@ def plan_segments(path: str) -> list[SegmentTask]:
     for store in find_stores(path):
         for p, directory in store_partitions(store):
             segments = plan_swaps(directory).segments
-            for i, (base, seg) in enumerate(segments):
-                limit = segments[i + 1][0] if i + 1 < len(segments) else None
-                tasks.append(SegmentTask(store, p, seg, base, limit))
+            tasks += [SegmentTask(store, p, seg, base, limit)
+                      for base, seg, limit in naming.with_limits(segments)]
     return tasks
 
 
