@@ -165,7 +165,7 @@ class PartitionWriter:
 
     __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
                  "async_scheduled", "coordinator", "exclusive_waiting", "open_run",
-                 "idle_waiters")
+                 "async_calls", "idle_waiters")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -185,6 +185,8 @@ class PartitionWriter:
         #: the run that ``commit_async`` calls join while it is the last queued item (see
         #: ``GroupCommitter.submit_async``)
         self.open_run: AsyncRun | None = None
+        #: commit_async calls ever queued here (when to step aside: see submit_async)
+        self.async_calls = 0
         #: threads in ``cond.wait()`` (drain, exclusive): a round end notifies only if any
         self.idle_waiters = 0
 
@@ -377,13 +379,14 @@ class GroupCommitter:
             if not q or q[-1] is not run or run.nbytes + nbytes > self.max_bytes:
                 run = part.open_run = AsyncRun(timestamp)
                 q.append(run)
-            # AsyncRun.add, written out (a call less per commit_async)
+            # the run's fields are set here, not in a method: a call less per commit_async
             run.records += records
             run.nbytes += nbytes
-            calls = run.calls = run.calls + 1
+            run.calls += 1
             run.timestamp = timestamp  # the batch carries its last call's time
             if callback is not None:
                 run.add_callback(callback, callback_arg)
+            part.async_calls = calls = part.async_calls + 1
             if part.leader_active or part.async_scheduled:
                 if calls % YIELD_AT:
                     return run.future

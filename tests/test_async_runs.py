@@ -145,3 +145,23 @@ def test_the_size_bound_a_run_counts_is_never_below_what_it_writes(tmp_path):
     (b,) = batches(tmp_path)
     assert len(b.payload) <= bound
     assert len(b.payload) == len(encode_payload(list(b.records())))
+
+
+def test_a_caller_steps_aside_every_yield_at_calls_however_small_the_runs(tmp_path,
+                                                                         monkeypatch):
+    """The step-aside (``time.sleep(0)``) counts a partition's calls, not a run's: with a
+    small ``max_group_commit_bytes`` no run ever reaches ``YIELD_AT`` calls, and a caller
+    counting per run would never give the writer the GIL."""
+    from offsetlog import writer
+    sleeps = []
+    real_sleep = writer.time.sleep
+    monkeypatch.setattr(writer.time, "sleep",
+                        lambda s: sleeps.append(s) if s == 0 else real_sleep(s))
+    with open_store(tmp_path, partitions=1, max_group_commit_bytes=1024) as store:
+        with held(store):
+            futures = [store.commit_async("g", {TP("t", i % 5): i})
+                       for i in range(2 * writer.YIELD_AT)]
+            sleeps_while_held = len(sleeps)
+        futures[-1].result(timeout=30)
+        assert len({id(f) for f in futures}) > 2 * writer.YIELD_AT // 20  # small runs
+    assert sleeps_while_held == 2
