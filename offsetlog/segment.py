@@ -2,9 +2,9 @@
 
 Every write and sync goes through the module-level ``_write`` / ``_sync`` / ``_write_dsync``
 names so tests can inject failures (``monkeypatch.setattr(segment, "_sync", failing)``), as
-LevelDB's fault injection Env does. Callers treat any ``OSError`` from here as fatal for the store: after a
-failed fsync the kernel may have dropped dirty pages, so retrying could acknowledge data that
-is not on disk (the "fsyncgate" lesson).
+LevelDB's fault injection Env does. Callers treat any ``OSError`` from here as fatal for the
+store: after a failed fsync the kernel may have dropped dirty pages, so retrying could
+acknowledge data that is not on disk (the "fsyncgate" lesson).
 """
 
 from __future__ import annotations
@@ -133,8 +133,10 @@ class SegmentFile:
     The fd's file position is kept at ``size`` (no ``O_APPEND``: the file is longer than its
     data while space is reserved), so writes go through ``_write`` like every other write.
     ``append_durable`` writes at an explicit offset and leaves the position behind
-    (``positioned`` false); the next ``append`` or ``sync`` seeks first, one ``lseek`` there
-    instead of one after every durable round.
+    (``positioned`` false); the next ``append`` seeks first: one ``lseek`` there, instead of
+    one after every durable round. (A ``_sync`` after combined writes may see the old
+    position; the fault-injection tracker and the crash harness, which read it as the end of
+    the data, keep the largest end logged per file, which the combined writes logged.)
     """
 
     __slots__ = ("path", "base_offset", "fd", "size", "allocated", "limit", "failed",
@@ -252,10 +254,6 @@ class SegmentFile:
             self.allocated = self.size
 
     def sync(self) -> None:
-        if not self.positioned:
-            # Not needed by the sync itself: the fault-injection tracker and the crash
-            # harness's sync log read the position as the end of the data in ``_sync``.
-            self._seek()
         sync_fd(self.fd)
 
     def close(self) -> None:

@@ -15,7 +15,8 @@ import os
 
 import pytest
 
-from durability_helpers import OAM, TP, SyncTracker, data_size, open_store, segment_files, store_state
+from durability_helpers import (OAM, TP, SyncTracker, data_size, open_store, segment_files,
+                                store_state)
 from offsetlog import segment
 from offsetlog.errors import StoreFailedError
 from offsetlog.log import PartitionLog
