@@ -48,15 +48,33 @@ class PartitionLog:
         self._active = SegmentFile.create(path, self.next_offset, limit=self.segment_bytes)
         self.segments.append((self.next_offset, path))
 
-    def append(self, data, record_count_after: int) -> None:
-        """Append framed batches that end at log offset ``record_count_after`` (exclusive)."""
+    def _segment_for(self, size: int) -> SegmentFile:
+        """The active segment, rolled first if ``size`` more bytes would overflow it."""
         active = self._active or self._open_active()
-        if active.size and active.size + len(data) > self.segment_bytes:
+        if active.size and active.size + size > self.segment_bytes:
             self._roll()
             active = self._active  # type: ignore[assignment]
-        active.append(data)
+        return active
+
+    def append(self, data, record_count_after: int) -> None:
+        """Append framed batches that end at log offset ``record_count_after`` (exclusive)."""
+        self._segment_for(len(data)).append(data)
         self.next_offset = record_count_after
         self.dirty = True
+
+    def append_durable(self, data, record_count_after: int) -> None:
+        """``append`` then ``sync``: ``data`` (which may be empty) and everything appended
+        before it are durable on return. When nothing earlier is waiting for a sync, the
+        write and the sync are one system call (``SegmentFile.append_durable``)."""
+        if not data:
+            self.sync()
+            return
+        if self.dirty:  # an earlier unsynced append (fsync="interval"/"never"): sync it too
+            self.append(data, record_count_after)
+            self.sync()
+            return
+        self._segment_for(len(data)).append_durable(data)
+        self.next_offset = record_count_after
 
     def sync(self) -> None:
         if self.dirty and self._active is not None:

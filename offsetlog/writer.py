@@ -493,10 +493,11 @@ class GroupCommitter:
                                                   item.producer_id, item.producer_epoch))
                         batches.append((item.base_offset, records, item.attributes,
                                         item.producer_id, item.producer_epoch))
-                if frames:
-                    part.log.append(b"".join(frames) if len(frames) > 1 else frames[0], base)
+                data = b"".join(frames) if len(frames) > 1 else frames[0] if frames else b""
                 if self.fsync_always or force_sync:
-                    part.log.sync()
+                    part.log.append_durable(data, base)  # one pwritev(RWF_DSYNC) if it can
+                elif data:
+                    part.log.append(data, base)
             except Exception as e:  # OSError, or a bug while framing: the log's state is unknown
                 error = e
                 what = "write to"

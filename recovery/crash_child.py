@@ -14,8 +14,9 @@ Besides the workload, the child can:
 * run ``store.compact()`` in a loop on its own thread, so kills land in the middle of cleaning;
 * kill itself with SIGKILL at a chosen step of a cleaner swap (``kill_at_step``), so every
   step of the swap protocol is hit over the cycles;
-* log every successful data sync (``SYNC <path> <size>`` after ``fdatasync`` returned) so the
-  harness knows which bytes were durable and may drop any of the rest (a power cut).
+* log every successful data sync (``SYNC <path> <size>`` after ``fdatasync``, or the combined
+  ``pwritev(RWF_DSYNC)`` write, returned) so the harness knows which bytes were durable and may
+  drop any of the rest (a power cut).
 
 Ack file lines, each written with one ``write`` so a line is whole or absent::
 
@@ -127,18 +128,37 @@ def load_workload(spec: str | None) -> Callable[[WorkloadContext], None]:
 
 
 def _install_sync_log(path: str, delay_ms: float) -> None:
+    """Log every data sync that returned (``SYNC <path> <size>``): ``segment._sync`` and the
+    combined write + sync ``segment._write_dsync``, whose bytes are durable once it returns."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     real = segment._sync
+    real_dsync = segment._write_dsync
 
     def logged_sync(sync_fd: int) -> None:
         if delay_ms:
             time.sleep(delay_ms / 1000.0)  # widen the window where unsynced bytes exist
         real(sync_fd)
-        target = os.readlink(f"/proc/self/fd/{sync_fd}")
         size = os.lseek(sync_fd, 0, os.SEEK_CUR)  # the end of the data (the file is preallocated)
+        log_synced(sync_fd, size)
+
+    def logged_write_dsync(sync_fd: int, data, offset: int) -> int:
+        if delay_ms:
+            # The same window as between write and fdatasync: the bytes are written (not
+            # synced) first, so a kill can find them there unsynced and a power cut may take
+            # them; the real call then writes the same bytes at the same place, durably.
+            os.pwrite(sync_fd, data, offset)
+            time.sleep(delay_ms / 1000.0)
+        n = real_dsync(sync_fd, data, offset)
+        log_synced(sync_fd, offset + n)  # what it wrote is durable (a short count included)
+        return n
+
+    def log_synced(sync_fd: int, size: int) -> None:
+        target = os.readlink(f"/proc/self/fd/{sync_fd}")
         os.write(fd, f"SYNC {target} {size}\n".encode())
 
     segment._sync = logged_sync
+    if real_dsync is not None:
+        segment._write_dsync = logged_write_dsync
 
 
 def _encode_ack(group: str, offsets: Mapping) -> bytes:

@@ -6,6 +6,8 @@ durable.
 
 from __future__ import annotations
 
+import threading
+
 from offsetlog import OffsetAndMetadata, TopicPartition
 
 
@@ -64,3 +66,41 @@ def async_bursts_acked_by_futures(ctx) -> None:
         offset += 1
         ctx.store.commit_sync(group, offsets)
         ctx.ack(group, offsets)
+
+
+def committer_on_the_combined_write(ctx) -> None:
+    """The built-in committer, after checking that this child writes its rounds with the
+    combined write + sync (``segment._write_dsync``, one ``pwritev(RWF_DSYNC)``) and that the
+    harness's sync log sees it: a crash test with this workload then tests that path (a
+    child on ``write`` + ``fdatasync`` raises, which the harness reports)."""
+    from recovery.crash_child import committer
+
+    with _combined_lock:
+        if not _combined_calls:
+            _count_combined_writes()
+    group = f"combined-{ctx.thread}"
+    offsets = {TopicPartition(f"c{ctx.thread}", 0): ctx.offset_base}
+    ctx.store.commit_sync(group, offsets)
+    ctx.ack(group, offsets)
+    if _combined_calls[0] == 0:
+        raise RuntimeError("a durable commit returned without a combined write")
+    committer(ctx)
+
+
+_combined_lock = threading.Lock()
+_combined_calls: list[int] = []
+
+
+def _count_combined_writes() -> None:
+    from offsetlog import segment
+
+    logged = segment._write_dsync
+    if logged is None or logged.__name__ != "logged_write_dsync":
+        raise RuntimeError(f"the sync log does not wrap the combined write: {logged!r}")
+    _combined_calls.append(0)
+
+    def counted(fd, data, offset):
+        _combined_calls[0] += 1
+        return logged(fd, data, offset)
+
+    segment._write_dsync = counted

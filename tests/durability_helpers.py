@@ -183,26 +183,55 @@ def _fd_path(fd: int) -> str | None:
 
 
 class SyncTracker:
-    """Wraps ``offsetlog.segment._sync`` to remember how much of each file was made durable.
+    """Wraps ``offsetlog.segment._sync`` and the combined write + sync ``_write_dsync`` to
+    remember how much of each file was made durable.
 
     ``drop_unsynced()`` then truncates every segment to its last synced size: the state a power
     failure may leave (LevelDB's ``fault_injection_test.cc``). Files that existed when the
     tracker was installed count as durable up to their size then.
+
+    ``fault``, when set, is called before every data sync of either kind; if it raises, that
+    sync fails as a failing ``fdatasync`` would after its write: the combined call writes its
+    bytes (not durably) and then raises, and nothing is recorded as durable.
     """
 
     def __init__(self, monkeypatch, root) -> None:
         self.root = str(root)
         self.durable: dict[str, int] = dict(file_sizes(self.root))
+        self.fault = None
+        self.syncs = 0  # data syncs that returned, of either kind
+        self.combined = 0  # ... of which combined writes
         self._real = segment._sync
+        self._real_dsync = segment._write_dsync
         self._lock = threading.Lock()
         monkeypatch.setattr(segment, "_sync", self._sync)
+        if self._real_dsync is not None:
+            monkeypatch.setattr(segment, "_write_dsync", self._write_dsync)
 
     def _sync(self, fd: int) -> None:
+        if self.fault is not None:
+            self.fault(fd)
         self._real(fd)  # raises -> nothing is recorded as durable
+        # the writer's position: the end of the data
+        self._record(fd, os.lseek(fd, 0, os.SEEK_CUR), combined=False)
+
+    def _write_dsync(self, fd: int, data, offset: int) -> int:
+        if self.fault is not None:
+            try:
+                self.fault(fd)
+            except BaseException:
+                os.pwrite(fd, data, offset)  # written, never synced
+                raise
+        n = self._real_dsync(fd, data, offset)
+        self._record(fd, offset + n, combined=True)
+        return n
+
+    def _record(self, fd: int, size: int, *, combined: bool) -> None:
         path = _fd_path(fd)
-        if path is not None:
-            size = os.lseek(fd, 0, os.SEEK_CUR)  # the writer's position: the end of the data
-            with self._lock:
+        with self._lock:
+            self.syncs += 1
+            self.combined += combined
+            if path is not None:
                 self.durable[path] = max(self.durable.get(path, 0), size)
 
     def drop_unsynced(self) -> dict[str, tuple[int, int]]:
@@ -214,3 +243,24 @@ class SyncTracker:
                 os.truncate(path, keep)
                 cut[path] = (size, keep)
         return cut
+
+
+def replace_sync(monkeypatch, sync) -> None:
+    """Make ``sync(fd)`` the log's data sync in both forms the engine uses: ``segment._sync``,
+    and the sync half of the combined ``segment._write_dsync`` (a plain ``pwrite`` of the
+    bytes, then ``sync(fd)``, as ``write`` + ``fdatasync`` would be). For tests that fail,
+    slow or gate the sync of a round whichever way the round is written."""
+    monkeypatch.setattr(segment, "_sync", sync)
+    if segment._write_dsync is not None:
+        def write_dsync(fd: int, data, offset: int) -> int:
+            n = os.pwrite(fd, data, offset)
+            sync(fd)
+            return n
+
+        monkeypatch.setattr(segment, "_write_dsync", write_dsync)
+
+
+def split_writes(monkeypatch) -> None:
+    """Turn the combined write + sync off: every round is ``_write`` + ``_sync``, as on a
+    platform without ``pwritev``/``RWF_DSYNC``."""
+    monkeypatch.setattr(segment, "_write_dsync", None)

@@ -20,7 +20,8 @@ from concurrent.futures import wait
 
 import pytest
 
-from durability_helpers import OAM, TP, Seeded, open_store, segment_files, store_state
+from durability_helpers import (OAM, TP, Seeded, open_store, replace_sync, segment_files,
+                                store_state)
 import offsetlog.segment as segment_mod
 
 GROUPS = ["g-alpha", "g-beta", "g-gamma", "g-delta", "g-epsilon"]
@@ -144,7 +145,7 @@ def test_concurrent_sync_and_async_commits_keep_per_thread_order(
             time.sleep(slow_sync_ms / 1000)
             real_sync(fd)
 
-        monkeypatch.setattr(segment_mod, "_sync", slow_sync)
+        replace_sync(monkeypatch, slow_sync)
     store = open_store(tmp_path, partitions=partitions, segment_bytes=64 * 1024)
     try:
         workers, callbacks = run_workers(store, rng, threads=threads, calls=calls)
@@ -250,7 +251,7 @@ def test_async_commit_queued_behind_a_sync_round_resolves_without_more_traffic(
         assert gate.acquire(timeout=30)
         real(fd)
 
-    monkeypatch.setattr(segment_mod, "_sync", gated_sync)
+    replace_sync(monkeypatch, gated_sync)
 
     def sync_commit(k):
         store.commit_sync("g", {TP("t", k): k})

@@ -14,6 +14,7 @@ import pytest
 
 from compaction.cleaner import STEPS
 from durability_helpers import Seeded
+from offsetlog import segment
 from offsetlog.cli import main as cli_main
 from recovery.crashtest import CrashTestConfig, run_crashtest
 
@@ -111,6 +112,23 @@ def test_kill9_and_power_loss_lose_no_commit_whose_shared_future_resolved(tmp_pa
                              time_budget_s=8, store_options={"fsync": "always"})
     result = run_crashtest(tmp_path / "ct", config,
                            workload="crash_workloads:async_bursts_acked_by_futures")
+    print(result.summary())
+    assert result.ok, rng.why(result.summary())
+    assert result.acknowledged > 0 and result.tails_torn > 0, rng.why(result.summary())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(segment._write_dsync is None, reason="no pwritev/RWF_DSYNC here")
+def test_kill9_and_power_loss_with_rounds_written_by_one_pwritev_rwf_dsync(tmp_path):
+    """The same checks with the child's rounds written by the combined write + sync (the
+    workload checks it is in use and logged): every byte it wrote is durable when it returns,
+    and anything a kill left unsynced may be cut."""
+    rng = Seeded()
+    config = CrashTestConfig(seed=rng.seed_value, cycles=6, threads=4, partitions=2,
+                             power_loss=True, early_kill_probability=0.0, segment_bytes=4096,
+                             time_budget_s=8, store_options={"fsync": "always"})
+    result = run_crashtest(tmp_path / "ct", config,
+                           workload="crash_workloads:committer_on_the_combined_write")
     print(result.summary())
     assert result.ok, rng.why(result.summary())
     assert result.acknowledged > 0 and result.tails_torn > 0, rng.why(result.summary())

@@ -1,7 +1,11 @@
 """Fault injection: failing writes and fsyncs poison the store; reopening recovers.
 
-All file I/O of the engine goes through ``offsetlog.segment._write`` / ``_sync`` / ``_fsync``,
-so the tests swap those (LevelDB's fault-injection Env). The rules checked:
+All file I/O of the engine goes through ``offsetlog.segment._write`` / ``_sync`` / ``_fsync``
+and the combined write + sync ``_write_dsync`` (one ``pwritev(RWF_DSYNC)`` per round under
+``fsync="always"``), so the tests swap those (LevelDB's fault-injection Env). Tests of a
+round's write or sync run both ways a round can be written (the ``write_path`` fixture):
+combined, and split into ``_write`` + ``_sync`` (where the platform or filesystem refuses the
+flag). The rules checked:
 
 * the commit in flight fails with ``StoreFailedError`` and is never visible to ``fetch``;
 * every later commit fails too (sync, async, deletes, flush), until the store is reopened;
@@ -26,7 +30,7 @@ import pytest
 
 import offsetlog.segment as segment_mod
 from durability_helpers import (OAM, TP, Seeded, SyncTracker, data_size, file_sizes, last_segment,
-                                open_store, store_state)
+                                open_store, replace_sync, split_writes, store_state)
 from offsetlog.errors import StoreClosedError, StoreFailedError
 
 G1, G2 = "group-one", "group-two"  # on different partitions of a 3-partition store
@@ -34,6 +38,16 @@ G1, G2 = "group-one", "group-two"  # on different partitions of a 3-partition st
 
 def eio(*_args):
     raise OSError(errno.EIO, "injected I/O error")
+
+
+@pytest.fixture(params=["combined", "split"])
+def write_path(request, monkeypatch):
+    """How rounds are written: one ``_write_dsync`` call, or ``_write`` + ``_sync``."""
+    if request.param == "split":
+        split_writes(monkeypatch)
+    elif segment_mod._write_dsync is None:
+        pytest.skip("no pwritev/RWF_DSYNC here")
+    return request.param
 
 
 class FailAfter:
@@ -62,13 +76,25 @@ class PartialWrite:
         self.failed = False
 
     def __call__(self, fd, data):
+        return self._write(data, lambda part: os.write(fd, part))
+
+    def write_dsync(self, fd, data, offset):
+        """The same as the combined call: the short part is written durably."""
+        return self._write(data, lambda part: segment_mod._pwrite_dsync(fd, part, offset))
+
+    def _write(self, data, write):
         if self.written:
             self.failed = True
             raise OSError(errno.EIO, "injected I/O error after a short write")
         n = max(1, int(len(data) * self.fraction))
-        done = os.write(fd, bytes(data[:n]))
+        done = write(bytes(data[:n]))
         self.written.append((len(data), done))
         return done
+
+    def install(self, monkeypatch) -> None:
+        monkeypatch.setattr(segment_mod, "_write", self)
+        if segment_mod._write_dsync is not None:
+            monkeypatch.setattr(segment_mod, "_write_dsync", self.write_dsync)
 
 
 def acked_store(path, **kw):
@@ -103,9 +129,10 @@ def assert_poisoned(store, expected: dict = ACKED) -> None:
 
 # -- failed fsync ------------------------------------------------------------------------
 
-def test_failed_fsync_fails_the_commit_and_poisons_the_store(tmp_path, monkeypatch):
+def test_failed_fsync_fails_the_commit_and_poisons_the_store(tmp_path, monkeypatch,
+                                                              write_path):
     store = acked_store(tmp_path)
-    monkeypatch.setattr(segment_mod, "_sync", eio)
+    replace_sync(monkeypatch, eio)
     with pytest.raises(StoreFailedError) as err:
         store.commit_sync(G1, {TP("t", 0): 50, TP("t", 1): 50})
     assert isinstance(err.value.cause, OSError) and err.value.cause.errno == errno.EIO
@@ -125,16 +152,16 @@ def test_failed_fsync_fails_the_commit_and_poisons_the_store(tmp_path, monkeypat
     assert state in (ACKED, with_failed)
 
 
-def test_failed_fsync_acknowledges_nothing_undurable(tmp_path, monkeypatch):
+def test_failed_fsync_acknowledges_nothing_undurable(tmp_path, monkeypatch, write_path):
     """Drop every byte that was never fsynced: exactly the acknowledged commits remain."""
     store = acked_store(tmp_path)
     tracker = SyncTracker(monkeypatch, tmp_path)
     store.commit_sync(G2, {TP("t", 5): 5})
-    real = tracker._real
-    tracker._real = eio
+    assert tracker.combined == (write_path == "combined")
+    tracker.fault = eio
     with pytest.raises(StoreFailedError):
         store.commit_sync(G1, {TP("t", 0): 60})
-    tracker._real = real
+    tracker.fault = None
     expected = {**ACKED, G2: {TP("t", 0): OAM(2), TP("t", 5): OAM(5)}}
     assert_poisoned(store, expected)
     store.close()
@@ -155,7 +182,7 @@ def test_commits_queued_behind_a_failing_fsync_all_fail(tmp_path, monkeypatch):
         assert release.wait(30)
         raise OSError(errno.EIO, "injected")
 
-    monkeypatch.setattr(segment_mod, "_sync", slow_failing_sync)
+    replace_sync(monkeypatch, slow_failing_sync)
     results: dict = {}
 
     def sync_commit(name, offset):
@@ -192,7 +219,7 @@ def test_commits_queued_behind_a_failing_fsync_all_fail(tmp_path, monkeypatch):
 def test_commit_async_on_a_failed_store_fails_its_future_and_runs_the_callback(
         tmp_path, monkeypatch):
     store = acked_store(tmp_path)
-    monkeypatch.setattr(segment_mod, "_sync", eio)
+    replace_sync(monkeypatch, eio)
     with pytest.raises(StoreFailedError):
         store.commit_sync(G1, {TP("t", 0): 50})
     monkeypatch.undo()
@@ -211,16 +238,16 @@ def test_commit_async_on_a_failed_store_fails_its_future_and_runs_the_callback(
         store.close()
 
 
-@pytest.mark.parametrize("trial", range(6))
+@pytest.mark.parametrize("trial", range(3))
 def test_random_fsync_failure_under_concurrent_commits_loses_nothing_acknowledged(
-        tmp_path, monkeypatch, trial):
+        tmp_path, monkeypatch, trial, write_path):
     """Threads commit private keys in sequence; the k-th fsync fails (k seeded). After
     dropping unsynced bytes and reopening, each key shows exactly its last acknowledged
     commit: nothing acknowledged lost, nothing unacknowledged-and-unsynced present."""
     rng = Seeded()
     store = open_store(tmp_path, partitions=3, segment_bytes=2048)
     tracker = SyncTracker(monkeypatch, tmp_path)
-    tracker._real = FailAfter(tracker._real, rng.randrange(5, 120))
+    tracker.fault = FailAfter(lambda fd: None, rng.randrange(5, 120))
     acked: dict[int, int] = {}
     failures: dict[int, int] = {}
 
@@ -276,7 +303,8 @@ def test_failed_directory_fsync_when_creating_a_segment_poisons_the_store(
         assert store_state(again) == ACKED
 
 
-def test_failed_sync_while_rolling_a_segment_poisons_the_store(tmp_path, monkeypatch):
+def test_failed_sync_while_rolling_a_segment_poisons_the_store(tmp_path, monkeypatch,
+                                                               write_path):
     store = open_store(tmp_path, partitions=1, segment_bytes=1024)
     n = 0
     before = None
@@ -286,7 +314,7 @@ def test_failed_sync_while_rolling_a_segment_poisons_the_store(tmp_path, monkeyp
             break
         store.commit_sync("g", {TP("t", 0): n})
         n += 1
-    monkeypatch.setattr(segment_mod, "_sync", eio)
+    monkeypatch.setattr(segment_mod, "_sync", eio)  # the roll's sync of the full segment
     with pytest.raises(StoreFailedError):
         store.commit_sync("g", {TP("t", 0): 10_000, TP("t", 1): 10_000})
     monkeypatch.undo()
@@ -299,9 +327,11 @@ def test_failed_sync_while_rolling_a_segment_poisons_the_store(tmp_path, monkeyp
 
 # -- failed and partial writes -----------------------------------------------------------
 
-def test_failed_write_poisons_the_store(tmp_path, monkeypatch):
+def test_failed_write_poisons_the_store(tmp_path, monkeypatch, write_path):
     store = acked_store(tmp_path)
     monkeypatch.setattr(segment_mod, "_write", eio)
+    if write_path == "combined":  # EIO from pwritev2 itself, nothing written
+        monkeypatch.setattr(segment_mod, "_write_dsync", eio)
     with pytest.raises(StoreFailedError) as err:
         store.commit_sync(G2, {TP("t", 0): 40})
     assert err.value.cause.errno == errno.EIO
@@ -315,12 +345,12 @@ def test_failed_write_poisons_the_store(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("fraction", [0.01, 0.3, 0.5, 0.99])
 def test_partial_write_then_error_becomes_a_torn_tail_on_reopen(tmp_path, monkeypatch,
-                                                                fraction):
+                                                                fraction, write_path):
     store = acked_store(tmp_path)
     seg = last_segment(tmp_path, store.partition_of(G1))
     size = data_size(seg)
     partial = PartialWrite(fraction)
-    monkeypatch.setattr(segment_mod, "_write", partial)
+    partial.install(monkeypatch)
     with pytest.raises(StoreFailedError):
         store.commit_sync(G1, {TP("t", 0): 90, TP("t", 1): 90, TP("t", 2): 90})
     assert partial.failed and len(partial.written) == 1
@@ -346,8 +376,9 @@ def test_partial_write_then_error_becomes_a_torn_tail_on_reopen(tmp_path, monkey
     assert os.path.getsize(seg) == size
 
 
-def test_short_writes_that_succeed_lose_nothing(tmp_path, monkeypatch):
-    """The kernel may write less than asked without an error: the engine must loop."""
+def test_short_writes_that_succeed_lose_nothing(tmp_path, monkeypatch, write_path):
+    """The kernel may write less than asked without an error: the engine must loop (and,
+    after a short combined write, sync what the loop wrote)."""
     real = os.write
     calls = []
 
@@ -355,10 +386,18 @@ def test_short_writes_that_succeed_lose_nothing(tmp_path, monkeypatch):
         calls.append(len(data))
         return real(fd, bytes(data[:7]))
 
+    def dribble_dsync(fd, data, offset):
+        calls.append(len(data))
+        return segment_mod._pwrite_dsync(fd, bytes(data[:7]), offset)
+
     store = open_store(tmp_path, partitions=3)
+    tracker = SyncTracker(monkeypatch, tmp_path)
     monkeypatch.setattr(segment_mod, "_write", dribble)
+    if write_path == "combined":
+        tracker._real_dsync = dribble_dsync
     for i in range(20):
         store.commit_sync(G1 if i % 2 else G2, {TP("t", i % 4): i, TP("u", 0): i})
+    assert tracker.drop_unsynced() == {}  # every commit was synced whole
     monkeypatch.undo()
     assert len(calls) > 20
     before = store_state(store)

@@ -19,7 +19,7 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from durability_helpers import Seeded, file_sizes
+from durability_helpers import Seeded, file_sizes, replace_sync
 from offsetlog import OffsetStore, TopicPartition, naming, segment
 from offsetlog.errors import SnapshotError, StoreFailedError
 from offsetlog.table import OffsetTable
@@ -82,11 +82,10 @@ def test_background_and_close_snapshots_that_fail_are_logged_and_counted(tmp_pat
 def test_a_poisoned_store_takes_no_snapshot(tmp_path, monkeypatch):
     with open_store(tmp_path, partitions=1, snapshot_on_close=False) as s:
         s.commit_sync("g", {TP("t", 0): 1})
-        real = segment._sync
-        monkeypatch.setattr(segment, "_sync", lambda fd: (_ for _ in ()).throw(OSError(5, "EIO")))
+        replace_sync(monkeypatch, lambda fd: (_ for _ in ()).throw(OSError(5, "EIO")))
         with pytest.raises(StoreFailedError):
             s.commit_sync("g", {TP("t", 0): 2})
-        monkeypatch.setattr(segment, "_sync", real)
+        monkeypatch.undo()
         with pytest.raises(SnapshotError, match="failed earlier"):
             s.snapshot()
     ro = snap.SnapshotStore(naming.snapshot_dir(str(tmp_path)), readonly=True)

@@ -165,4 +165,5 @@ def _no_log_fsync(monkeypatch):
     """The log's fsyncs are not the subject here and were most of the run time on a busy
     disk; what reaches the files is the same without them (no crash is simulated)."""
     monkeypatch.setattr(segment, "_sync", lambda fd: None)
+    monkeypatch.setattr(segment, "_write_dsync", None)  # its sync half is a real one
     monkeypatch.setattr(segment, "_fsync", lambda fd: None)

@@ -1,0 +1,203 @@
+"""The durable write of a group-commit round: one ``pwritev(RWF_DSYNC)`` (``segment._write_dsync``)
+in place of ``write`` + ``fdatasync``, and its fallback where the flag is refused.
+
+What must hold either way: the round's bytes, and every byte appended before them, are durable
+when the call returns; they land once, at the end of the data; ``size`` and the file position
+are what ``append`` keeps. Durability is observed through ``SyncTracker`` (what a power cut
+would keep), never by replaying the log with the code under test.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+
+import pytest
+
+from durability_helpers import (OAM, TP, SyncTracker, data_size, open_store, segment_files,
+                                store_state)
+from offsetlog import segment
+from offsetlog.errors import StoreFailedError
+from offsetlog.log import PartitionLog
+
+needs_dsync = pytest.mark.skipif(segment._write_dsync is None, reason="no pwritev/RWF_DSYNC here")
+
+
+class Counted:
+    """Calls ``real`` and remembers the arguments of every call."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+        self.calls: list[tuple] = []
+
+    def __call__(self, *args):
+        self.calls.append(args)
+        return self.real(*args)
+
+
+def commit_n(store, n: int, start: int = 0) -> dict:
+    for i in range(start, start + n):
+        store.commit_sync("g", {TP("t", i % 3): i, TP("u", 0): OAM(i, "m" * (i % 7))})
+    return store_state(store)
+
+
+@needs_dsync
+def test_a_durable_round_is_one_pwritev_with_rwf_dsync_at_the_end_of_the_data(
+        tmp_path, monkeypatch):
+    store = open_store(tmp_path, partitions=1)
+    pwritev = Counted(os.pwritev)
+    writes, syncs = Counted(segment._write), Counted(segment._sync)
+    monkeypatch.setattr(os, "pwritev", pwritev)
+    monkeypatch.setattr(segment, "_write", writes)
+    monkeypatch.setattr(segment, "_sync", syncs)
+    expected = commit_n(store, 12)
+    [seg] = segment_files(tmp_path)[0]
+    assert len(pwritev.calls) == 12 and not writes.calls and not syncs.calls
+    end = 0
+    for fd, buffers, offset, flags in pwritev.calls:
+        assert flags == os.RWF_DSYNC and offset == end
+        end += len(buffers[0])
+    assert end == data_size(seg)
+    store.close()
+    with open_store(tmp_path) as again:
+        assert store_state(again) == expected and again.recovery_report.clean
+
+
+@needs_dsync
+def test_every_acknowledged_round_is_durable_across_rolls(tmp_path, monkeypatch):
+    """Drop what no sync covered (a power cut): nothing is lost, with rounds written by the
+    combined call and segments rolled (the roll syncs the old one) in between."""
+    store = open_store(tmp_path, partitions=2, segment_bytes=1024)
+    tracker = SyncTracker(monkeypatch, tmp_path)
+    expected = commit_n(store, 60)
+    assert tracker.combined == 60
+    assert len(segment_files(tmp_path)[store.partition_of("g")]) > 3
+    assert tracker.drop_unsynced() == {}
+    store.close()
+    with open_store(tmp_path) as again:
+        assert store_state(again) == expected and again.recovery_report.clean
+
+
+def refusing(error, *, writes_first: bool = False):
+    """A ``_write_dsync`` that refuses the flag (after writing the bytes, if asked: EINVAL
+    from a filesystem without fsync comes after the page cache took them)."""
+    calls = []
+
+    def write_dsync(fd, data, offset):
+        calls.append(offset)
+        if writes_first:
+            os.pwrite(fd, data, offset)
+        if isinstance(error, int):
+            raise OSError(error, os.strerror(error))
+        raise error
+
+    write_dsync.calls = calls
+    return write_dsync
+
+
+@pytest.mark.parametrize("error,writes_first", [
+    (errno.EOPNOTSUPP, False), (errno.ENOSYS, False), (errno.EINVAL, False),
+    (errno.EINVAL, True), (NotImplementedError("pwritev2 flags"), False)])
+def test_a_refused_flag_falls_back_to_write_and_fdatasync_once_per_segment(
+        tmp_path, monkeypatch, caplog, error, writes_first):
+    store = open_store(tmp_path, partitions=1, segment_bytes=1024)
+    tracker = SyncTracker(monkeypatch, tmp_path)
+    refuse = refusing(error, writes_first=writes_first)
+    tracker._real_dsync = refuse
+    monkeypatch.setattr(segment, "_write_dsync", tracker._write_dsync)  # (also where None)
+    with caplog.at_level(logging.DEBUG, logger="offsetlog.segment"):
+        expected = commit_n(store, 40)
+    segments = segment_files(tmp_path)[0]
+    assert len(segments) > 2
+    # tried once per segment, at its start, and never again on it
+    assert len(refuse.calls) == len(segments) and refuse.calls[0] == 0
+    assert tracker.combined == 0 and tracker.syncs >= 40
+    refused = [r for r in caplog.records if "RWF_DSYNC refused" in r.getMessage()]
+    assert len(refused) == len(segments) and all(r.levelno == logging.DEBUG for r in refused)
+    assert tracker.drop_unsynced() == {}  # every acknowledged round was fdatasynced
+    store.close()
+    with open_store(tmp_path) as again:  # nothing written twice, nothing missing
+        assert store_state(again) == expected and again.recovery_report.clean
+
+
+@needs_dsync
+@pytest.mark.parametrize("code", [errno.EINVAL, errno.EOPNOTSUPP])
+def test_a_refusal_after_the_flag_worked_is_a_real_error(tmp_path, monkeypatch, code):
+    store = open_store(tmp_path, partitions=1)
+    before = commit_n(store, 3)
+    monkeypatch.setattr(segment, "_write_dsync", refusing(code))
+    with pytest.raises(StoreFailedError) as err:
+        store.commit_sync("g", {TP("t", 0): 99})
+    assert err.value.cause.errno == code
+    assert store_state(store) == before
+    monkeypatch.undo()
+    with pytest.raises(StoreFailedError):  # poisoned
+        store.commit_sync("g", {TP("t", 0): 100})
+    store.close()
+    with open_store(tmp_path) as again:
+        assert store_state(again) == before
+
+
+@needs_dsync
+def test_log_syncs_earlier_unsynced_appends_and_keeps_its_position(tmp_path, monkeypatch):
+    """``PartitionLog.append_durable`` after an unsynced ``append`` (fsync="interval") must
+    sync that too, so it takes ``append`` + ``sync``; with nothing pending it is one combined
+    call, after which plain appends still land at the end of the data."""
+    log = PartitionLog(str(tmp_path / "p0"), 0, segments=[], next_offset=0, segment_bytes=1 << 20)
+    tracker = SyncTracker(monkeypatch, tmp_path)
+    log.append(b"a" * 100, 1)
+    log.append_durable(b"b" * 50, 2)
+    assert (tracker.combined, tracker.syncs) == (0, 1) and not log.dirty
+    log.append_durable(b"c" * 10, 3)
+    assert (tracker.combined, tracker.syncs) == (1, 2)
+    log.append(b"d" * 5, 4)  # the fd's position was left behind by pwritev: seek first
+    log.append_durable(b"", 4)  # nothing new: just the sync of what is pending
+    assert (tracker.combined, tracker.syncs) == (1, 3) and not log.dirty
+    log.append_durable(b"e" * 3, 5)
+    [path] = [p for _, p in log.segments]
+    assert tracker.durable[path] == 168 == log.end_position()[1]
+    assert tracker.drop_unsynced() == {}
+    log.close()
+    assert segment.read_file(path) == b"a" * 100 + b"b" * 50 + b"c" * 10 + b"d" * 5 + b"e" * 3
+
+
+@needs_dsync
+def test_a_short_combined_write_is_finished_and_synced(tmp_path, monkeypatch):
+    f = segment.SegmentFile.create(str(tmp_path / "s.log"), 0, limit=1 << 20)
+    tracker = SyncTracker(monkeypatch, tmp_path)
+    real = tracker._real_dsync
+    tracker._real_dsync = lambda fd, data, offset: real(fd, bytes(data[:3]), offset)
+    f.append_durable(b"0123456789")
+    f.append_durable(b"abcdef")
+    assert f.size == 16 and tracker.combined == 2 and tracker.syncs == 4
+    assert tracker.durable[f.path] == 16
+    assert os.lseek(f.fd, 0, os.SEEK_CUR) == 16  # the fallback leaves it positioned
+    f.trim()
+    f.close()
+    assert segment.read_file(f.path) == b"0123456789abcdef"
+
+
+def test_the_crash_childs_sync_log_counts_a_combined_write_as_synced(tmp_path, monkeypatch):
+    """The power-loss simulation keeps only bytes the child logged as synced: a combined
+    write must be logged with the end of what it wrote, or an acknowledged round is cut."""
+    from recovery import crash_child
+
+    for name in ("_sync", "_write_dsync"):  # restored after the test
+        monkeypatch.setattr(segment, name, getattr(segment, name))
+    combined = Counted(segment._write_dsync) if segment._write_dsync is not None else None
+    if combined is not None:
+        monkeypatch.setattr(segment, "_write_dsync", combined)
+    sync_log = tmp_path / "sync-log"
+    crash_child._install_sync_log(str(sync_log), delay_ms=0.1)
+    store = open_store(tmp_path / "store", partitions=1)
+    ends = []
+    for i in range(8):
+        store.commit_sync("g", {TP("t", 0): i})
+        [seg] = segment_files(tmp_path / "store")[0]
+        ends.append(data_size(seg))
+    logged = [line.split() for line in sync_log.read_text().splitlines()]
+    assert [(path, int(size)) for _, path, size in logged[-8:]] == [(seg, e) for e in ends]
+    if combined is not None:
+        assert len(combined.calls) == 8
+    store.close()
