@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from typing import Callable
 
 from offsetlog import background, dirlock, records as rec, segment
-from offsetlog.records import offset_commit_records
+from offsetlog.records import offset_commit_fields
 from offsetlog.config import StoreConfig, system_clock_ms
 from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreFailedError,
                               UnknownMemberIdError, UnstableOffsetCommitError)
@@ -77,7 +77,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self.recovery_report = _report
         self._closed = False
         self._metadata_max = config.metadata_max_bytes
-        #: commit_async's cache of record key maps (see records.offset_commit_records)
+        #: commit_async's cache of record key maps (see records.offset_commit_fields)
         self._keys: dict = {}
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()  # set once close() has finished
@@ -328,13 +328,13 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             route = self._route(group_id)
         part, precheck = route
         now = self._clock()
-        records, nbytes = offset_commit_records(group_id, offsets, now, self._metadata_max,
-                                                self._keys)
+        fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
+                                              self._keys)
         if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
                 and group_instance_id is None):
             precheck = self._fencing(part, group_id, generation_id, member_id,
                                      group_instance_id, now)
-        if not records:  # nothing to write: the checks alone, a failed store included
+        if not fields:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 precheck()
                 try:
@@ -347,7 +347,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                 self._writer.queue_callback(callback, offsets, error)
             return resolved_future() if error is None else failed_future(error)
         try:
-            return self._writer.submit_async(part, records, nbytes, now, precheck, callback,
+            return self._writer.submit_async(part, fields, nbytes, now, precheck, callback,
                                              offsets)
         except StoreFailedError as e:
             # The commit was valid but cannot be written: that is its outcome, reported the

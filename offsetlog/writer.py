@@ -42,14 +42,15 @@ from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedEr
 from offsetlog.framing import encode_payload, frame_batch
 from offsetlog.futures import running_future, writer_helpers
 from offsetlog.log import PartitionLog
+from offsetlog.records import records_from_fields
 from offsetlog.table import OffsetTable
 
 log = logging.getLogger("offsetlog.writer")
 
 _new_waiter_lock = threading.Lock
-#: a commit_async caller that finds this many items (a multiple of it) queued for a leader
-#: briefly gives up the GIL (see GroupCommitter.submit_async)
-YIELD_AT = 512
+#: a commit_async caller gives up the GIL briefly after every this many calls it queued behind a
+#: busy writer (see GroupCommitter.submit_async; docs/DESIGN.md has the sweep that chose it)
+YIELD_AT = 1024
 
 
 _thread_waiters = threading.local()
@@ -137,7 +138,11 @@ class AsyncRun(Pending):
     """
 
     def __init__(self, timestamp: int) -> None:
-        self.records = []
+        #: the calls' offsets as flat triples (records.offset_commit_fields), made records
+        #: only when the run is sealed: until then nothing in it is a container the cyclic
+        #: collector walks or counts
+        self.fields = []
+        self.records = None
         self.payload = None  # encoded by the leader, outside the partition lock (``seal``)
         self.nbytes = 0  # an upper bound of the payload, for max_group_commit_bytes
         self.timestamp = timestamp
@@ -149,14 +154,13 @@ class AsyncRun(Pending):
         else:
             self.callbacks.append((callback, arg))
 
+    def record_count(self) -> int:
+        return len(self.fields) // 3
+
     def seal(self) -> None:
-        """Number the records within the batch and encode them (by the leader, once the run
-        has left the queue: nobody adds to it any more)."""
-        records = self.records
-        if self.calls > 1:
-            # each call numbered its records from 0
-            records = self.records = [(i, t, v, k, val) for i, (_, t, v, k, val)
-                                      in enumerate(records)]
+        """Build and encode the run's records (by the leader, once the run has left the
+        queue: nobody adds to it any more)."""
+        self.records = records = records_from_fields(self.fields)
         self.payload = encode_payload(records)
 
 
@@ -358,11 +362,11 @@ class GroupCommitter:
         return CommitTimeoutError(f"commit not durable after {timeout}s; it stays queued and "
                                   "may still be applied")
 
-    def submit_async(self, part: PartitionWriter, records, nbytes: int, timestamp: int,
+    def submit_async(self, part: PartitionWriter, fields, nbytes: int, timestamp: int,
                      precheck: Callable[[], None] | None = None, callback=None,
                      callback_arg=None) -> Future:
-        """Queue one ``commit_async`` call's ``records`` and return the future that resolves
-        once they are durable.
+        """Queue one ``commit_async`` call (its offsets as ``records.offset_commit_fields``
+        gives them) and return the future that resolves once they are durable.
 
         The call joins the run at the tail of the queue (``AsyncRun``: one batch, one future)
         unless something else was queued behind it, a leader has taken it, or it would pass
@@ -380,7 +384,7 @@ class GroupCommitter:
                 run = part.open_run = AsyncRun(timestamp)
                 q.append(run)
             # the run's fields are set here, not in a method: a call less per commit_async
-            run.records += records
+            run.fields += fields
             run.nbytes += nbytes
             run.calls += 1
             run.timestamp = timestamp  # the batch carries its last call's time
@@ -396,10 +400,10 @@ class GroupCommitter:
                 waiting = False
         if waiting:
             # A caller committing in a loop holds the GIL for the whole switch interval (5 ms)
-            # while the writer thread, back from its fsync, waits for it; meanwhile thousands
-            # of records pile up, live long enough to reach the collector's oldest generation,
-            # and the full collections that follow cost more than the commits (measured: 1.3
-            # of 6.9 us per call). Stepping aside every YIELD_AT calls keeps rounds small.
+            # while the writer thread, back from its write, waits for it; rounds grow, what
+            # they hold lives long enough to reach the collector's oldest generation, and the
+            # full collections that follow cost more than the commits (measured with a queue
+            # item per call: 1.3 of 6.9 us per call). Stepping aside keeps rounds small.
             time.sleep(0)
         else:
             self._wake_async(part)
@@ -472,11 +476,14 @@ class GroupCommitter:
             for item in group:
                 if item.force_sync:
                     force_sync = True
+                if item.calls:  # a run: its records are built when it is sealed, below
+                    item.base_offset = base
+                    base += item.record_count()
+                    continue
                 records = item.records
                 if records:
                     item.base_offset = base
-                    # a run's records are numbered when it is sealed, below
-                    base += len(records) if item.calls else records[-1][0] + 1
+                    base += records[-1][0] + 1
             error = None
             part.lock.release()
             try:
