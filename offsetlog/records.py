@@ -109,6 +109,10 @@ def offset_commit_records(group_id: str, offsets, commit_timestamp: int, metadat
     bound of their encoded size: ``offset_commit_fields``, built into records."""
     fields, nbytes = offset_commit_fields(group_id, offsets, commit_timestamp, metadata_max,
                                           keys)
+    if len(fields) == 3:  # one offset: records_from_fields without its loop (commit_sync)
+        key, value, timestamp = fields
+        return ((0, OFFSET_COMMIT, 0, key, value if timestamp is None
+                 else {"offset": value, "commit_timestamp": timestamp}),), nbytes
     return tuple(records_from_fields(fields)), nbytes
 
 
