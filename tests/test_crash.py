@@ -101,34 +101,26 @@ def test_cli_crashtest_exit_status(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_kill9_and_power_loss_lose_no_commit_whose_shared_future_resolved(tmp_path):
-    """Back-to-back ``commit_async`` calls share one future, resolved once the round carrying
-    them is durable: bursts of them between sync calls, each acknowledged when its future
-    resolved, then SIGKILL and a power cut (half the time zeroing the lost bytes inside the
-    preallocated reserve) must not take back any of them."""
+@pytest.mark.parametrize("workload, threads", [
+    # Back-to-back commit_async calls share one batch and one future, resolved once the round
+    # carrying them is durable: bursts of them between sync calls, each acknowledged when its
+    # future resolved.
+    pytest.param("async_bursts_acked_by_futures", 3, id="shared-futures"),
+    # The child's rounds written by the combined write + sync (the workload checks it is in
+    # use and logged): every byte it wrote is durable when it returns.
+    pytest.param("committer_on_the_combined_write", 4, id="pwritev-rwf-dsync",
+                 marks=pytest.mark.skipif(segment._write_dsync is None,
+                                          reason="no pwritev/RWF_DSYNC here")),
+])
+def test_kill9_and_power_loss_take_back_nothing_acknowledged(tmp_path, workload, threads):
+    """SIGKILL and a power cut (half the time zeroing the lost bytes inside the preallocated
+    reserve) after each cycle must not take back anything acknowledged; anything a kill left
+    unsynced may be cut."""
     rng = Seeded()
-    config = CrashTestConfig(seed=rng.seed_value, cycles=6, threads=3, partitions=2,
+    config = CrashTestConfig(seed=rng.seed_value, cycles=6, threads=threads, partitions=2,
                              power_loss=True, early_kill_probability=0.0, segment_bytes=4096,
                              time_budget_s=8, store_options={"fsync": "always"})
-    result = run_crashtest(tmp_path / "ct", config,
-                           workload="crash_workloads:async_bursts_acked_by_futures")
-    print(result.summary())
-    assert result.ok, rng.why(result.summary())
-    assert result.acknowledged > 0 and result.tails_torn > 0, rng.why(result.summary())
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(segment._write_dsync is None, reason="no pwritev/RWF_DSYNC here")
-def test_kill9_and_power_loss_with_rounds_written_by_one_pwritev_rwf_dsync(tmp_path):
-    """The same checks with the child's rounds written by the combined write + sync (the
-    workload checks it is in use and logged): every byte it wrote is durable when it returns,
-    and anything a kill left unsynced may be cut."""
-    rng = Seeded()
-    config = CrashTestConfig(seed=rng.seed_value, cycles=6, threads=4, partitions=2,
-                             power_loss=True, early_kill_probability=0.0, segment_bytes=4096,
-                             time_budget_s=8, store_options={"fsync": "always"})
-    result = run_crashtest(tmp_path / "ct", config,
-                           workload="crash_workloads:committer_on_the_combined_write")
+    result = run_crashtest(tmp_path / "ct", config, workload=f"crash_workloads:{workload}")
     print(result.summary())
     assert result.ok, rng.why(result.summary())
     assert result.acknowledged > 0 and result.tails_torn > 0, rng.why(result.summary())
