@@ -133,8 +133,8 @@ class AsyncRun(Pending):
     it is full or another kind of write comes; so does this. Every call lands whole in one
     batch (still all-or-nothing), and the calls of a run are durable, or fail, together, which
     is what their shared future reports. A batch per call cost a header, two CRCs and a
-    queue item per offset: 6.3 us per one-offset call against 3.3 us in runs (measured at
-    fsync="always", one thread).
+    queue item per offset: 6.3 us per one-offset call against 3.2 us in runs when they came
+    (fsync="always", one thread; 2.5 us since, see docs/DESIGN.md).
     """
 
     def __init__(self, timestamp: int) -> None:
