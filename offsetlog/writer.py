@@ -3,7 +3,9 @@
 Each log partition has a FIFO queue. A committer appends its batch and then, as in LevelDB's
 ``DBImpl::Write``, either waits or becomes the *leader*: the first waiter that finds no leader
 takes every queued batch (up to ``max_group_commit_bytes``), gives them consecutive log
-offsets, writes them with one ``write`` and syncs once, then applies them to the table in queue
+offsets, writes them with one system call that also syncs under ``fsync="always"``
+(``pwritev`` with ``RWF_DSYNC``; ``write`` then ``fdatasync`` where the flag is refused), then
+applies them to the table in queue
 order and wakes everyone whose batch it carried (one after another: each woken committer
 wakes the next). A lone committer is its own leader, so a single thread pays no hand-off to
 another thread; ``commit_async`` calls are led by a background thread (or by any
@@ -161,6 +163,7 @@ class AsyncRun(Pending):
         """Build and encode the run's records (by the leader, once the run has left the
         queue: nobody adds to it any more)."""
         self.records = records = records_from_fields(self.fields)
+        self.fields = None
         self.payload = encode_payload(records)
 
 
@@ -479,6 +482,8 @@ class GroupCommitter:
                 if item.calls:  # a run: its records are built when it is sealed, below
                     item.base_offset = base
                     base += item.record_count()
+                    if item is part.open_run:
+                        part.open_run = None  # taken: keep its records no longer than the round
                     continue
                 records = item.records
                 if records:
