@@ -5,9 +5,8 @@ Each log partition has a FIFO queue. A committer appends its batch and then, as 
 takes every queued batch (up to ``max_group_commit_bytes``), gives them consecutive log
 offsets, writes them with one system call that also syncs under ``fsync="always"``
 (``pwritev`` with ``RWF_DSYNC``; ``write`` then ``fdatasync`` where the flag is refused), then
-applies them to the table in queue
-order and wakes everyone whose batch it carried (one after another: each woken committer
-wakes the next). A lone committer is its own leader, so a single thread pays no hand-off to
+applies them to the table in queue order and wakes everyone whose batch it carried (one after
+another: each woken committer wakes the next). A lone committer is its own leader, so a single thread pays no hand-off to
 another thread; ``commit_async`` calls are led by a background thread (or by any
 synchronous committer that arrives meanwhile), and back-to-back ones join one batch with one
 future (``AsyncRun``).
