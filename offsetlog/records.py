@@ -147,12 +147,9 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
                 topic, partition = tp
                 if topic.__class__ is str and topic.isascii() and topic \
                         and partition.__class__ is int and 0 <= partition <= MAX_INT32:
-                    if keys is None:
-                        key = {"group": group_id, "topic": topic, "partition": partition}
-                    else:
-                        key = keys.get((group_id, topic, partition))
-                        if key is None:
-                            key = _cache_key(keys, group_id, topic, partition)
+                    key = keys.get((group_id, topic, partition)) if keys else None
+                    if key is None:
+                        key = _key_map(keys, group_id, topic, partition)
                     return ((key, value, commit_timestamp),
                             PLAIN_COMMIT_BOUND + len(topic)
                             + (len(group_id) if group_id.isascii() else len(group_id.encode())))
@@ -165,12 +162,9 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
                 if topic.__class__ is str and topic.isascii() and topic \
                         and partition.__class__ is int \
                         and 0 <= partition <= MAX_INT32:
-                    if keys is None:
-                        key = {"group": group_id, "topic": topic, "partition": partition}
-                    else:
-                        key = keys.get((group_id, topic, partition))
-                        if key is None:
-                            key = _cache_key(keys, group_id, topic, partition)
+                    key = keys.get((group_id, topic, partition)) if keys else None
+                    if key is None:
+                        key = _key_map(keys, group_id, topic, partition)
                     out += (key, value, commit_timestamp)
                     text += len(topic)
                     continue
@@ -204,11 +198,13 @@ def records_from_fields(fields) -> list[Record]:
             for i, (key, value, timestamp) in enumerate(zip(it, it, it))]
 
 
-def _cache_key(keys: dict, group_id: str, topic: str, partition: int) -> dict:
-    if len(keys) >= KEYS_CACHED:
-        keys.clear()  # a cache: keys come and go, and it must not grow without bound
-    key = keys[(group_id, topic, partition)] = {"group": group_id, "topic": topic,
-                                                "partition": partition}
+def _key_map(keys: dict | None, group_id: str, topic: str, partition: int) -> dict:
+    """A new key map, kept in ``keys`` when there is a cache (a miss, or an empty cache)."""
+    key = {"group": group_id, "topic": topic, "partition": partition}
+    if keys is not None:
+        if len(keys) >= KEYS_CACHED:
+            keys.clear()  # a cache: keys come and go, and it must not grow without bound
+        keys[(group_id, topic, partition)] = key
     return key
 
 
