@@ -109,10 +109,6 @@ def offset_commit_records(group_id: str, offsets, commit_timestamp: int, metadat
     bound of their encoded size: ``offset_commit_fields``, built into records."""
     fields, nbytes = offset_commit_fields(group_id, offsets, commit_timestamp, metadata_max,
                                           keys)
-    if len(fields) == 3:  # one offset: records_from_fields without its loop (commit_sync)
-        key, value, timestamp = fields
-        return ((0, OFFSET_COMMIT, 0, key, value if timestamp is None
-                 else {"offset": value, "commit_timestamp": timestamp}),), nbytes
     return tuple(records_from_fields(fields)), nbytes
 
 
@@ -192,6 +188,10 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
 def records_from_fields(fields) -> list[Record]:
     """The records of flat ``(key, value, timestamp)`` triples (``offset_commit_fields``),
     numbered from 0."""
+    if len(fields) == 3:  # one offset (a commit_sync of one): the loop below without the loop
+        key, value, timestamp = fields
+        return [(0, OFFSET_COMMIT, 0, key, value if timestamp is None
+                 else {"offset": value, "commit_timestamp": timestamp})]
     it = iter(fields)
     return [(i, OFFSET_COMMIT, 0, key,
              value if timestamp is None else {"offset": value, "commit_timestamp": timestamp})

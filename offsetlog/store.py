@@ -313,8 +313,9 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
         # _prepare_commit's checks, written out (it builds a queue item, which a run does not
-        # want): this is the call a caller makes per offset in a loop, and one call layer
-        # less is 0.04 of its 1.96 us (measured), where the async target has a few % to spare
+        # want). Sharing them through a helper returning (part, fields, nbytes, now,
+        # precheck) measured 0.931x of the bare pipeline against 0.949x written out (seven
+        # interleaved pairs each), where the async target has a few % to spare
         if self._closed:
             raise StoreClosedError(f"{self.path}: the store is closed")
         route = self._routes.get(group_id) if group_id.__class__ is str else None
