@@ -25,7 +25,8 @@ from offsetlog.futures import running_future
 from offsetlog.validation import check_group_id
 
 if TYPE_CHECKING:  # pragma: no cover
-    from offsetlog.writer import GroupCommitter, PartitionWriter, Pending
+    from offsetlog.commit_queue import PartitionWriter, Pending
+    from offsetlog.writer import GroupCommitter
 
 #: real-time seconds between the timer thread's looks at the coordinators' deadlines; the
 #: deadlines themselves are in the store clock's time

@@ -34,7 +34,8 @@ from offsetlog.table import OffsetTable
 from offsetlog.txn_api import TransactionRequests
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_partition_list
-from offsetlog.writer import GroupCommitter, PartitionWriter, Pending
+from offsetlog.commit_queue import PartitionWriter, Pending
+from offsetlog.writer import GroupCommitter
 from compaction.cleaner import CleanResult, clean_partition
 from recovery.report import RecoveryReport
 

@@ -16,7 +16,7 @@ from offsetlog.format import STORE_FORMAT_VERSION
 from offsetlog.log import PartitionLog
 from offsetlog.store_snapshots import (LoadedSnapshots, delete_discarded, open_snapshots,
                                        recover_with_snapshot)
-from offsetlog.writer import PartitionWriter
+from offsetlog.commit_queue import PartitionWriter
 from recovery.report import RecoveryReport
 from recovery.snapshot import partition_key as snapshot_key
 

@@ -206,7 +206,7 @@ class TransactionRequests:
 
     def _txn_write_state(self, meta: TxnMetadata, *, force_sync: bool = False) -> None:
         """Write ``meta`` (after the id's owed Complete record, in the same batch)."""
-        from offsetlog.writer import Pending
+        from offsetlog.commit_queue import Pending
 
         tid = meta.transactional_id
         values = [meta.to_value()]
@@ -221,7 +221,7 @@ class TransactionRequests:
 
     def _txn_sync_partitions(self, partitions) -> None:
         """Make everything written to ``partitions`` durable, whatever the fsync policy."""
-        from offsetlog.writer import Pending
+        from offsetlog.commit_queue import Pending
 
         if self.config.fsync == "always":
             return  # every write was synced before it was acknowledged
@@ -234,7 +234,7 @@ class TransactionRequests:
         marker per touched partition, then CompleteCommit / CompleteAbort. From a decided
         state (a crash between markers) it only writes what is missing; a marker written twice
         finds nothing pending the second time."""
-        from offsetlog.writer import Pending
+        from offsetlog.commit_queue import Pending
 
         hook = self._txn_fault_hook
         now = self._clock()

@@ -1,4 +1,4 @@
-"""Back-to-back ``commit_async`` calls coalesce into one batch (``writer.AsyncRun``).
+"""Back-to-back ``commit_async`` calls coalesce into one batch (``commit_queue.AsyncRun``).
 
 A run is one batch with one future: every call lands whole in one batch, in call order, with
 consecutive log offsets; anything else queued behind it (a sync commit), a leader taking it,
