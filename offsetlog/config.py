@@ -7,8 +7,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from offsetlog.errors import StoreConfigError
+from offsetlog.format import HEADER_SIZE, MAX_BATCH_BYTES
 
 FSYNC_POLICIES = ("always", "interval", "never")
+
+#: the most ``max_group_commit_bytes`` may be: the commit calls of one round share a batch,
+#: which a reader refuses beyond MAX_BATCH_BYTES
+MAX_GROUP_COMMIT_BYTES = MAX_BATCH_BYTES - HEADER_SIZE
 
 
 def system_clock_ms() -> int:
@@ -33,8 +38,9 @@ class StoreConfig:
     #: bytes after which the active segment rolls (offsets.topic.segment.bytes = 100 MiB)
     segment_bytes: int = 100 * 1024 * 1024
     #: bytes one group-commit write may carry; LevelDB caps its merged batches the same way so
-    #: one huge write cannot stall small committers behind it. A run of commit_async calls
-    #: (one batch) is capped by an upper bound of its records' size.
+    #: one huge write cannot stall small committers behind it. Commit calls are counted by an
+    #: upper bound of their records' size (their records are built by the leader), and the
+    #: back-to-back ones of a round share one batch (at most MAX_GROUP_COMMIT_BYTES).
     max_group_commit_bytes: int = 4 * 1024 * 1024
     #: ms a tombstone is kept after the cleaner first sees it (log.cleaner.delete.retention.ms)
     delete_retention_ms: int = 24 * 3600 * 1000
@@ -77,6 +83,10 @@ class StoreConfig:
         positive_int("retention_check_interval_ms", self.retention_check_interval_ms, 0)
         positive_int("segment_bytes", self.segment_bytes, 1024)
         positive_int("max_group_commit_bytes", self.max_group_commit_bytes, 1024)
+        if self.max_group_commit_bytes > MAX_GROUP_COMMIT_BYTES:
+            raise StoreConfigError(f"max_group_commit_bytes must be <= {MAX_GROUP_COMMIT_BYTES} "
+                                   f"(one round's commits share one batch), not "
+                                   f"{self.max_group_commit_bytes!r}")
         positive_int("metadata_max_bytes", self.metadata_max_bytes, 0)
         positive_int("delete_retention_ms", self.delete_retention_ms, 0)
         positive_int("cleaner_backoff_ms", self.cleaner_backoff_ms, 0)

@@ -103,15 +103,6 @@ PLAIN_COMMIT_BOUND = 1 + 5 + 1 + 1 + (1 + 6 + 5 + 6 + 5 + 10 + 5) + (1 + 7 + 9 +
 KEYS_CACHED = 8192
 
 
-def offset_commit_records(group_id: str, offsets, commit_timestamp: int, metadata_max: int,
-                          keys: dict | None = None) -> tuple[tuple[Record, ...], int]:
-    """The OFFSET_COMMIT records of one commit call, in the caller's order, and an upper
-    bound of their encoded size: ``offset_commit_fields``, built into records."""
-    fields, nbytes = offset_commit_fields(group_id, offsets, commit_timestamp, metadata_max,
-                                          keys)
-    return tuple(records_from_fields(fields)), nbytes
-
-
 def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata_max: int,
                          keys: dict | None = None) -> tuple[tuple, int]:
     """One commit call, checked: its offsets as flat ``(key, value, timestamp)`` triples (see
@@ -126,7 +117,8 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
     pipeline).
 
     The usual call, a dict of ``TopicPartition -> int``, is checked in one pass; anything
-    else goes through ``check_offsets``. Both give the records ``offset_commit`` builds.
+    else goes through ``check_offsets``. Both give the records ``offset_commit`` builds (once
+    ``records_from_fields`` has built them: the leader does, see ``writer.GroupCommitter``).
 
     :param keys: a cache of key maps, ``(group, topic, partition) -> {"group": ..}``: the
         usual call takes its key maps from it, so the records of one key share one

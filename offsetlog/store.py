@@ -34,7 +34,7 @@ from offsetlog.table import OffsetTable
 from offsetlog.txn_api import TransactionRequests
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_partition_list
-from offsetlog.commit_queue import PartitionWriter, Pending
+from offsetlog.commit_queue import Commit, PartitionWriter, Pending
 from offsetlog.writer import GroupCommitter
 from compaction.cleaner import CleanResult, clean_partition
 from recovery.report import RecoveryReport
@@ -216,13 +216,13 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             route = self._route(group_id)
         part, precheck = route
         now = self._clock()
-        records, _ = rec.offset_commit_records(group_id, offsets, now, self._metadata_max,
-                                               self._keys)
+        fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
+                                              self._keys)
         if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
                 and group_instance_id is None):
             precheck = self._fencing(part, group_id, generation_id, member_id,
                                      group_instance_id, now)
-        return part, (Pending(records, now) if records else None), precheck
+        return part, (Commit(fields, nbytes, now) if fields else None), precheck
 
     def _route(self, group_id) -> tuple[PartitionWriter, Callable[[], None]]:
         """``group_id``'s partition and the fencing check of its standalone commits, made once

@@ -74,7 +74,7 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
         raise InvalidCommitError(
             f"offsets must be a Mapping[TopicPartition, OffsetAndMetadata | int], "
             f"not {type(offsets).__name__}")
-    # The commit path takes the usual shape the short way (records.offset_commit_records) and
+    # The commit path takes the usual shape the short way (records.offset_commit_fields) and
     # comes here only for the rest; so every check is made here, in full.
     out = []
     for tp, value in offsets.items():

@@ -3,7 +3,8 @@
 Each log partition has a FIFO queue. A committer appends its batch and then, as in LevelDB's
 ``DBImpl::Write``, either waits or becomes the *leader*: the first waiter that finds no leader
 takes every queued batch (up to ``max_group_commit_bytes``), gives them consecutive log
-offsets, writes them with one system call that also syncs under ``fsync="always"``
+offsets, frames its back-to-back commit calls as one batch (``_frame``), writes them with one
+system call that also syncs under ``fsync="always"``
 (``pwritev`` with ``RWF_DSYNC``; ``write`` then ``fdatasync`` where the flag is refused), then
 applies them to the table in queue order and wakes everyone whose batch it carried (one after
 another: each woken committer wakes the next). A lone committer is its own leader, so a single
@@ -17,8 +18,8 @@ Why this order gives the guarantees:
 * per-key call order: offsets are given in queue order, and the queue is in call order;
 * visibility only once durable: the table is changed after the write (and, under
   ``fsync="always"``, the sync) returned;
-* atomicity: a call lands whole in one batch with one CRC (a sync call alone, async calls
-  with the others of their run), so recovery loads all of it or none;
+* atomicity: a call lands whole in one batch with one CRC (with the other commit calls of
+  its round), so recovery loads all of it or none;
 * a failed write or sync (or any error while a round is framed, written or applied) fails
   every batch of that round and poisons the writer: no later round runs, so nothing after an
   unknown state is ever acknowledged.
@@ -31,6 +32,7 @@ the queue, alone in its round, after everything before it has been applied.
 from __future__ import annotations
 
 import contextlib
+from itertools import chain
 import logging
 import queue
 import threading
@@ -42,14 +44,26 @@ from typing import Any, Callable
 from offsetlog.commit_queue import (AsyncRun, PartitionWriter, Pending, chained_waiter,
                                     new_waiter)
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
+from offsetlog.format import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from offsetlog.framing import encode_payload, frame_batch
 from offsetlog.futures import writer_helpers
+from offsetlog.records import records_from_fields
 
 log = logging.getLogger("offsetlog.writer")
 
 #: a commit_async caller gives up the GIL briefly after every this many calls it queued behind a
 #: busy writer (see GroupCommitter.submit_async; docs/DESIGN.md has the sweep that chose it)
 YIELD_AT = 1024
+
+
+def _frame_commits(plain: list, base: int, timestamp: int, frames: list, batches: list) -> None:
+    """One batch of the offsets of consecutive commit calls (``GroupCommitter._frame``)."""
+    fields = plain[0] if len(plain) == 1 else list(chain.from_iterable(plain))
+    records = records_from_fields(fields)
+    n = len(records)
+    frames.append(frame_batch(base, encode_payload(records), n, n - 1, timestamp, 0,
+                              NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
+    batches.append((base, records, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
 
 
 class GroupCommitter:
@@ -331,11 +345,12 @@ class GroupCommitter:
             for item in group:
                 if item.force_sync:
                     force_sync = True
-                if item.calls:  # a run: its records are built when it is sealed, below
+                fields = item.fields
+                if fields is not None:  # commit calls: their records are built below
                     item.base_offset = base
-                    base += item.record_count()
+                    base += len(fields) // 3
                     if item is part.open_run:
-                        part.open_run = None  # taken: keep its records no longer than the round
+                        part.open_run = None  # taken: keep its offsets no longer than the round
                     continue
                 records = item.records
                 if records:
@@ -344,19 +359,7 @@ class GroupCommitter:
             error = None
             part.lock.release()
             try:
-                frames = []
-                batches = []  # what the table applies once the round is durable
-                for item in group:
-                    if item.calls:
-                        item.seal()
-                    records = item.records
-                    if records:
-                        last = records[-1][0]
-                        frames.append(frame_batch(item.base_offset, item.payload, len(records),
-                                                  last, item.timestamp, item.attributes,
-                                                  item.producer_id, item.producer_epoch))
-                        batches.append((item.base_offset, records, item.attributes,
-                                        item.producer_id, item.producer_epoch))
+                frames, batches = self._frame(group)
                 data = b"".join(frames) if len(frames) > 1 else frames[0] if frames else b""
                 if self.fsync_always or force_sync:
                     part.log.append_durable(data, base)  # one pwritev(RWF_DSYNC) if it can
@@ -387,6 +390,51 @@ class GroupCommitter:
         finally:
             part.leader_active = False
             self._hand_on(part)
+
+    @staticmethod
+    def _frame(group: list[Pending]) -> tuple[list[bytes], list[tuple]]:
+        """The batches of a round (offsets given): their bytes, and what the table applies
+        once they are durable.
+
+        Back-to-back commit calls (``commit_sync`` calls and ``commit_async`` runs, not
+        transactional) share one batch: every call still lands whole in one batch, all or
+        nothing, and a round of them costs one header and two CRCs, not one per call. Their
+        records are built here, by the leader, from the offsets each call queued.
+        """
+        frames = []
+        batches = []
+        plain = None  # the fields of the commit calls since the last batch of another kind
+        for item in group:
+            fields = item.fields
+            if fields is not None:
+                item.fields = None
+                if not item.attributes:
+                    if plain is None:
+                        plain, base, timestamp = [fields], item.base_offset, item.timestamp
+                    else:
+                        plain.append(fields)
+                        if item.timestamp > timestamp:
+                            timestamp = item.timestamp
+                    continue
+                records = records_from_fields(fields)  # a transaction's offsets: alone
+                payload = encode_payload(records)
+            else:
+                records = item.records
+                payload = item.payload
+            if plain is not None:
+                _frame_commits(plain, base, timestamp, frames, batches)
+                plain = None
+            if records:
+                attributes, producer_id, producer_epoch = (item.attributes, item.producer_id,
+                                                           item.producer_epoch)
+                frames.append(frame_batch(item.base_offset, payload, len(records),
+                                          records[-1][0], item.timestamp, attributes,
+                                          producer_id, producer_epoch))
+                batches.append((item.base_offset, records, attributes, producer_id,
+                                producer_epoch))
+        if plain is not None:
+            _frame_commits(plain, base, timestamp, frames, batches)
+        return frames, batches
 
     def _hand_on(self, part: PartitionWriter) -> None:
         """Leadership was just given up (``part.lock`` held): give queued work to the writer

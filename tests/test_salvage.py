@@ -257,7 +257,7 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_fails_recover_and_verif
     log = build(tmp_path / "s", n=6)
     path, _, end = log.spans[-1]
     bad = frame(1000, b"\xc1\xc1", record_count=1, last_offset_delta=0, timestamp=0)
-    recs, _ = records.offset_commit_records("g", {TP("t", 0): 1001}, 0, 4096)
+    recs = [records.offset_commit(0, "g", "t", 0, 1001, commit_timestamp=0)]
     good = encode_batch(1001, recs, timestamp=0)  # a valid batch after it: not a torn tail
     with open(path, "ab") as f:
         f.write(bad + good)

@@ -78,6 +78,11 @@ def test_bad_options_are_rejected(store_dir):
         OffsetStore.open(store_dir, partitions=0)
     with pytest.raises(StoreConfigError):
         OffsetStore.open(store_dir, retention_ms=-1)
+    # one round's commit calls share a batch: the cap must fit what a reader accepts
+    from offsetlog.config import MAX_GROUP_COMMIT_BYTES
+    with pytest.raises(StoreConfigError, match="max_group_commit_bytes"):
+        OffsetStore.open(store_dir, max_group_commit_bytes=MAX_GROUP_COMMIT_BYTES + 1)
+    open_store(store_dir, max_group_commit_bytes=MAX_GROUP_COMMIT_BYTES).close()
     open_store(store_dir).close()  # nothing was left locked
 
 

@@ -1,15 +1,22 @@
-"""Back-to-back ``commit_async`` calls coalesce into one batch (``commit_queue.AsyncRun``).
+"""Commit calls share batches: back-to-back ``commit_async`` calls one run (one batch, one
+future: ``commit_queue.AsyncRun``), and the back-to-back commit calls of one round, sync or
+async, one batch (``writer.GroupCommitter._frame``).
 
-A run is one batch with one future: every call lands whole in one batch, in call order, with
-consecutive log offsets; anything else queued behind it (a sync commit), a leader taking it,
-or ``max_group_commit_bytes`` starts the next run. These tests read the segment files to see
-the batches, so they check the layout the format documents, not just what ``fetch`` shows.
+Every call lands whole in one batch, in call order, with consecutive log offsets, so a torn
+batch loses all of its calls or none. A run ends when anything else is queued behind it (a
+sync commit), a leader takes it, or it would pass ``max_group_commit_bytes``; a round's shared
+batch ends at anything that is not a plain commit call (a transaction's offsets, a marker, a
+coordinator write). These tests read the segment files to see the batches, so they check the
+layout the format documents, not just what ``fetch`` shows.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
 import shutil
 import threading
+import time
 
 import pytest
 
@@ -58,7 +65,7 @@ def test_back_to_back_async_calls_are_one_batch_with_consecutive_offsets(tmp_pat
                                    ("c", 7, 5)]
 
 
-def test_a_sync_commit_behind_a_run_ends_it(tmp_path):
+def test_a_sync_commit_behind_a_run_ends_it_and_the_round_is_one_batch(tmp_path):
     with open_store(tmp_path, partitions=1) as store:
         with held(store):
             f1 = store.commit_async("g", {TP("a", 0): 1})
@@ -66,15 +73,101 @@ def test_a_sync_commit_behind_a_run_ends_it(tmp_path):
             # a sync commit queues behind the run (it waits: so from another thread)
             t = threading.Thread(target=store.commit_sync, args=("g", {TP("a", 0): 3}))
             t.start()
-            while len(store._parts[0].queue) < 2:
-                pass
+            wait_for_queue(store, 2)
             f3 = store.commit_async("g", {TP("a", 0): 4})
         t.join(timeout=30)
         f3.result(timeout=30)
-        assert f1 is f2 and f3 is not f1
+        assert f1 is f2 and f3 is not f1  # three queue items: run, sync call, run
         assert store.committed("g", TP("a", 0)) == OAM(4)
+    # ... led in one round, whose commit calls share one batch, in call order
     assert [commit_offsets(b) for b in batches(tmp_path)] == [
-        [("a", 0, 1), ("a", 0, 2)], [("a", 0, 3)], [("a", 0, 4)]]
+        [("a", 0, 1), ("a", 0, 2), ("a", 0, 3), ("a", 0, 4)]]
+
+
+def wait_for_queue(store, n: int) -> None:
+    deadline = time.monotonic() + 30
+    while len(store._parts[0].queue) < n:
+        assert time.monotonic() < deadline, "committers did not queue"
+        time.sleep(0.001)
+
+
+def sync_calls_in_one_round(store, calls: list[dict]) -> list[str]:
+    """Run each of ``calls`` as a ``commit_sync`` from its own thread while the partition is
+    held, so they all queue before one leader takes them; returns the topic of each call's
+    first offset, in queue order."""
+    with held(store):
+        threads = [threading.Thread(target=store.commit_sync, args=("g", offsets))
+                   for offsets in calls]
+        for t in threads:
+            t.start()
+        wait_for_queue(store, len(calls))
+        order = [item.fields[0]["topic"] for item in store._parts[0].queue]
+    for t in threads:
+        t.join(timeout=30)
+        assert not t.is_alive()
+    return order
+
+
+def test_the_sync_commits_of_one_round_share_one_batch(tmp_path):
+    """Six ``commit_sync`` calls queued behind a held partition are written by one leader as
+    one batch: each call's offsets together, the calls in queue order, numbered on from the
+    batch's base offset; the batch carries the latest of their times."""
+    calls = [{TP(f"c{i}", p): 10 * i + p for p in range(1 + i % 3)} for i in range(6)]
+    calls[4] = {TP("c4", 0): OAM(40, "meta", 7), TP("c4", 1): 41}
+    clock = itertools.count(1_700_000_000_000)
+    with open_store(tmp_path, partitions=1, clock=lambda: next(clock)) as store:
+        store.commit_sync("g", {TP("z", 0): 0})  # one batch before the round
+        order = sync_calls_in_one_round(store, calls)
+        got = store.fetch("g")
+    assert got == {tp: v if isinstance(v, OAM) else OAM(v)
+                   for offsets in calls + [{TP("z", 0): 0}] for tp, v in offsets.items()}
+    first, shared = batches(tmp_path)
+    assert shared.base_offset == first.next_offset
+    assert shared.record_count == sum(map(len, calls))
+    assert [delta for delta, *_ in shared.records()] == list(range(shared.record_count))
+    expected = [(tp.topic, tp.partition, v.offset if isinstance(v, OAM) else v)
+                for topic in order for tp, v in calls[int(topic[1:])].items()]
+    assert commit_offsets(shared) == expected
+    times = [value["commit_timestamp"] for *_, value in shared.records()]
+    assert shared.timestamp == max(times) and len(set(times)) == len(calls)
+
+
+def test_a_round_frames_each_other_kind_of_item_as_a_batch_of_its_own(tmp_path):
+    """``_frame`` on a round of: two commit calls, a transaction's offsets, a coordinator
+    write, a run: the two calls share a batch; every other item is its own, in queue order,
+    with its own attributes and producer."""
+    from offsetlog.commit_queue import AsyncRun, Commit, Pending
+    from offsetlog.format import Attribute
+    from offsetlog.records import group_metadata, offset_commit_fields
+    from offsetlog.writer import GroupCommitter
+
+    def commit(topic, offset, timestamp, item=Commit):
+        fields, nbytes = offset_commit_fields("g", {TP(topic, 0): offset}, timestamp, 4096)
+        if item is Commit:
+            return Commit(fields, nbytes, timestamp)
+        run = AsyncRun(timestamp)
+        run.fields = list(fields)
+        return run
+
+    txn = commit("txn", 3, 30)
+    txn.attributes, txn.producer_id, txn.producer_epoch = Attribute.TRANSACTIONAL, 9, 2
+    coordinator = Pending((group_metadata(0, "g", {"protocol_type": "consumer"}),), 40)
+    group = [commit("a", 1, 10), commit("b", 2, 20), txn, coordinator,
+             commit("c", 4, 50, AsyncRun)]
+    base = 100
+    for item in group:
+        item.base_offset = base
+        base += 1
+    frames, applied = GroupCommitter._frame(group)
+    out = list(read_batches(io.BytesIO(b"".join(frames))))
+    assert [(b.base_offset, b.record_count, b.attributes, b.producer_id, b.timestamp)
+            for b in out] == [(100, 2, 0, -1, 20), (102, 1, Attribute.TRANSACTIONAL, 9, 30),
+                              (103, 1, 0, -1, 40), (104, 1, 0, -1, 50)]
+    assert [commit_offsets(b) for b in out] == [[("a", 0, 1), ("b", 0, 2)], [("txn", 0, 3)],
+                                               [], [("c", 0, 4)]]
+    assert [(base, len(records), attributes) for base, records, attributes, *_ in applied] == [
+        (100, 2, 0), (102, 1, Attribute.TRANSACTIONAL), (103, 1, 0), (104, 1, 0)]
+    assert all(item.fields is None for item in group)  # nothing kept past the round
 
 
 @pytest.mark.parametrize("max_bytes", [1024, 4096])
@@ -105,17 +198,23 @@ def test_a_run_never_splits_a_call_and_holds_at_most_max_group_commit_bytes(tmp_
     assert list(found) == sorted(found)  # batches in call order
 
 
-def test_a_torn_run_loses_all_of_its_calls_or_none(tmp_path):
-    """Cut the log at every byte of a run's batch: recovery keeps all of its calls or none
-    (their future never resolved, so nothing acknowledged is lost)."""
+@pytest.mark.parametrize("calls", ["async", "sync"])
+def test_a_torn_shared_batch_loses_all_of_its_calls_or_none(tmp_path, calls):
+    """Cut the log at every byte of a batch two calls share (a run's, or a round's sync
+    commits): recovery keeps all of its calls or none (none of them was acknowledged: the
+    write and its sync come before any caller hears back)."""
     src = tmp_path / "src"
+    second = [{TP("a", 0): 2}, {TP("b", 0): 2, TP("c", 0): 2}]
     with open_store(src, partitions=1) as store:
         store.commit_sync("g", {TP("a", 0): 1, TP("b", 0): 1})
-        with held(store):
-            fs = [store.commit_async("g", {TP("a", 0): 2}),
-                  store.commit_async("g", {TP("b", 0): 2, TP("c", 0): 2})]
-        fs[0].result(timeout=30)
+        if calls == "async":
+            with held(store):
+                fs = [store.commit_async("g", offsets) for offsets in second]
+            fs[0].result(timeout=30)
+        else:
+            sync_calls_in_one_round(store, second)
     first, run = batches(src)
+    assert run.record_count == 3
     start, end = run.position, run.position + run.size
     before = {TP("a", 0): OAM(1), TP("b", 0): OAM(1)}
     after = {TP("a", 0): OAM(2), TP("b", 0): OAM(2), TP("c", 0): OAM(2)}
