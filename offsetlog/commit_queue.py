@@ -121,14 +121,14 @@ class AsyncRun(Pending):
     (fsync="always", one thread; 2.5 us since, see docs/DESIGN.md).
     """
 
-    def __init__(self, timestamp: int) -> None:
+    def __init__(self) -> None:
         #: the calls' offsets as flat triples (records.offset_commit_fields), made records
         #: only when the leader frames the round: until then nothing in it is a container the
         #: cyclic collector walks or counts
         self.fields = []
         self.records = None
         self.nbytes = 0  # an upper bound of the payload, for max_group_commit_bytes
-        self.timestamp = timestamp
+        self.timestamp = 0  # each call that joins sets its own: the batch carries the latest
         self.future = running_future()
 
     def add_callback(self, callback, arg) -> None:

@@ -250,7 +250,7 @@ class GroupCommitter:
             q = part.queue
             run = part.open_run
             if not q or q[-1] is not run or run.nbytes + nbytes > self.max_bytes:
-                run = part.open_run = AsyncRun(timestamp)
+                run = part.open_run = AsyncRun()
                 q.append(run)
             # the run's fields are set here, not in a method: a call less per commit_async
             run.fields += fields

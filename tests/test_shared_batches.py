@@ -145,8 +145,8 @@ def test_a_round_frames_each_other_kind_of_item_as_a_batch_of_its_own(tmp_path):
         fields, nbytes = offset_commit_fields("g", {TP(topic, 0): offset}, timestamp, 4096)
         if item is Commit:
             return Commit(fields, nbytes, timestamp)
-        run = AsyncRun(timestamp)
-        run.fields = list(fields)
+        run = AsyncRun()
+        run.fields, run.timestamp = list(fields), timestamp
         return run
 
     txn = commit("txn", 3, 30)
