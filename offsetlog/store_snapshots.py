@@ -102,9 +102,7 @@ def open_snapshots(path: str, config: StoreConfig, report: RecoveryReport
             bad.append(store.keys()[-1 - p])
             continue
         try:
-            if p >= config.partitions:
-                raise snap.SnapshotInvalid(f"the store has {config.partitions} partitions")
-            good[p] = snap.decode(data, p)
+            good[p] = snap.decode(data, p, partitions=config.partitions)
         except snap.SnapshotInvalid as e:
             discarded(path, report, p, str(e))
             bad.append(snap.partition_key(p))

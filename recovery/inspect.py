@@ -129,9 +129,7 @@ def check_snapshots(path: str, log_ends: dict[int, int]) -> list[SnapshotCheck] 
         check = SnapshotCheck(p, bytes=len(data))
         out.append(check)
         try:
-            if p < 0 or p >= partitions:
-                raise snapshot.SnapshotInvalid(f"no such partition (the store has {partitions})")
-            s = snapshot.decode(data, p)
+            s = snapshot.decode(data, p, partitions=partitions)
             check.offset, check.created_ms = s.offset, s.created_ms
             check.keys = len(OffsetTable.from_snapshot_state(s.state))
             end = log_ends.get(p, 0)

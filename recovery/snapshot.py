@@ -105,12 +105,16 @@ def decode_header(data: bytes, partition: int) -> tuple:
     return h
 
 
-def decode(data: bytes, partition: int) -> Snapshot:
-    """Check and decode one entry.
+def decode(data: bytes, partition: int, *, partitions: int | None = None) -> Snapshot:
+    """Check and decode one entry (stored under ``partition`` of a store with ``partitions``
+    log partitions, when given: what open and ``recovery.inspect`` both accept).
 
-    :raises SnapshotInvalid: bad magic, another format version, a header or body checksum
-        mismatch, another partition, a body that does not decode or disagrees with the header
+    :raises SnapshotInvalid: a partition the store does not have, bad magic, another format
+        version, a header or body checksum mismatch, another partition, a body that does not
+        decode or disagrees with the header
     """
+    if partitions is not None and not 0 <= partition < partitions:
+        raise SnapshotInvalid(f"no such partition (the store has {partitions})")
     h = decode_header(data, partition)
     body = memoryview(data)[HEADER_SIZE:]
     if zlib.crc32(body) != h[10]:

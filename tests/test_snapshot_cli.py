@@ -52,6 +52,22 @@ def test_verify_warns_about_a_bad_snapshot_without_failing(store, capsys):
     assert "body checksum mismatch" in out and "WARNING" in out and "would be discarded" in out
 
 
+def test_verify_and_open_refuse_a_snapshot_of_a_partition_the_store_lacks(store, capsys):
+    """One rule for both: ``verify`` warns about it and open discards it, for one reason."""
+    from offsetlog.table import OffsetTable
+    s = snap.SnapshotStore(snapshot_dir(store))
+    s.put(7, snap.encode(7, OffsetTable().snapshot_state(), created_ms=0))  # a well-formed one
+    s.close()
+    capsys.readouterr()
+    assert main(["verify", store]) == 0
+    out = capsys.readouterr().out
+    reason = "no such partition (the store has 3)"
+    assert reason in out and "would be discarded" in out
+    with OffsetStore.open(store, snapshot_on_close=False) as opened:
+        assert opened.recovery_report.snapshots_discarded == {7: reason}
+    assert 7 not in entries(store)
+
+
 def test_verify_fails_on_log_corruption_and_still_reports_snapshots(store, capsys):
     main(["snapshot", store])
     seg = next(list_segments(partition_dir(store, p))[0][1] for p in range(3)
