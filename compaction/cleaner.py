@@ -303,11 +303,7 @@ def _clean_txn_batch(batch, original: bytes, scan: _Scan, now_ms: int,
             return b"", 0, 0
         if len(kept) == len(records):
             return original, len(kept), 0
-    data = frame(base, encode_payload(kept), record_count=len(kept),
-                 last_offset_delta=batch.last_offset_delta, timestamp=timestamp,
-                 attributes=attributes, producer_id=batch.producer_id,
-                 producer_epoch=batch.producer_epoch)
-    return data, len(kept), 0
+    return _reframe(batch, kept, attributes, timestamp), len(kept), 0
 
 
 def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_retention_ms: int,
@@ -339,8 +335,14 @@ def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_reten
         timestamp = now_ms + delete_retention_ms
     if len(kept) == len(records) and attributes == batch.attributes:
         return original, len(kept), dropped_tombstones  # unchanged: copy it as it is
-    data = frame(base, encode_payload(kept), record_count=len(kept),
+    return _reframe(batch, kept, attributes, timestamp), len(kept), dropped_tombstones
+
+
+def _reframe(batch, kept: list, attributes: int, timestamp: int) -> bytes:
+    """``batch`` with only the ``kept`` records, at its own base offset and last offset delta
+    (so the offsets of what follows stay where they were), its producer and the given
+    attributes and timestamp."""
+    return frame(batch.base_offset, encode_payload(kept), record_count=len(kept),
                  last_offset_delta=batch.last_offset_delta, timestamp=timestamp,
                  attributes=attributes, producer_id=batch.producer_id,
                  producer_epoch=batch.producer_epoch)
-    return data, len(kept), dropped_tombstones
