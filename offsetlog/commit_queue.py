@@ -138,7 +138,6 @@ class AsyncRun(Pending):
             self.callbacks.append((callback, arg))
 
 
-
 class PartitionWriter:
     """The queue, table and log of one log partition."""
 

@@ -32,13 +32,13 @@ the queue, alone in its round, after everything before it has been applied.
 from __future__ import annotations
 
 import contextlib
-from itertools import chain
 import logging
 import queue
 import threading
 import time
 from threading import get_ident
 from concurrent.futures import Future, InvalidStateError
+from itertools import chain
 from typing import Any, Callable
 
 from offsetlog.commit_queue import (AsyncRun, PartitionWriter, Pending, chained_waiter,
