@@ -32,7 +32,7 @@ from offsetlog.store_open import read_or_create_meta, recover
 from offsetlog.store_snapshots import LoadedSnapshots, StoreSnapshots
 from offsetlog.table import OffsetTable
 from offsetlog.txn_api import TransactionRequests
-from offsetlog.types import OffsetAndMetadata, TopicPartition
+from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
 from offsetlog.validation import check_group_id, check_partition_list
 from offsetlog.commit_queue import Commit, PartitionWriter, Pending
 from offsetlog.writer import GroupCommitter
@@ -378,7 +378,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                 items = sorted(entries.items())
             else:
                 items = [(tp, entries[tp]) for tp in sorted(set(wanted)) if tp in entries]
-        return {TopicPartition(t, p): OffsetAndMetadata(e[0], e[1], e[2]) for (t, p), e in items}
+        return committed_view(items)
 
     @staticmethod
     def _check_stable(part, group_id: str, wanted) -> None:

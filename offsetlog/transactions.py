@@ -33,7 +33,7 @@ from offsetlog.errors import (InvalidTxnStateError, OffsetlogError, ProducerFenc
                               TransactionTimeoutError)
 from offsetlog.format import Attribute
 from offsetlog.txn.state import ONGOING, PREPARED, TxnMetadata
-from offsetlog.types import OffsetAndMetadata, TopicPartition
+from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
 
 if TYPE_CHECKING:  # pragma: no cover
     from offsetlog.store import OffsetStore
@@ -178,9 +178,7 @@ class Transaction:
                 with part.lock:
                     held = part.table.txn.offsets_of(self.producer_id)
                 for group, entries in held.items():
-                    g = out.setdefault(group, {})
-                    for (t, pn), e in entries.items():
-                        g[TopicPartition(t, pn)] = OffsetAndMetadata(e[0], e[1], e[2])
+                    out.setdefault(group, {}).update(committed_view(entries.items()))
             return out
 
     # -- context manager -------------------------------------------------------------------

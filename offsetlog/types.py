@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 
 class TopicPartition(NamedTuple):
@@ -22,3 +22,9 @@ class OffsetAndMetadata(NamedTuple):
     offset: int
     metadata: str = ""
     leader_epoch: int | None = None
+
+
+def committed_view(entries: Iterable) -> dict[TopicPartition, OffsetAndMetadata]:
+    """What ``fetch`` shows of table entries ``((topic, partition), entry)``: the offset, its
+    metadata and its leader epoch (the entry's timestamps stay inside)."""
+    return {TopicPartition(t, p): OffsetAndMetadata(e[0], e[1], e[2]) for (t, p), e in entries}
