@@ -26,12 +26,15 @@ from __future__ import annotations
 from offsetlog.format import Attribute
 from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
                                TRANSACTION_STATE)
+from offsetlog.spark.segments import RECORD_COLUMNS
 
-# Row indexes of offsetlog.spark.segments.RECORD_COLUMNS
-_SEGMENT, _BATCH_POS, _BATCH_BASE, _BATCH_TS, _ATTRS, _PID = 2, 4, 5, 6, 7, 8
-_LOG_OFFSET, _TYPE = 10, 12
-_GROUP, _TOPIC, _PART = 14, 15, 16
-_TOMBSTONE, _RESULT, _TXN_ID = 22, 23, 25
+_COLUMN = {name: i for i, (name, _) in enumerate(RECORD_COLUMNS)}
+_SEGMENT, _BATCH_POS, _BATCH_BASE, _BATCH_TS, _ATTRS, _PID, _LOG_OFFSET, _TYPE = (
+    _COLUMN[c] for c in ("segment", "batch_position", "batch_base_offset", "batch_timestamp",
+                         "attributes", "producer_id", "log_offset", "record_type_id"))
+_GROUP, _TOPIC, _PART, _TOMBSTONE, _RESULT, _TXN_ID = (
+    _COLUMN[c] for c in ("group", "topic", "partition", "tombstone", "transaction_result",
+                         "transactional_id"))
 
 
 def row_key(row) -> tuple | None:

@@ -42,6 +42,7 @@ from typing import NamedTuple
 from offsetlog.config import StoreConfig
 from offsetlog.naming import snapshot_dir, with_limits
 from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
+from offsetlog.spark.segments import RECORD_COLUMNS
 
 _DEFAULTS = StoreConfig()
 MINUTE_MS = 60_000
@@ -72,10 +73,10 @@ class _Task(NamedTuple):
     keep_from: int | None = None
 
 
-# Row indexes of offsetlog.spark.segments.RECORD_COLUMNS
-_TYPE = 12
-_GROUP, _OFFSET, _EPOCH, _META, _COMMIT_TS, _EXPIRE_TS = 14, 17, 18, 19, 20, 21
-_TOMBSTONE, _VALUE = 22, 24
+_COLUMN = {name: i for i, (name, _) in enumerate(RECORD_COLUMNS)}
+_TYPE, _GROUP, _OFFSET, _EPOCH, _META, _COMMIT_TS, _EXPIRE_TS, _TOMBSTONE, _VALUE = (
+    _COLUMN[c] for c in ("record_type_id", "group", "offset", "leader_epoch", "metadata",
+                         "commit_timestamp", "expire_timestamp", "tombstone", "value_msgpack"))
 
 
 def partition_report(task: _Task) -> dict:
