@@ -1,17 +1,21 @@
-"""offsetlog.spark.report against a plain-Python computation over the engine's own reader."""
+"""offsetlog.spark.report against a plain-Python computation over the engine's own reader,
+and its reclaimable_now against what a real cleaning of a copy of the store drops."""
 
 import os
+import shutil
 from collections import Counter, defaultdict
 
 import pytest
 
 from offsetlog import OffsetStore, TopicPartition
+from compaction.cleaner import _key as cleaner_key, clean_partition
 from offsetlog.format import Attribute
 from offsetlog.group.expiry import RetentionView, expired_offsets
-from offsetlog.naming import list_partition_dirs
-from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
+from offsetlog.naming import list_partition_dirs, snapshot_dir
+from offsetlog.records import COMMIT, OFFSET_COMMIT, TRANSACTION_STATE
 from offsetlog.spark.report import report
 from recovery.inspect import iter_records, scan
+from recovery.snapshot import tombstone_floors
 from recovery.swap import plan_swaps
 from test_store_groups import form_group, open_store
 
@@ -46,7 +50,48 @@ def build(path, clock):
     return clock.now + RETENTION - CHECK - 30_000
 
 
-def expected(path, now):
+def dead_records(rows):
+    """Records of one log partition that compaction reclaims eventually: those a later record
+    of their key (the cleaner's own key function) replaces, among plain records and those of
+    committed transactions, and every record of an aborted transaction. A transaction is a
+    producer id's transactional batches up to its control batch."""
+    committed, open_txn, txn_of = {}, {}, {}  # transaction: its first offset
+    for _, batch, off, r in rows:
+        if batch.attributes & Attribute.SEMANTIC:
+            txn = txn_of[off] = open_txn.setdefault(batch.producer_id, batch.base_offset)
+            if batch.attributes & Attribute.CONTROL:
+                committed[txn] = r[4]["result"] == COMMIT
+                del open_txn[batch.producer_id]
+    competes = lambda off: off not in txn_of or committed.get(txn_of[off]) is True
+    latest = {}
+    for _, batch, off, r in rows:
+        if (k := cleaner_key(r)) is not None and competes(off):
+            latest[k] = max(latest.get(k, -1), off)
+    dead = 0
+    for _, batch, off, r in rows:
+        if committed.get(txn_of.get(off)) is False:  # aborted: all but the marker
+            dead += not batch.attributes & Attribute.CONTROL
+        elif (k := cleaner_key(r)) is not None and competes(off):
+            dead += off < latest[k]
+    return dead
+
+
+def cleaned_copy(path, now, tmp):
+    """log partition -> (records a real cleaning of a copy of the store at ``now`` drops, its
+    CleanResult), with the store's snapshot floors as the store passes them."""
+    copy = os.path.join(tmp, "cleaned-copy")
+    shutil.copytree(path, copy)
+    floors = tombstone_floors(snapshot_dir(copy))
+    out = {}
+    for p, directory in list_partition_dirs(copy):
+        r = clean_partition(directory, p, active_base=plan_swaps(directory).segments[-1][0],
+                            now_ms=now, delete_retention_ms=MIN, segment_bytes=2**20,
+                            keep_tombstones_from=floors.get(p))
+        out[p] = (r.records_before - r.records_after, r)
+    return out
+
+
+def expected(path, now, tmp):
     path = os.path.abspath(path)
     recs = list(iter_records(path))
     _, tables = scan(path, salvage=False, tables=True)
@@ -54,25 +99,11 @@ def expected(path, now):
     by_lp = defaultdict(list)
     for p, seg, batch, off, r in recs:
         by_lp[p].append((seg, batch, off, r))
+    cleaned = cleaned_copy(path, now, tmp)
     for p, directory in list_partition_dirs(path):
         rows = by_lp[p]
-        active = plan_swaps(directory).segments[-1][0]
-        key = lambda r: (r[1], r[3].get("group"), r[3].get("topic"), r[3].get("partition"))
-        latest, latest_closed = {}, {}
-        for seg, batch, off, r in rows:
-            if r[1] in (OFFSET_COMMIT, GROUP_METADATA):
-                latest[key(r)] = off
-                if batch.base_offset < active:
-                    latest_closed[key(r)] = off
-        dead = reclaim = 0
-        for seg, batch, off, r in rows:
-            if r[1] not in (OFFSET_COMMIT, GROUP_METADATA):
-                continue
-            dead += off < latest[key(r)]
-            closed = os.path.basename(seg) != os.path.basename(plan_swaps(directory).segments[-1][1])
-            horizon = batch.attributes & Attribute.DELETE_HORIZON and batch.timestamp <= now
-            reclaim += closed and (off < latest_closed[key(r)] or (r[4] is None and bool(horizon)))
-        parts[p] = dict(records=len(rows), dead_records=dead, reclaimable_now=reclaim,
+        parts[p] = dict(records=len(rows), dead_records=dead_records(rows),
+                        reclaimable_now=cleaned[p][0],
                         tombstones=sum(r[4] is None for *_, r in rows),
                         segments=len(plan_swaps(directory).segments))
     commits = [(r[3]["group"], r[4]["commit_timestamp"]) for *_, r in recs
@@ -91,7 +122,7 @@ def expected(path, now):
                 last_commit_timestamp=max((t for h, t in commits if h == g), default=None),
                 commits_per_minute=count[g] / span_min,
                 expiring_next_check=len(expired_offsets(view, entries, now + CHECK, RETENTION)))
-    return groups, parts
+    return groups, parts, cleaned
 
 
 def test_report_numbers_match_a_plain_computation(spark, tmp_path, clock):
@@ -101,7 +132,7 @@ def test_report_numbers_match_a_plain_computation(spark, tmp_path, clock):
                  retention_check_interval_ms=CHECK)
     groups = {r["group"]: r.asDict() for r in rep.groups.collect()}
     parts = {r["log_partition"]: r.asDict() for r in rep.log_partitions.collect()}
-    want_groups, want_parts = expected(store, now)
+    want_groups, want_parts, _ = expected(store, now, str(tmp_path))
     assert set(groups) == set(want_groups) == {"managed", "solo-0", "solo-1", "solo-2", "late"}
     for g, want in want_groups.items():
         got = groups[g]
@@ -134,3 +165,57 @@ def test_cli_report_prints_and_writes_parquet(spark, tmp_path, clock, capsys):
     back = spark.read.parquet(str(out / "groups")).collect()
     assert sorted(r["group"] for r in back) == ["group-a", "group-b"]
     assert spark.read.parquet(str(out / "log_partitions")).count() == 2
+
+
+def build_with_transactions(path, clock):
+    """Transactions committed and aborted (their TRANSACTION_STATE records superseded many
+    times in closed segments), plain commits racing them, a compaction stamping horizons that
+    have passed by the report's time, and a transaction left undecided under later commits."""
+    with open_store(path, clock, segment_bytes=1024, delete_retention_ms=MIN,
+                    transaction_check_interval_ms=0) as s:
+        for round_ in range(2):
+            for i in range(12):
+                clock.advance(1_000)
+                txn = s.init_transactions(f"tx-{i % 3}")
+                txn.begin()
+                txn.commit_offsets(f"tg-{i % 2}", {TopicPartition("in", i % 3): 10 * i + round_})
+                s.commit_sync(f"tg-{(i + 1) % 2}", {TopicPartition("in", i % 3): i})
+                txn.commit() if i % 4 != 3 else txn.abort()
+            s.delete_group("tg-1")
+            for j in range(10):  # closes the tombstones' segment (the group's log partition)
+                s.commit_sync("tg-1", {TopicPartition("pad", 0): j})
+            s.compact()  # stamps horizons (now + 1 min) on tombstones and spent markers
+            clock.advance(2 * MIN)
+        txn = s.init_transactions("tx-open")
+        txn.begin()
+        txn.commit_offsets("open", {TopicPartition("in", 0): 1})
+        for i in range(20):  # closes the undecided transaction's segment
+            s.commit_sync("open", {TopicPartition("other", i % 2): i})
+        for i in range(8):  # more superseded TRANSACTION_STATE records after the cut
+            s.init_transactions(f"tx-{i % 3}")
+    return clock.now
+
+
+def test_transactions_are_counted_as_a_cleaning_drops_them(spark, tmp_path, clock):
+    store = str(tmp_path / "s")
+    now = build_with_transactions(store, clock)
+    rep = report(spark, store, now_ms=now)
+    parts = {r["log_partition"]: r.asDict() for r in rep.log_partitions.collect()}
+    _, want_parts, cleaned = expected(store, now, str(tmp_path))
+    for p, want in want_parts.items():
+        for k, v in want.items():
+            assert parts[p][k] == v, (p, k)
+    # the scenario exercises what it should: superseded TRANSACTION_STATE records in closed
+    # segments, aborted records, spent markers past their horizon, the cut before tx-open
+    recs = list(iter_records(os.path.abspath(store)))
+    states = Counter((p, cleaner_key(r)) for p, *_, r in recs if r[1] == TRANSACTION_STATE)
+    assert max(states.values()) > 2
+    copy = os.path.join(str(tmp_path), "cleaned-copy")
+    after = Counter(p for p, *_, r in iter_records(copy) if r[1] == TRANSACTION_STATE)
+    before = Counter(p for p, *_, r in recs if r[1] == TRANSACTION_STATE)
+    assert any(after[p] < before[p] for p in before)  # the cleaning drops some
+    assert any(r.markers_dropped for _, r in cleaned.values())
+    assert any(r.tombstones_dropped for _, r in cleaned.values())
+    assert any(r.first_unstable_offset is not None for _, r in cleaned.values())
+    assert any(batch.attributes & Attribute.SEMANTIC and not batch.attributes & Attribute.CONTROL
+               and r[4] is not None for *_, batch, _, r in recs)

@@ -167,6 +167,29 @@ def test_unknown_record_types_and_transactional_batches_are_rows(spark, tmp_path
     assert rows[5].transaction_result == "commit" and rows[5].producer_id == 7
 
 
+def test_transaction_state_rows_carry_their_transactional_id(spark, tmp_path, clock):
+    store = str(tmp_path / "s")
+    with OffsetStore.open(store, partitions=3, clock=clock, cleaner_backoff_ms=0,
+                          retention_check_interval_ms=0, transaction_check_interval_ms=0) as s:
+        for tid in ("txn-a", "txn-b"):
+            txn = s.init_transactions(tid)
+            txn.begin()
+            txn.commit_offsets("g", {TopicPartition("t", 0): 1})
+            txn.commit()
+    want = sorted((p, offset, record[3]["transactional_id"] if
+                   record[1] == RecordType.TRANSACTION_STATE else None)
+                  for p, _, _, offset, record in iter_records(store))
+    got = sorted((r.log_partition, r.log_offset, r.transactional_id) for r in
+                 read(spark, store).select("log_partition", "log_offset",
+                                           "transactional_id").collect())
+    assert got == want
+    assert {t for *_, t in got} == {None, "txn-a", "txn-b"}
+    states = read(spark, store).where("record_type = 'TRANSACTION_STATE'")
+    assert states.where("transactional_id IS NULL").count() == 0
+    # the new column comes last: the existing columns keep their places
+    assert read(spark, store).columns[-2:] == ["value_msgpack", "transactional_id"]
+
+
 def test_a_directory_without_stores_is_refused(spark, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(Exception) as e:

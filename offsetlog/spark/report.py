@@ -11,19 +11,27 @@ Two tables:
     ``offsetlog.group.expiry``, with the group's state from its latest GROUP_METADATA record).
 
 ``log_partitions``, one row per (store, log partition):
-    ``segments``, ``records``, ``dead_records`` (superseded by a later record of the same key:
-    what compaction reclaims eventually), ``tombstones``, their shares of ``records``, and
-    ``reclaimable_now`` (what a cleaning at ``now_ms`` would drop, by the cleaner's rules:
-    records superseded within the closed segments, and tombstones there whose delete horizon
-    has passed).
+    ``segments``, ``records``, ``dead_records`` (superseded by a later record of the same key,
+    or written by an aborted transaction: what compaction reclaims eventually), ``tombstones``,
+    their shares of ``records``, and ``reclaimable_now`` (what a cleaning at ``now_ms`` would
+    drop). Both follow the cleaner (``compaction.cleaner``) rule for rule, through
+    ``offsetlog.spark.cleaning``: its keys (offsets, group metadata, and TRANSACTION_STATE
+    records by transactional id), committed transactional records competing by log offset with
+    plain ones, aborted ones dropped, undecided ones not yet counted; tombstones in plain
+    batches and markers whose transaction left no record dropped at their delete horizon,
+    except at or above the partition's snapshot offset; a cleaning stopping before the first
+    transaction still undecided in the closed segments.
 
 Shape: a group lives on one log partition and keys never cross log partitions, so one Spark
 task per (store, log partition) reads its segments with the data source's reader
 (``offsetlog.spark.segments``, recovery's policy) and computes every number of that partition
-and of its groups in one pass; only the per-store span is combined on the driver. No shuffle.
+and of its groups in one pass (a second pass over the closed segments only when a transaction
+is undecided there, as the cleaner scans again); only the per-store span is combined on the
+driver. No shuffle.
 
 Compaction and retention settings are not stored on disk: pass the ones the service uses.
-Transactional offsets are counted as the log holds them (markers are not interpreted here).
+The ``groups`` table counts transactional offsets as the log holds them (markers are not
+interpreted there).
 """
 
 from __future__ import annotations
@@ -32,12 +40,11 @@ import time
 from typing import NamedTuple
 
 from offsetlog.config import StoreConfig
-from offsetlog.naming import with_limits
-from offsetlog.format import Attribute
+from offsetlog.naming import snapshot_dir, with_limits
 from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
+from offsetlog.spark.segments import RECORD_COLUMNS
 
 _DEFAULTS = StoreConfig()
-DELETE_HORIZON = Attribute.DELETE_HORIZON
 MINUTE_MS = 60_000
 
 GROUP_SCHEMA = ("store STRING, log_partition INT, `group` STRING, partitions BIGINT, "
@@ -61,12 +68,15 @@ class _Task(NamedTuple):
     check_ms: int
     retention_ms: int
     salvage: bool
+    #: the offset of the partition's snapshot: the cleaner keeps tombstones and markers from
+    #: there on (docs/DESIGN.md, "Snapshots"); None without one
+    keep_from: int | None = None
 
 
-# Row indexes of offsetlog.spark.segments.RECORD_COLUMNS
-_SEGMENT, _SEG_BASE, _ATTRS, _BATCH_TS, _LOG_OFFSET, _TYPE = 2, 3, 7, 6, 10, 12
-_GROUP, _TOPIC, _PART, _OFFSET, _EPOCH, _META, _COMMIT_TS, _EXPIRE_TS = range(14, 22)
-_TOMBSTONE, _VALUE = 22, 24
+_COLUMN = {name: i for i, (name, _) in enumerate(RECORD_COLUMNS)}
+_TYPE, _GROUP, _OFFSET, _EPOCH, _META, _COMMIT_TS, _EXPIRE_TS, _TOMBSTONE, _VALUE = (
+    _COLUMN[c] for c in ("record_type_id", "group", "offset", "leader_epoch", "metadata",
+                         "commit_timestamp", "expire_timestamp", "tombstone", "value_msgpack"))
 
 
 def partition_report(task: _Task) -> dict:
@@ -74,26 +84,33 @@ def partition_report(task: _Task) -> dict:
     import msgpack
 
     from offsetlog.group.expiry import RetentionView, expired_offsets
+    from offsetlog.spark.cleaning import CleaningCount, row_key
     from offsetlog.spark.segments import SegmentTask, segment_rows
     from recovery.swap import plan_swaps
 
+    def rows(base, path, limit):
+        return segment_rows(SegmentTask(task.store, task.log_partition, path, base, limit),
+                            salvage=task.salvage)
+
     segments = plan_swaps(task.directory).segments
     active = segments[-1][0] if segments else None
-    records = tombstones = keyed = closed_keyed = 0
-    latest: dict = {}  # key -> row of its latest record
-    latest_closed: dict = {}  # key -> (is tombstone past its horizon) of its latest closed record
+    records = tombstones = 0
+    latest: dict = {}  # key -> row of its latest record (offsets and group metadata)
+    whole = CleaningCount(task.now_ms)  # the whole log: what compaction reclaims eventually
+    closed = CleaningCount(task.now_ms, task.keep_from)  # what a cleaning now reclaims
     commits: dict[str, int] = {}
     last_commit: dict[str, int] = {}
     first_ts = last_ts = None
     for base, path, limit in with_limits(segments):
-        closed = base != active
-        for row in segment_rows(SegmentTask(task.store, task.log_partition, path, base, limit),
-                                salvage=task.salvage):
+        in_closed = base != active
+        for row in rows(base, path, limit):
             records += 1
+            whole.feed(row)
+            if in_closed:
+                closed.feed(row)
             rtype, tomb = row[_TYPE], row[_TOMBSTONE]
             tombstones += tomb
             if rtype == OFFSET_COMMIT:
-                key = (OFFSET_COMMIT, row[_GROUP], row[_TOPIC], row[_PART])
                 if not tomb:
                     g, ts = row[_GROUP], row[_COMMIT_TS]
                     commits[g] = commits.get(g, 0) + 1
@@ -102,18 +119,21 @@ def partition_report(task: _Task) -> dict:
                             last_commit[g] = ts
                         first_ts = ts if first_ts is None else min(first_ts, ts)
                         last_ts = ts if last_ts is None else max(last_ts, ts)
-            elif rtype == GROUP_METADATA:
-                key = (GROUP_METADATA, row[_GROUP])
-            else:
-                continue  # never compacted away
-            keyed += 1
-            latest[key] = row
-            if closed:
-                closed_keyed += 1
-                latest_closed[key] = tomb and bool(row[_ATTRS] & DELETE_HORIZON) and \
-                    row[_BATCH_TS] <= task.now_ms
-    # every keyed record but the latest of its key is dead
-    reclaimable = closed_keyed - len(latest_closed) + sum(latest_closed.values())
+            if rtype in (OFFSET_COMMIT, GROUP_METADATA):
+                latest[row_key(row)] = row
+    dead = whole.result()[0]
+    superseded, expired, undecided = closed.result()
+    cleaned = [(b, p, lim) for b, p, lim in with_limits(segments) if b != active]
+    while undecided is not None:
+        # As the cleaner: clean only the segments wholly before the first undecided
+        # transaction, and count again (a marker beyond the new end undecides more).
+        cleaned = [(b, p, lim) for b, p, lim in cleaned if lim <= undecided]
+        closed = CleaningCount(task.now_ms, task.keep_from)
+        for base, path, limit in cleaned:
+            for row in rows(base, path, limit):
+                closed.feed(row)
+        superseded, expired, undecided = closed.result()
+    reclaimable = superseded + expired
     entries: dict[str, dict] = {}
     metadata: dict[str, dict | None] = {}
     for key, row in latest.items():
@@ -133,7 +153,6 @@ def partition_report(task: _Task) -> dict:
         groups.append((task.store, task.log_partition, g, len(held), last_commit.get(g),
                        commits.get(g, 0), len(expiring)))
     share = (lambda n: n / records) if records else (lambda n: 0.0)
-    dead = keyed - len(latest)
     partition = (task.store, task.log_partition, len(segments), records, dead, share(dead),
                  tombstones, share(tombstones), reclaimable)
     return {"store": task.store, "first_ts": first_ts, "last_ts": last_ts, "groups": groups,
@@ -150,10 +169,14 @@ def report(spark, path: str, *, now_ms: int | None = None,
     :param salvage: skip corrupt regions instead of failing (see docs/SPARK.md)
     """
     from offsetlog.spark.segments import find_stores, store_partitions
+    from recovery.snapshot import tombstone_floors
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    tasks = [_Task(store, p, d, now, now + retention_check_interval_ms, retention_ms, salvage)
-             for store in find_stores(path) for p, d in store_partitions(store)]
+    tasks = []
+    for store in find_stores(path):
+        floors = tombstone_floors(snapshot_dir(store))  # read-only, as `offsetlog verify`
+        tasks += [_Task(store, p, d, now, now + retention_check_interval_ms, retention_ms,
+                        salvage, floors.get(p)) for p, d in store_partitions(store)]
     sc = spark.sparkContext
     results = sc.parallelize(tasks, max(1, len(tasks))).map(partition_report).cache()
     spans: dict[str, tuple[int, int]] = {}

@@ -25,7 +25,7 @@ from offsetlog import naming
 from offsetlog.errors import CorruptLogError, StoreConfigError
 from offsetlog.format import HEADER_SIZE, META_FILE, RecordType
 from offsetlog.framing import BatchReader
-from offsetlog.records import OFFSET_COMMIT, TRANSACTION_MARKER
+from offsetlog.records import OFFSET_COMMIT, TRANSACTION_MARKER, TRANSACTION_STATE
 from offsetlog.segment import read_file
 from recovery.inspect import stored_partitions
 from recovery.replay import UNDECODABLE, check_limit
@@ -46,7 +46,8 @@ RECORD_COLUMNS = (
     ("producer_id", "BIGINT"),  # -1 unless transactional
     ("producer_epoch", "INT"),  # -1 unless transactional
     ("log_offset", "BIGINT"),
-    ("record_type", "STRING"),  # OFFSET_COMMIT, GROUP_METADATA, TRANSACTION_MARKER, UNKNOWN
+    ("record_type", "STRING"),  # OFFSET_COMMIT, GROUP_METADATA, TRANSACTION_MARKER,
+    # TRANSACTION_STATE, UNKNOWN
     ("record_type_id", "INT"),
     ("record_version", "INT"),
     ("group", "STRING"),
@@ -60,6 +61,7 @@ RECORD_COLUMNS = (
     ("tombstone", "BOOLEAN"),  # the value is nil: the key is deleted
     ("transaction_result", "STRING"),  # TRANSACTION_MARKER: "commit" or "abort"
     ("value_msgpack", "BINARY"),  # the value's msgpack bytes, for records other than offsets
+    ("transactional_id", "STRING"),  # TRANSACTION_STATE only: its key (the cleaner's key too)
 )
 
 PROBLEM_COLUMNS = (
@@ -202,20 +204,22 @@ def _row(store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, record, pack
     key = key if isinstance(key, dict) else {}
     group = key.get("group")
     topic = partition = offset = leader_epoch = metadata = commit_ts = expire_ts = None
-    result = blob = None
+    result = blob = txn_id = None
     if rtype == OFFSET_COMMIT:
         topic, partition = key.get("topic"), key.get("partition")
         if isinstance(value, dict):
             offset, leader_epoch = value.get("offset"), value.get("leader_epoch")
             metadata = value.get("metadata", "")
             commit_ts, expire_ts = value.get("commit_timestamp"), value.get("expire_timestamp")
-    elif value is not None:
+    elif rtype == TRANSACTION_STATE:
+        txn_id = key.get("transactional_id")
+    if rtype != OFFSET_COMMIT and value is not None:
         blob = packb(value, use_bin_type=True)
         if rtype == TRANSACTION_MARKER and isinstance(value, dict):
             result = value.get("result")
     return (store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, base + delta, type_name,
             rtype, version, group, topic, partition, offset, leader_epoch, metadata, commit_ts,
-            expire_ts, value is None, result, blob)
+            expire_ts, value is None, result, blob, txn_id)
 
 
 def segment_problems(task: SegmentTask) -> Iterator[tuple]:
