@@ -62,8 +62,9 @@ class Pending:
     #: a commit call's offsets as flat triples (``records.offset_commit_fields``), built
     #: into records by the leader (``Commit``, ``AsyncRun``); None: ``records`` says
     fields = None
-    #: commit_async calls coalesced into this item (see AsyncRun); 0 for every other item
-    calls = 0
+    #: the records to write (None for commit calls until the leader builds them, or for a
+    #: deferred item until it is computed)
+    records: tuple | None = None
     done = False
     error: BaseException | None = None
     base_offset = -1
@@ -104,7 +105,6 @@ class Commit(Pending):
 
     def __init__(self, fields, nbytes: int, timestamp: int) -> None:
         self.fields = fields
-        self.records = None
         self.nbytes = nbytes  # an upper bound of the encoded records
         self.timestamp = timestamp
 
@@ -126,7 +126,6 @@ class AsyncRun(Pending):
         #: only when the leader frames the round: until then nothing in it is a container the
         #: cyclic collector walks or counts
         self.fields = []
-        self.records = None
         self.nbytes = 0  # an upper bound of the payload, for max_group_commit_bytes
         self.timestamp = 0  # each call that joins sets its own: the batch carries the latest
         self.future = running_future()

@@ -112,9 +112,10 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
 
     A triple is ``(key map, offset, commit timestamp)`` for a plain offset, or ``(key map,
     value map, None)`` for one with metadata or a leader epoch. Nothing here is a new
-    container the cyclic collector tracks, which is why ``commit_async`` queues these and
-    builds the records only when its run is written (measured: 0.91x -> 0.95x of the bare
-    pipeline).
+    container the cyclic collector tracks, which is why commit calls queue these and the
+    leader builds the records when it frames the round (measured: 0.91x -> 0.95x of the bare
+    pipeline for ``commit_async``; 38.5k -> 42.4k commits/s at 32 threads for
+    ``commit_sync``).
 
     The usual call, a dict of ``TopicPartition -> int``, is checked in one pass; anything
     else goes through ``check_offsets``. Both give the records ``offset_commit`` builds (once

@@ -255,7 +255,6 @@ class GroupCommitter:
             # the run's fields are set here, not in a method: a call less per commit_async
             run.fields += fields
             run.nbytes += nbytes
-            run.calls += 1
             run.timestamp = timestamp  # the batch carries its last call's time
             if callback is not None:
                 run.add_callback(callback, callback_arg)
