@@ -34,7 +34,7 @@ bench: $(STAMP)
 	$(BIN)/offsetlog bench $(BENCH_ARGS)
 
 test: $(STAMP) java
-	$(BIN)/python -m pytest -q
+	$(BIN)/pytest -q
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .hypothesis bench/out

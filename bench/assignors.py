@@ -6,7 +6,7 @@ previous assignment (each member's ``owned_partitions``, generation 1) is what t
 itself produced for the full group; then the member in the middle leaves and the assignment is
 recomputed. Building the inputs and the previous assignment is not timed.
 
-Run it directly for a quick figure: ``python -m bench.assignors [members topics partitions]``.
+Run it directly for a quick figure: ``python -m offsetlog.bench.assignors [members topics partitions]``.
 """
 
 from __future__ import annotations

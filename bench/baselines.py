@@ -19,12 +19,12 @@ from collections.abc import Callable
 
 import msgpack
 
-from bench.common import run_threads
-from bench.workload import FIRST_OFFSET, GROUP, TOPIC, now_ms, thread_group, thread_partitions
-from offsetlog import format as fmt, naming
-from offsetlog.format import BATCH_HEADER, CRC_START, HEADER_SIZE, LENGTH_SIZE
-from offsetlog.framing import encode_batch
-from offsetlog.records import offset_commit
+from offsetlog.bench.common import run_threads
+from offsetlog.bench.workload import FIRST_OFFSET, GROUP, TOPIC, now_ms, thread_group, thread_partitions
+from offsetlog.log import format as fmt, naming
+from offsetlog.log.format import BATCH_HEADER, CRC_START, HEADER_SIZE, LENGTH_SIZE
+from offsetlog.log.framing import encode_batch
+from offsetlog.log.records import offset_commit
 
 
 def _append_fd(path: str) -> int:

@@ -1,4 +1,4 @@
-"""Partition assignors on large groups (the scenarios of ``bench.assignors``).
+"""Partition assignors on large groups (the scenarios of ``offsetlog.bench.assignors``).
 
 The headline group: 1000 members, 100 topics of 100 partitions, all members reading all topics,
 one member leaving a balanced group. Also the same group with mixed subscriptions (the general
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.assignors import member_leaves_scenario, mixed_subscriptions_scenario
+from offsetlog.bench.assignors import member_leaves_scenario, mixed_subscriptions_scenario
 from offsetlog.assignors import Subscription, get_assignor
 
 ROUNDS = 3

@@ -1,4 +1,4 @@
-"""Commit paths, offsetlog beside its baseline (same cases as ``bench.runner``, small sizes).
+"""Commit paths, offsetlog beside its baseline (same cases as ``offsetlog.bench.runner``, small sizes).
 
 Compare the pairs in pytest-benchmark's table (``--benchmark-group-by=group``); nothing here
 asserts a time.
@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from bench import baselines, cases
-from bench.workload import framed_commit
+from offsetlog.bench import baselines, cases
+from offsetlog.bench.workload import framed_commit
 
 THREADS = [8, 32]
 ASYNC_KEYS = [(f"bench-topic-{t}", p) for t in range(10) for p in range(100)]

@@ -1,4 +1,4 @@
-"""Recovery and memory, offsetlog beside its baseline (same cases as ``bench.runner``, small).
+"""Recovery and memory, offsetlog beside its baseline (same cases as ``offsetlog.bench.runner``, small).
 
 Recovery runs in-process here (pytest-benchmark times a callable); the runner uses a fresh
 process per run. Memory is a single measurement per side, reported in extra_info.
@@ -11,11 +11,10 @@ import shutil
 
 import pytest
 
-from bench import baselines
-from bench.common import DEFAULT_DATA_DIR, run_child, warm_page_cache
-from bench.workload import generate_log
+from offsetlog.bench import baselines
+from offsetlog.bench.common import DEFAULT_DATA_DIR, run_child, warm_page_cache
+from offsetlog.bench.workload import generate_log
 from offsetlog import OffsetStore
-
 RECORDS = 200_000
 
 
@@ -60,7 +59,7 @@ def test_store_reopen(benchmark, log_dir):
 @pytest.mark.parametrize("side", ["dict", "table"])
 @pytest.mark.benchmark(group="memory: 100,000 keys (RSS delta in extra_info)")
 def test_memory(benchmark, side):
-    result = benchmark.pedantic(run_child, args=("bench.memory_child", side, "100", "10", "100"),
+    result = benchmark.pedantic(run_child, args=("offsetlog.bench.memory_child", side, "100", "10", "100"),
                                 rounds=1, iterations=1)
     benchmark.extra_info.update(result)
     benchmark.extra_info["rss_delta_mib"] = result["rss_delta"] / 2**20

@@ -1,7 +1,7 @@
 """The offsetlog side of the commit cases, through the public API only (``OffsetStore``).
 
 The other cases run in child processes: recovery (``OffsetStore.open``) in
-``bench.recovery_child``, memory (``OffsetTable.apply_batch``) in ``bench.memory_child``.
+``offsetlog.bench.recovery_child``, memory (``OffsetTable.apply_batch``) in ``offsetlog.bench.memory_child``.
 """
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ import itertools
 import time
 from collections.abc import Callable
 
-from bench.common import run_threads
-from bench.workload import FIRST_OFFSET, GROUP, TOPIC, thread_group, thread_partitions
+from offsetlog.bench.common import run_threads
+from offsetlog.bench.workload import FIRST_OFFSET, GROUP, TOPIC, thread_group, thread_partitions
 from offsetlog import OffsetStore, TopicPartition
-
-
 def open_store(path: str, **options) -> OffsetStore:
     """A store as a user opens one for durable commits (``fsync="always"``)."""
     options.setdefault("fsync", "always")

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-#: the source tree that holds ``bench/`` (children are started from here)
+#: the checkout this package runs from, when it is one: results name its git commit
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: data directory when none is given: under the current directory
@@ -159,10 +159,7 @@ def run_threads(n: int, make_op: Callable[[int], tuple[Callable[[], object], Cal
 
 def run_child(module: str, *args: str, timeout: float = 900) -> dict:
     """Run ``python -m module args...`` in a fresh interpreter; return the JSON it prints last."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = SOURCE_ROOT + (os.pathsep + env["PYTHONPATH"]
-                                       if env.get("PYTHONPATH") else "")
-    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=SOURCE_ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", module, *args],
                           capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"{module} {' '.join(args)} failed ({proc.returncode}):\n"

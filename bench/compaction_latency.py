@@ -1,6 +1,6 @@
 """Commit latency with and without a cleaning running on the same store.
 
-A store is filled with a large log (``bench.workload.generate_log``: many keys, so every
+A store is filled with a large log (``offsetlog.bench.workload.generate_log``: many keys, so every
 cleaning pass has real work: it re-reads every closed segment and rewrites the survivors),
 then ``commit_sync`` latency is sampled under ``fsync="always"`` by 1 and by N threads, in
 alternating blocks: without compaction, then with a thread running ``store.compact()`` in a
@@ -8,7 +8,7 @@ loop. The report says how much of each "with" block a cleaning was actually runn
 must be ~100 % for the comparison to mean anything), how many swaps completed, and how long
 swaps waited for the partition's writer.
 
-    python -m bench.compaction_latency --dir data/compaction-latency
+    python -m offsetlog.bench.compaction_latency --dir data/compaction-latency
 
 Prints a table and, last, one JSON line.
 """
@@ -23,11 +23,9 @@ import shutil
 import threading
 import time
 
-from bench.common import percentile
-from bench.workload import generate_log
+from offsetlog.bench.common import percentile
+from offsetlog.bench.workload import generate_log
 from offsetlog import OffsetStore, TopicPartition
-
-
 class CompactionLoop:
     """``store.compact()`` over and over on a thread; records when it was busy."""
 

@@ -3,12 +3,12 @@
 A fleet of ``--groups`` consumer groups, each consuming one topic of
 ``--partitions-per-group`` partitions, commits ``--records`` offsets (each commit carries
 1..``--max-batch`` consecutive partitions of its group, groups take turns), written straight
-into segment files by ``bench.workload.generate_log`` (the engine's own framing). Then the
+into segment files by ``offsetlog.bench.workload.generate_log`` (the engine's own framing). Then the
 store is opened (full replay), ``store.compact()`` cleans every log partition's closed
 segments, and the committed state is compared before, after and after a reopen.
 
-    python -m bench.compaction_ratio --dir data/ratio            # 1 000 x 50, 10 000 000
-    python -m bench.compaction_ratio --records 200000 --dir /tmp/r   # a quick look
+    python -m offsetlog.bench.compaction_ratio --dir data/ratio            # 1 000 x 50, 10 000 000
+    python -m offsetlog.bench.compaction_ratio --records 200000 --dir /tmp/r   # a quick look
 
 Prints a table and, last, one JSON line with every figure.
 """
@@ -21,10 +21,8 @@ import os
 import shutil
 import time
 
-from bench.workload import generate_log
+from offsetlog.bench.workload import generate_log
 from offsetlog import OffsetStore
-
-
 def state(store: OffsetStore) -> dict:
     return {g: store.fetch(g) for g in store.groups()}
 

@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 
-from bench.common import DEFAULT_DATA_DIR
+from offsetlog.bench.common import DEFAULT_DATA_DIR
 
 
 def pytest_collect_file(file_path, parent):

@@ -1,6 +1,6 @@
-"""One side of the memory case, in a fresh interpreter (``python -m bench.memory_child``).
+"""One side of the memory case, in a fresh interpreter (``python -m offsetlog.bench.memory_child``).
 
-    python -m bench.memory_child dict|table GROUPS TOPICS PARTITIONS
+    python -m offsetlog.bench.memory_child dict|table GROUPS TOPICS PARTITIONS
 
 Both sides consume the same stream: every key (GROUPS x TOPICS x PARTITIONS) gets one offset
 commit, framed with ``encode_batch`` (4 records a batch) and read back with ``BatchReader`` and
@@ -21,10 +21,10 @@ import gc
 import json
 import sys
 
-from bench.common import rss_bytes
-from bench.workload import FIRST_OFFSET, memory_keys
-from offsetlog.framing import BatchReader, encode_batch
-from offsetlog.records import offset_commit
+from offsetlog.bench.common import rss_bytes
+from offsetlog.bench.workload import FIRST_OFFSET, memory_keys
+from offsetlog.log.framing import BatchReader, encode_batch
+from offsetlog.log.records import offset_commit
 
 BATCH = 4
 TS = 1_700_000_000_000

@@ -1,9 +1,9 @@
-"""One side of the recovery case, in a fresh interpreter (``python -m bench.recovery_child``).
+"""One side of the recovery case, in a fresh interpreter (``python -m offsetlog.bench.recovery_child``).
 
 Each side runs in its own process so that neither inherits the other's heap (whose size
 changes what every garbage collection costs) and both start as a reopening service does.
 
-    python -m bench.recovery_child store|bare|bare-nogc STORE_DIR
+    python -m offsetlog.bench.recovery_child store|bare|bare-nogc STORE_DIR
 
 ``bare-nogc`` is the bare loop with the cyclic garbage collector paused, as the engine pauses it
 during recovery: information, to separate that effect from the rest of the engine's cost.
@@ -24,7 +24,6 @@ def main(argv: list[str]) -> int:
     side, root = argv
     if side == "store":
         from offsetlog import OffsetStore
-
         t0 = time.perf_counter_ns()
         # snapshots=False: this case measures a full replay (with snapshots, close() would
         # leave one that every later repetition loads instead; see bench/snapshot_reopen.py)
@@ -37,7 +36,7 @@ def main(argv: list[str]) -> int:
             raise SystemExit(f"recovery was not clean: {report}")
         store.close()
     elif side in ("bare", "bare-nogc"):
-        from bench.baselines import bare_replay
+        from offsetlog.bench.baselines import bare_replay
 
         if side == "bare-nogc":
             gc.disable()

@@ -4,7 +4,7 @@ Every case measures offsetlog and its baseline in the same run, on the same data
 and reports offsetlog / baseline against the target of the project's issue. Nothing here
 asserts a time: unmet targets are reported, not failed.
 
-    python -m bench.runner [--quick] [--only latency,threads,async,recovery,memory,assignors]
+    python -m offsetlog.bench.runner [--quick] [--only latency,threads,async,recovery,memory,assignors]
                            [--dir DIR] [--json PATH] [--plot] [--markdown PATH]
 
 Cases (and what each compares):
@@ -16,7 +16,7 @@ Cases (and what each compares):
 ``recovery``   OffsetStore.open on a large log, records/s  vs  a bare read+CRC+decode loop
 ``snapshot``   reopen with a snapshot at 99% of the log  vs  a full replay of it (seconds)
 ``memory``     OffsetTable RSS for N keys  vs  a plain dict with interned strings
-``assignors``  bench.assignors.run_assignor_benchmark(), when that module exists
+``assignors``  offsetlog.bench.assignors.run_assignor_benchmark(), when that module exists
 ``transactions``  begin + commit_offsets(10 offsets) + commit per s, 1 and 8 threads  vs
                commit_sync of the same 10 offsets (bench/transactions.py)
 """
@@ -31,18 +31,14 @@ import sys
 import time
 import traceback
 
-if __package__ in (None, ""):  # run as a script: make ``bench`` importable
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench import baselines, cases
-from bench.common import (DEFAULT_DATA_DIR, SOURCE_ROOT, case_dir, cpu_snapshot, measure_latency,
+from offsetlog.bench import baselines, cases
+from offsetlog.bench.common import (DEFAULT_DATA_DIR, SOURCE_ROOT, case_dir, cpu_snapshot, measure_latency,
                           median, percentile, pressure_stall_s, run_child, warm_page_cache)
-from bench.report import (HIGHER, LOWER, Row, engine_version, machine_info, markdown_table,
+from offsetlog.bench.report import (HIGHER, LOWER, Row, engine_version, machine_info, markdown_table,
                           plot_threads, print_table, write_json)
-from bench.workload import (GROUP, PARTITIONS_PER_THREAD, TOPIC, framed_commit, generate_log,
+from offsetlog.bench.workload import (GROUP, PARTITIONS_PER_THREAD, TOPIC, framed_commit, generate_log,
                             thread_partitions)
 
-OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
          "transactions")
 
@@ -194,7 +190,7 @@ class Runner:
     # -- transactions (information: no target) ------------------------------------------
 
     def transactions(self) -> None:
-        from bench.transactions import run_case
+        from offsetlog.bench.transactions import run_case
 
         s = self.sizes
         window = {"duration_s": s["thread_duration_s"], "warmup_s": s["thread_warmup_s"]}
@@ -252,11 +248,11 @@ class Runner:
                 # the GC-paused bare loop is information only: three runs of it are enough
                 sides = ("bare", "store", "bare-nogc") if r < 3 else ("bare", "store")
                 for side in (sides if r % 2 == 0 else sides[::-1]):
-                    res = run_child("bench.recovery_child", side, d)
+                    res = run_child("offsetlog.bench.recovery_child", side, d)
                     if res["records"] != shape["records"]:
                         raise RuntimeError(
                             f"recovery {side}: {res['records']} records, expected "
-                            f"{shape['records']}" + (" (does bench.baselines.bare_replay "
+                            f"{shape['records']}" + (" (does offsetlog.bench.baselines.bare_replay "
                                                      "follow the on-disk format?)"
                                                      if side.startswith("bare") else ""))
                     runs[side].append(res)
@@ -278,7 +274,7 @@ class Runner:
     # -- 4b --------------------------------------------------------------------------------
 
     def snapshot(self) -> None:
-        from bench import snapshot_reopen
+        from offsetlog.bench import snapshot_reopen
 
         s = self.sizes
         n = s["snapshot_records"]
@@ -297,7 +293,7 @@ class Runner:
     def memory(self) -> None:
         s = self.sizes
         args = [str(s["memory_groups"]), str(s["memory_topics"]), str(s["memory_partitions"])]
-        res = {side: run_child("bench.memory_child", side, *args) for side in ("dict", "table")}
+        res = {side: run_child("offsetlog.bench.memory_child", side, *args) for side in ("dict", "table")}
         keys = res["table"]["keys"]
         self.raw["memory"] = res
         self.rows.append(Row(f"OffsetTable RSS, {keys:,} keys", "plain dict, interned strings",
@@ -309,13 +305,13 @@ class Runner:
 
     def assignors(self, quick: bool) -> None:
         try:
-            from bench import assignors as mod
+            from offsetlog.bench import assignors as mod
         except ImportError:
             self.log("assignors: bench/assignors.py is not there; skipped")
             return
         fn = getattr(mod, "run_assignor_benchmark", None)
         if fn is None:
-            self.log("assignors: bench.assignors has no run_assignor_benchmark(); skipped")
+            self.log("assignors: offsetlog.bench.assignors has no run_assignor_benchmark(); skipped")
             return
         params = inspect.signature(fn).parameters
         result = fn(quick=quick) if "quick" in params else fn()
@@ -360,10 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small sizes: a smoke run of 1-2 minutes")
     p.add_argument("--only", default=None,
                    help=f"comma-separated cases to run, of: {', '.join(CASES)}")
-    p.add_argument("--json", default=os.path.join(OUT_DIR, "results.json"),
-                   help="where to write the results (default %(default)s)")
-    p.add_argument("--plot", action="store_true",
-                   help="write a PNG of commits/s against threads to bench/out/")
+    p.add_argument("--json", default=None, metavar="PATH",
+                   help="where to write the results (default DIR/results.json)")
+    p.add_argument("--plot", nargs="?", const="", default=None, metavar="PATH",
+                   help="write a PNG of commits/s against threads to PATH "
+                        "(default DIR/throughput.png)")
     p.add_argument("--markdown", default=None, metavar="PATH",
                    help="also write the table as Markdown to PATH")
     return p
@@ -456,19 +453,20 @@ def _run(args, console, only) -> int:
                "pressure_stall_s": {k: psi1[k] - psi0[k] for k in psi0 if k in psi1},
                "rows": [r.as_dict() for r in runner.rows], "series": runner.series,
                "raw": runner.raw, "failed": failed}
-    write_json(args.json, payload)
-    console.print(f"results: {args.json}")
+    json_path = args.json or os.path.join(args.dir, "results.json")
+    write_json(json_path, payload)
+    console.print(f"results: {json_path}")
     if args.markdown:
         os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
         with open(args.markdown, "w") as f:
             f.write(f"{title}; other processes used {others:.0f} CPU-seconds meanwhile.\n\n")
             f.write(markdown_table(runner.rows))
         console.print(f"markdown: {args.markdown}")
-    if args.plot:
+    if args.plot is not None:
         if runner.series is None:
             console.print("--plot: the threads case did not run; nothing to plot")
         else:
-            png = os.path.join(OUT_DIR, "throughput.png")
+            png = args.plot or os.path.join(args.dir, "throughput.png")
             plot_threads(runner.series, png, f"commit_sync throughput, fsync per commit "
                                              f"({os.cpu_count()} cores)")
             console.print(f"plot: {png}")

@@ -3,7 +3,7 @@
 Target: reopening a store whose log holds 5,000,000 records over 200,000 keys, with a
 snapshot taken at 99% of the log, takes <= 0.2x the time of a full replay of the same log.
 
-    python -m bench.snapshot_reopen [--records N] [--reps R] [--dir DIR]
+    python -m offsetlog.bench.snapshot_reopen [--records N] [--reps R] [--dir DIR]
 
 Build: the recovery benchmark's generator writes 99% of the records straight into segment
 files (2,000 groups x 10 topics x 10 partitions = 200,000 keys, 1-4 offsets per commit); a
@@ -26,11 +26,8 @@ import shutil
 import sys
 import time
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.common import DEFAULT_DATA_DIR, median, run_child, warm_page_cache
-from bench.workload import generate_log, group_name, topic_name
+from offsetlog.bench.common import DEFAULT_DATA_DIR, median, run_child, warm_page_cache
+from offsetlog.bench.workload import generate_log, group_name, topic_name
 
 GROUPS, TOPICS, PARTITIONS_PER_TOPIC = 2000, 10, 10  # 200,000 keys
 TARGET = 0.2  # <= : snapshot reopen / full replay
@@ -41,7 +38,6 @@ QUIET = dict(retention_check_interval_ms=0, cleaner_backoff_ms=0, snapshot_inter
 def build(root: str, records: int, log=print) -> dict:
     """The store of the case: 99% generated, snapshot, 1% committed after it."""
     from offsetlog import OffsetStore, TopicPartition
-
     head = records * 99 // 100
     t0 = time.perf_counter()
     shape = generate_log(root, head, groups=GROUPS, topics=TOPICS,
@@ -75,7 +71,6 @@ def build(root: str, records: int, log=print) -> dict:
 def child(side: str, root: str) -> dict:
     """One timed reopen, in this (fresh) process."""
     from offsetlog import OffsetStore
-
     t0 = time.perf_counter_ns()
     store = OffsetStore.open(root, snapshots=(side == "snapshot"), **QUIET)
     elapsed = (time.perf_counter_ns() - t0) / 1e9
@@ -112,7 +107,7 @@ def run(root: str, records: int, reps: int, log=print) -> dict:
             if side == "full":
                 os.rename(snaps, aside)
             try:
-                res = run_child("bench.snapshot_reopen", "--child", side, root)
+                res = run_child("offsetlog.bench.snapshot_reopen", "--child", side, root)
             finally:
                 if side == "full":
                     os.rename(aside, snaps)
@@ -131,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--child"]:
         print(json.dumps(child(argv[1], argv[2])))
         return 0
-    p = argparse.ArgumentParser(prog="python -m bench.snapshot_reopen",
+    p = argparse.ArgumentParser(prog="python -m offsetlog.bench.snapshot_reopen",
                                 description=__doc__.split("\n")[0])
     p.add_argument("--records", type=int, default=5_000_000)
     p.add_argument("--reps", type=int, default=5)

@@ -1,16 +1,16 @@
 """Spark compaction against the local cleaner, by hand (not part of `offsetlog bench`).
 
-    python -m bench.spark_compaction --sizes 1000000,5000000,20000000 [--dir DIR]
+    python -m offsetlog.bench.spark_compaction --sizes 1000000,5000000,20000000 [--dir DIR]
 
 For each size it writes one store of that many OFFSET_COMMIT records straight through the
 framing layer (1000 groups x 50 topic-partitions = 50,000 keys, so 20 to 400 updates per key,
 10 records per batch: one commit of 10 partitions), then compacts copies of it four ways, each
-running the same per-partition unit of work, ``compaction.spark.compact_partition`` (recovery's
+running the same per-partition unit of work, ``offsetlog.compaction.spark.compact_partition`` (recovery's
 check of the partition, then ``clean_partition`` over its closed segments):
 
 * ``local``: one process, partition after partition (what ``offsetlog compact`` does after open);
 * ``pool2``: a 2-process ``multiprocessing`` pool over the log partitions;
-* ``spark1`` / ``spark2``: ``compaction.spark.compact`` on ``local[1]`` / ``local[2]``, session
+* ``spark1`` / ``spark2``: ``offsetlog.compaction.spark.compact`` on ``local[1]`` / ``local[2]``, session
   start timed separately and excluded.
 
 Copies are hard-link trees (``cp -al``): the cleaner only ever writes new files and unlinks old
@@ -29,9 +29,9 @@ import subprocess
 import sys
 import time
 
-from compaction.spark import PartitionTask, compact, compact_partition
-from offsetlog import naming
-from offsetlog.framing import encode_payload, frame
+from offsetlog.compaction.spark import PartitionTask, compact, compact_partition
+from offsetlog.log import naming
+from offsetlog.log.framing import encode_payload, frame
 from offsetlog.partitioner import partition_for
 
 PARTITIONS = 50
@@ -185,7 +185,7 @@ def _busy_others() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.spark_compaction")
+    ap = argparse.ArgumentParser(prog="python -m offsetlog.bench.spark_compaction")
     ap.add_argument("--sizes", default="1000000,5000000,20000000")
     ap.add_argument("--dir", default=os.path.join("data", "bench-spark"))
     ap.add_argument("--modes", default="local,pool2,spark1,spark2",

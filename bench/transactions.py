@@ -10,7 +10,7 @@ Each operation commits 10 offsets (thread i owns topic partitions 10i .. 10i+9 o
 
 Both run in the same process and the same run, alternating ``--reps`` times, 1 and 8 threads.
 
-    python -m bench.transactions [--duration 3] [--reps 3] [--dir DIR] [--json PATH]
+    python -m offsetlog.bench.transactions [--duration 3] [--reps 3] [--dir DIR] [--json PATH]
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ import os
 import statistics
 import tempfile
 
-from bench.common import case_dir, run_threads
+from offsetlog.bench.common import case_dir, run_threads
 from offsetlog import OffsetStore, TopicPartition
-
 GROUP = "bench-txn-group"
 TOPIC = "bench-topic"
 OFFSETS_PER_TXN = 10

@@ -12,11 +12,11 @@ import os
 import random
 import time
 
-from offsetlog import naming
-from offsetlog.format import STORE_FORMAT_VERSION
-from offsetlog.framing import encode_batch
+from offsetlog.log import naming
+from offsetlog.log.format import STORE_FORMAT_VERSION
+from offsetlog.log.framing import encode_batch
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
-from offsetlog.records import offset_commit
+from offsetlog.log.records import offset_commit
 
 GROUP = "bench-group"
 TOPIC = "bench-topic"

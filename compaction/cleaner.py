@@ -38,13 +38,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ContextManager
 
-from offsetlog import naming, segment
+from offsetlog.log import naming, segment
 from offsetlog.errors import CorruptLogError
-from offsetlog.format import Attribute
-from offsetlog.framing import BatchReader, encode_payload, frame
-from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
+from offsetlog.log.format import Attribute
+from offsetlog.log.framing import BatchReader, encode_payload, frame
+from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
                                TRANSACTION_STATE)
-from recovery.swap import commit_swap, finish_swaps, plan_swaps, write_cleaned
+from offsetlog.recovery.swap import commit_swap, finish_swaps, plan_swaps, write_cleaned
 
 log = logging.getLogger("offsetlog.cleaner")
 

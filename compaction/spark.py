@@ -6,7 +6,7 @@ partition exactly what ``offsetlog compact`` does for it locally:
 
 1. recovery's repair (``recover_partition``): finish or discard an interrupted swap, truncate
    a torn tail, refuse corruption with file and position;
-2. ``compaction.cleaner.clean_partition`` over the closed segments (all but the last), with
+2. ``offsetlog.compaction.cleaner.clean_partition`` over the closed segments (all but the last), with
    the same ``now_ms``, ``delete_retention_ms`` and ``segment_bytes`` for every task, through
    the same crash-safe ``.cleaned`` -> ``.swap`` protocol.
 
@@ -29,13 +29,14 @@ import signal
 import time
 from dataclasses import asdict, dataclass
 
-from compaction.cleaner import CleanResult, clean_partition
-from offsetlog import dirlock, naming
-from offsetlog.config import StoreConfig
+from offsetlog.compaction.cleaner import CleanResult, clean_partition
+from offsetlog.log import dirlock
+from offsetlog.log import naming
+from offsetlog.store.config import StoreConfig
 from offsetlog.errors import OffsetlogError
 from offsetlog.spark.segments import find_stores, store_partitions
-from recovery.replay import recover_partition
-from recovery.snapshot import tombstone_floors
+from offsetlog.recovery.replay import recover_partition
+from offsetlog.recovery.snapshot import tombstone_floors
 
 _DEFAULTS = StoreConfig()
 
@@ -52,7 +53,7 @@ class PartitionTask:
     now_ms: int
     delete_retention_ms: int
     segment_bytes: int
-    #: tests: a cleaner step (compaction.cleaner.STEPS) at which the task raises, or
+    #: tests: a cleaner step (offsetlog.compaction.cleaner.STEPS) at which the task raises, or
     #: "kill:<step>" at which its worker process is killed with SIGKILL
     fail_at: str | None = None
     #: the offset of the partition's LMDB snapshot, if it has one: tombstones and markers at

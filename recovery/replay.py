@@ -14,12 +14,12 @@ from typing import Callable
 
 import msgpack
 
-from offsetlog import naming, segment
+from offsetlog.log import naming, segment
 from offsetlog.errors import CorruptLogError
-from offsetlog.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
-from offsetlog.framing import BatchReader
-from recovery.report import DroppedRange, PartitionRecovery
-from recovery.swap import finish_swaps, plan_swaps
+from offsetlog.log.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
+from offsetlog.log.framing import BatchReader
+from offsetlog.recovery.report import DroppedRange, PartitionRecovery
+from offsetlog.recovery.swap import finish_swaps, plan_swaps
 
 log = logging.getLogger("offsetlog.recovery")
 
@@ -107,7 +107,7 @@ def recover_partition(directory: str, partition: int, *,
                              zero_tail=last)
         if apply is None:
             view = memoryview(data)
-            for pos, stop, h in reader.raw():  # h: offsetlog.format.BATCH_HEADER fields
+            for pos, stop, h in reader.raw():  # h: offsetlog.log.format.BATCH_HEADER fields
                 check_limit(path, shift + pos, h[5] + h[6], limit)
                 # Decoded as a replay would: a payload that passes its CRC but does not decode
                 # makes open fail, so the tools that answer for open (verify, recover) see it.

@@ -107,7 +107,7 @@ def decode_header(data: bytes, partition: int) -> tuple:
 
 def decode(data: bytes, partition: int, *, partitions: int | None = None) -> Snapshot:
     """Check and decode one entry (stored under ``partition`` of a store with ``partitions``
-    log partitions, when given: what open and ``recovery.inspect`` both accept).
+    log partitions, when given: what open and ``offsetlog.recovery.tools.inspect`` both accept).
 
     :raises SnapshotInvalid: a partition the store does not have, bad magic, another format
         version, a header or body checksum mismatch, another partition, a body that does not

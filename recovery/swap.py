@@ -22,8 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from offsetlog import naming, segment
-
+from offsetlog.log import naming, segment
 log = logging.getLogger("offsetlog.recovery")
 
 

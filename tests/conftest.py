@@ -51,10 +51,10 @@ def pytest_runtest_makereport(item, call):
 def pytest_configure(config):
     # The crash-test fixture ships as a pytest plugin (entry point ``pytest11``); register it
     # here too, for runs from a checkout where the package's entry points are not installed.
-    import recovery.pytest_plugin as plugin
+    import offsetlog.recovery.crashtest.pytest_plugin as plugin
 
     if not config.pluginmanager.is_registered(plugin):
         config.pluginmanager.register(plugin, "offsetlog-crashtest")
 
 # The session-scoped SparkSession shared by tests/test_spark_*.py.
-from spark_fixtures import spark  # noqa: E402,F401
+from support.spark_fixtures import spark  # noqa: E402,F401

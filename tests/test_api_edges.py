@@ -8,7 +8,6 @@ import time
 import pytest
 
 from offsetlog import OffsetAndMetadata as OAM, OffsetStore, TopicPartition as TP
-
 WAIT_S = 10  # a bound on waits that only a broken engine reaches
 
 

@@ -15,11 +15,11 @@ import os
 
 import pytest
 
-from durability_helpers import (OAM, TP, SyncTracker, data_size, open_store, segment_files,
+from support.durability_helpers import (OAM, TP, SyncTracker, data_size, open_store, segment_files,
                                 store_state)
-from offsetlog import segment
+from offsetlog.log import segment
 from offsetlog.errors import StoreFailedError
-from offsetlog.log import PartitionLog
+from offsetlog.log.partition_log import PartitionLog
 
 needs_dsync = pytest.mark.skipif(segment._write_dsync is None, reason="no pwritev/RWF_DSYNC here")
 
@@ -106,7 +106,7 @@ def test_a_refused_flag_falls_back_to_write_and_fdatasync_once_per_segment(
     refuse = refusing(error, writes_first=writes_first)
     tracker._real_dsync = refuse
     monkeypatch.setattr(segment, "_write_dsync", tracker._write_dsync)  # (also where None)
-    with caplog.at_level(logging.DEBUG, logger="offsetlog.segment"):
+    with caplog.at_level(logging.DEBUG, logger="offsetlog.log.segment"):
         expected = commit_n(store, 40)
     segments = segment_files(tmp_path)[0]
     assert len(segments) > 2
@@ -181,8 +181,7 @@ def test_a_short_combined_write_is_finished_and_synced(tmp_path, monkeypatch):
 def test_the_crash_childs_sync_log_counts_a_combined_write_as_synced(tmp_path, monkeypatch):
     """The power-loss simulation keeps only bytes the child logged as synced: a combined
     write must be logged with the end of what it wrote, or an acknowledged round is cut."""
-    from recovery import crash_child
-
+    from offsetlog.recovery.crashtest import child as crash_child
     for name in ("_sync", "_write_dsync"):  # restored after the test
         monkeypatch.setattr(segment, name, getattr(segment, name))
     combined = Counted(segment._write_dsync) if segment._write_dsync is not None else None

@@ -11,10 +11,7 @@ from offsetlog.assignors import (CooperativeStickyAssignor, PartitionAssignor, R
 from offsetlog.assignors.sticky import sticky_assign
 from offsetlog.types import TopicPartition
 
-try:
-    from assignor_invariants import check_assignment, check_every_assignment  # noqa: F401
-except ImportError:  # tests/ is a package
-    from tests.assignor_invariants import check_assignment, check_every_assignment  # noqa: F401
+from support.assignor_invariants import check_assignment, check_every_assignment  # noqa: F401
 
 Failed = pytest.fail.Exception
 

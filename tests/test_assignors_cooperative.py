@@ -11,10 +11,7 @@ from offsetlog.assignors import (CooperativeStickyAssignor, InvalidAssignmentErr
 from offsetlog.errors import OffsetlogError
 from offsetlog.types import TopicPartition
 
-try:
-    from assignor_invariants import check_every_assignment, resubscribe  # noqa: F401
-except ImportError:  # tests/ is a package
-    from tests.assignor_invariants import check_every_assignment, resubscribe  # noqa: F401
+from support.assignor_invariants import check_every_assignment, resubscribe  # noqa: F401
 
 
 def tp(topic: str, partition: int) -> TopicPartition:

@@ -18,10 +18,7 @@ from offsetlog.assignors import (CooperativeStickyAssignor, RangeAssignor, Round
                                  StickyAssignor, Subscription)
 from offsetlog.types import TopicPartition
 
-try:
-    from assignor_invariants import check_every_assignment, rebalance, resubscribe  # noqa: F401
-except ImportError:  # tests/ is a package
-    from tests.assignor_invariants import check_every_assignment, rebalance, resubscribe  # noqa: F401
+from support.assignor_invariants import check_every_assignment, rebalance, resubscribe  # noqa: F401
 
 ALL = [RangeAssignor(), RoundRobinAssignor(), StickyAssignor(), CooperativeStickyAssignor()]
 STICKY = [StickyAssignor(), CooperativeStickyAssignor()]

@@ -20,10 +20,7 @@ from offsetlog.assignors import registry as registry_module
 from offsetlog.errors import OffsetlogError
 from offsetlog.types import TopicPartition
 
-try:
-    from assignor_invariants import check_every_assignment  # noqa: F401  (autouse fixture)
-except ImportError:  # tests/ is a package
-    from tests.assignor_invariants import check_every_assignment  # noqa: F401
+from support.assignor_invariants import check_every_assignment  # noqa: F401  (autouse fixture)
 
 
 def tp(topic: str, partition: int) -> TopicPartition:

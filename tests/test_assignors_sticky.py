@@ -18,10 +18,7 @@ import pytest
 from offsetlog.assignors import CooperativeStickyAssignor, StickyAssignor, Subscription
 from offsetlog.types import TopicPartition
 
-try:
-    from assignor_invariants import check_every_assignment, rebalance, resubscribe  # noqa: F401
-except ImportError:  # tests/ is a package
-    from tests.assignor_invariants import check_every_assignment, rebalance, resubscribe  # noqa: F401
+from support.assignor_invariants import check_every_assignment, rebalance, resubscribe  # noqa: F401
 
 
 def tp(topic: str, partition: int) -> TopicPartition:

@@ -5,8 +5,8 @@ import pytest
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.cli import main
-from offsetlog.framing import BatchReader
-from offsetlog.naming import list_segments, partition_dir
+from offsetlog.log.framing import BatchReader
+from offsetlog.log.naming import list_segments, partition_dir
 
 
 @pytest.fixture
@@ -143,9 +143,9 @@ def test_verify_reads_again_what_a_cleaner_swapped_under_it(store_dir, monkeypat
     """The read-only commands may run beside a store that is open, whose cleaner can swap
     segments between their listing of a partition and their reads of it: a segment they
     listed is gone. They read that partition again instead of failing with a traceback."""
-    from compaction.cleaner import clean_partition
-    from offsetlog import segment
-    from recovery.inspect import scan
+    from offsetlog.compaction.cleaner import clean_partition
+    from offsetlog.log import segment
+    from offsetlog.recovery.tools.inspect import scan
 
     directory, segments = small_segments(store_dir)
     assert len(segments) >= 4
@@ -171,9 +171,8 @@ def test_dump_goes_on_after_what_a_cleaner_swapped_under_it(store_dir, monkeypat
     """The same race for dump: it lists the partition again and goes on after the last
     record it printed (cleaning keeps offsets), so no record is printed twice or out of
     order and the latest record of every key is there."""
-    from compaction.cleaner import clean_partition
-    from recovery import inspect
-
+    from offsetlog.compaction.cleaner import clean_partition
+    from offsetlog.recovery.tools import inspect
     directory, segments = small_segments(store_dir)
     real = inspect.read_file
     swapped = []

@@ -9,10 +9,10 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from compaction.cleaner import STEPS, clean_partition
+from offsetlog.compaction.cleaner import STEPS, clean_partition
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
-from offsetlog.naming import list_segments, partition_dir
-from recovery.inspect import iter_records
+from offsetlog.log.naming import list_segments, partition_dir
+from offsetlog.recovery.tools.inspect import iter_records
 
 DAY = 24 * 3600 * 1000
 

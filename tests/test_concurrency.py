@@ -20,9 +20,9 @@ from concurrent.futures import wait
 
 import pytest
 
-from durability_helpers import (OAM, TP, Seeded, open_store, replace_sync, segment_files,
+from support.durability_helpers import (OAM, TP, Seeded, open_store, replace_sync, segment_files,
                                 store_state)
-import offsetlog.segment as segment_mod
+import offsetlog.log.segment as segment_mod
 
 GROUPS = ["g-alpha", "g-beta", "g-gamma", "g-delta", "g-epsilon"]
 SHARED = [TP("shared", p) for p in range(4)]
@@ -491,7 +491,7 @@ def test_commits_from_done_callbacks_on_the_writer_thread_amid_chained_committer
     """The async writer thread may commit from a future's done-callback; it then leads
     rather than sleeps, so it must never be a link of a round's wake-up chain (the committers
     after it would sleep for ever)."""
-    from offsetlog.writer import GroupCommitter
+    from offsetlog.store.group_commit import GroupCommitter
     lead_until_done = GroupCommitter._lead_until_done
 
     def late(self, *args):  # widen the window in which another leader's round takes it

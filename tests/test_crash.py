@@ -1,4 +1,4 @@
-"""Real crash tests, through the shipped harness (recovery/crashtest.py): a child process
+"""Real crash tests, through the shipped harness (recovery/crashtest/harness.py): a child process
 commits from several threads and is SIGKILLed at seeded random moments, again and again on the
 same directory; after every kill the store is reopened and every invariant checked (no
 acknowledged commit lost, calls whole and in order, nothing goes backwards, the reopened
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from compaction.cleaner import STEPS
-from durability_helpers import Seeded
-from offsetlog import segment
+from offsetlog.compaction.cleaner import STEPS
+from support.durability_helpers import Seeded
+from offsetlog.log import segment
 from offsetlog.cli import main as cli_main
-from recovery.crashtest import CrashTestConfig, run_crashtest
+from offsetlog.recovery.crashtest.harness import CrashTestConfig, run_crashtest
 
 
 def run(tmp_path, rng: Seeded, **settings):
@@ -70,7 +70,7 @@ def test_kill9_mid_compaction_and_at_every_swap_step(tmp_path):
 def test_the_harness_reports_an_acknowledged_commit_that_is_not_there(tmp_path):
     result = run_crashtest(tmp_path / "ct", CrashTestConfig(cycles=3, threads=2,
                                                             early_kill_probability=0.0),
-                           workload="crash_workloads:acks_what_it_never_commits")
+                           workload="support.crash_workloads:acks_what_it_never_commits")
     assert not result.ok and result.cycles == 1  # stops at the first violation
     assert {v.invariant for v in result.violations} == {"acknowledged"}, result.summary()
     assert "liar" in str(result.violations[0])
@@ -83,7 +83,7 @@ def test_power_loss_needs_fsync_always():
 
 def test_pytest_fixture_crash_tests_a_service_workload(offsetlog_crashtest):
     """What a service embedding offsetlog writes in its own suite (docs/CRASHTEST.md)."""
-    result = offsetlog_crashtest(workload="crash_workloads:consumer_loop", cycles=6, threads=3,
+    result = offsetlog_crashtest(workload="support.crash_workloads:consumer_loop", cycles=6, threads=3,
                                  early_kill_probability=0.0,
                                  store_options={"partitions": 5, "fsync": "always"})
     assert result.cycles == 6 and result.acknowledged > 0
@@ -96,7 +96,7 @@ def test_cli_crashtest_exit_status(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "0 violations" in out or "violations: 0" in out, out
     assert cli_main(["crashtest", str(tmp_path / "bad"), "--cycles", "2", "--threads", "1",
-                     "--workload", "crash_workloads:acks_what_it_never_commits"]) == 1
+                     "--workload", "support.crash_workloads:acks_what_it_never_commits"]) == 1
     assert "acknowledged" in capsys.readouterr().out
 
 
@@ -120,7 +120,7 @@ def test_kill9_and_power_loss_take_back_nothing_acknowledged(tmp_path, workload,
     config = CrashTestConfig(seed=rng.seed_value, cycles=6, threads=threads, partitions=2,
                              power_loss=True, early_kill_probability=0.0, segment_bytes=4096,
                              time_budget_s=8, store_options={"fsync": "always"})
-    result = run_crashtest(tmp_path / "ct", config, workload=f"crash_workloads:{workload}")
+    result = run_crashtest(tmp_path / "ct", config, workload=f"support.crash_workloads:{workload}")
     print(result.summary())
     assert result.ok, rng.why(result.summary())
     assert result.acknowledged > 0 and result.tails_torn > 0, rng.why(result.summary())

@@ -1,6 +1,6 @@
 """Fault injection: failing writes and fsyncs poison the store; reopening recovers.
 
-All file I/O of the engine goes through ``offsetlog.segment._write`` / ``_sync`` / ``_fsync``
+All file I/O of the engine goes through ``offsetlog.log.segment._write`` / ``_sync`` / ``_fsync``
 and the combined write + sync ``_write_dsync`` (one ``pwritev(RWF_DSYNC)`` per round under
 ``fsync="always"``), so the tests swap those (LevelDB's fault-injection Env). Tests of a
 round's write or sync run both ways a round can be written (the ``write_path`` fixture):
@@ -28,8 +28,8 @@ import time
 
 import pytest
 
-import offsetlog.segment as segment_mod
-from durability_helpers import (OAM, TP, Seeded, SyncTracker, data_size, file_sizes, last_segment,
+import offsetlog.log.segment as segment_mod
+from support.durability_helpers import (OAM, TP, Seeded, SyncTracker, data_size, file_sizes, last_segment,
                                 open_store, replace_sync, split_writes, store_state)
 from offsetlog.errors import StoreClosedError, StoreFailedError
 
@@ -502,8 +502,8 @@ def test_efbig_from_rlimit_fsize_poisons_the_store(tmp_path):
 # so its failure does not poison the store. Reopening, or the next cleaning, finishes or
 # discards what the failed one left. (tests/test_compaction.py covers a failing fault_hook.)
 
-from compaction.cleaner import STEPS  # noqa: E402
-from offsetlog import naming  # noqa: E402
+from offsetlog.compaction.cleaner import STEPS  # noqa: E402
+from offsetlog.log import naming  # noqa: E402
 
 
 def dirty_store(path, partitions=2, unique_first: int = 0, commits: int = 240, **kw):
@@ -654,7 +654,7 @@ def test_an_unexpected_error_in_a_round_fails_it_and_poisons_the_store(
     """Not only OSError: any exception while a leader frames or applies a round fails every
     item of it (sync, async, callbacks) and poisons the store, rather than leaving its
     committers asleep and its futures pending for ever."""
-    import offsetlog.writer as writer_mod
+    import offsetlog.store.group_commit as writer_mod
     from offsetlog.table import OffsetTable
 
     def boom(*_args, **_kw):

@@ -3,9 +3,9 @@
 import os
 import re
 
-from offsetlog.format import BATCH_HEADER, HEADER_SIZE, MAGIC, RecordType
-from offsetlog.framing import BatchReader, encode_batch
-from offsetlog.records import offset_commit
+from offsetlog.log.format import BATCH_HEADER, HEADER_SIZE, MAGIC, RecordType
+from offsetlog.log.framing import BatchReader, encode_batch
+from offsetlog.log.records import offset_commit
 
 DOC = os.path.join(os.path.dirname(__file__), "..", "docs", "FORMAT.md")
 

@@ -5,7 +5,7 @@ Vocabulary: ``write`` appends a batch, ``read`` reads the buffer back, ``increme
 batch pass its CRC again, ``dropped_bytes`` and ``stop`` say what the reader skipped or where
 it stopped. Each test names the condition and the outcome.
 
-The rule under test (offsetlog.framing): a batch that fails its checks with nothing valid after
+The rule under test (offsetlog.log.framing): a batch that fails its checks with nothing valid after
 it is a *torn tail* (end of data, not an error); with a valid batch after it, it is
 *corruption*, reported with its position, never silently skipped, unless salvage was asked for.
 """
@@ -19,13 +19,13 @@ import zlib
 
 import pytest
 
-from durability_helpers import Seeded
-from offsetlog import records as rec
+from support.durability_helpers import Seeded
+from offsetlog.log import records as rec
 from offsetlog.errors import CorruptLogError, UnsupportedVersionError
-from offsetlog.format import CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE, MAGIC, Attribute
-from offsetlog.framing import BatchReader, encode_batch, frame, read_batches
+from offsetlog.log.format import CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE, MAGIC, Attribute
+from offsetlog.log.framing import BatchReader, encode_batch, frame, read_batches
 
-# Byte positions of header fields (offsetlog.format.BATCH_HEADER).
+# Byte positions of header fields (offsetlog.log.format.BATCH_HEADER).
 LENGTH_AT, HEADER_CRC_AT, CRC_AT, MAGIC_AT, ATTRIBUTES_AT, BASE_OFFSET_AT = 0, 4, 8, 12, 13, 14
 LAST_DELTA_AT, RECORD_COUNT_AT = 22, 26
 

@@ -1,10 +1,10 @@
-"""The futures the store hands out (offsetlog.futures)."""
+"""The futures the store hands out (offsetlog.store.futures)."""
 
 import threading
 
 import pytest
 
-from offsetlog.futures import failed_future, resolved_future, running_future
+from offsetlog.store.futures import failed_future, resolved_future, running_future
 
 
 def test_a_store_future_cannot_be_cancelled_and_answers_like_a_future():

@@ -12,8 +12,8 @@ from offsetlog.group import (GroupConfig, GroupCoordinator, JoinGroupMember, Joi
                              LeaveGroupResponse, MemberIdentity, SyncGroupResponse)
 from offsetlog.group.errors import (GroupMaxSizeReachedError, InconsistentGroupProtocolError,
                                     InvalidSessionTimeoutError, MemberIdRequiredError)
-from offsetlog.group.testing import CoordinatorHarness
-from offsetlog.records import group_metadata
+from support.coordinator_harness import CoordinatorHarness
+from offsetlog.log.records import group_metadata
 
 T0 = 1_000_000
 META = b"range-metadata"

@@ -8,8 +8,8 @@ from offsetlog.group import (STANDALONE, GroupState, RetentionView, expired_offs
                              should_delete_group)
 from offsetlog.group.consumer_protocol import encode_subscription
 from offsetlog.group.errors import NonEmptyGroupError
-from offsetlog.group.testing import CoordinatorHarness
-from offsetlog.records import group_metadata, offset_tombstone
+from support.coordinator_harness import CoordinatorHarness
+from offsetlog.log.records import group_metadata, offset_tombstone
 
 T0 = 1_000_000
 DAY = 24 * 3600 * 1000

@@ -10,7 +10,7 @@ from offsetlog.group import check_offset_commit
 from offsetlog.group.errors import CoordinatorNotAvailableError
 from offsetlog.group.group import Group
 from offsetlog.group.state import DEAD
-from offsetlog.group.testing import CoordinatorHarness
+from support.coordinator_harness import CoordinatorHarness
 
 T0 = 1_000_000
 

@@ -7,8 +7,8 @@ import pytest
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.group.errors import CoordinatorNotAvailableError, InvalidGroupMetadataError
-from offsetlog.group.testing import CoordinatorHarness
-from offsetlog.records import group_metadata, offset_commit
+from support.coordinator_harness import CoordinatorHarness
+from offsetlog.log.records import group_metadata, offset_commit
 from offsetlog.table import OffsetTable
 
 T0 = 1_000_000

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from offsetlog.errors import OffsetlogError
 from offsetlog.group import MemberIdentity
-from offsetlog.group.testing import CoordinatorHarness
+from support.coordinator_harness import CoordinatorHarness
 
 PROTOCOL_SETS = [
     [("range", b"r1")],

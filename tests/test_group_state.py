@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 import offsetlog.group as group_pkg
-from offsetlog.framing import decode_payload, encode_payload
+from offsetlog.log.framing import decode_payload, encode_payload
 from offsetlog.assignors import choose_protocol
 from offsetlog.group import VALID_PREVIOUS_STATES, GroupState
 from offsetlog.group.consumer_protocol import (decode_assignment, decode_subscription,
@@ -19,7 +19,7 @@ from offsetlog.group.group import Group
 from offsetlog.group.member import Member
 from offsetlog.group.schema import GROUP_FIELDS, MEMBER_FIELDS, group_value, load_group
 from offsetlog.group.timers import TimerQueue
-from offsetlog.records import GROUP_METADATA, VALUE_DEFAULTS
+from offsetlog.log.records import GROUP_METADATA, VALUE_DEFAULTS
 from offsetlog.types import TopicPartition
 
 S = GroupState
@@ -182,9 +182,11 @@ def test_timer_queue_matches_a_naive_model(seeded_random):
     assert len(q._heap) <= 3 * len(model) + 40  # superseded entries do not pile up
 
 
-@pytest.mark.parametrize("module", ["coordinator", "consumer_protocol", "testing"])
+@pytest.mark.parametrize("module", ["offsetlog.group.coordinator",
+                                    "offsetlog.group.consumer_protocol",
+                                    "support.coordinator_harness"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
-    result = doctest.testmod(importlib.import_module(f"offsetlog.group.{module}"))
+    result = doctest.testmod(importlib.import_module(module))
     assert result.attempted and not result.failed

@@ -10,8 +10,8 @@ from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError,
 from offsetlog.group import JoinGroupMember, JoinGroupResponse
 from offsetlog.group.consumer_protocol import (decode_assignment, decode_subscription,
                                                encode_assignment, encode_subscription)
-from offsetlog.group.testing import CoordinatorHarness
-from offsetlog.records import group_metadata
+from support.coordinator_harness import CoordinatorHarness
+from offsetlog.log.records import group_metadata
 from offsetlog.types import TopicPartition
 
 T0 = 1_000_000

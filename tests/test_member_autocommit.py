@@ -5,7 +5,6 @@ from __future__ import annotations
 from test_member_harness import GROUP, STEP, Recorder, harness  # noqa: F401
 
 from offsetlog import TopicPartition
-
 INTERVAL = 5_000
 TP0 = TopicPartition("t", 0)
 

@@ -8,7 +8,6 @@ import os
 import re
 
 from offsetlog import OffsetAndMetadata, TopicPartition
-
 DOC = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "MEMBER.md")
 
 

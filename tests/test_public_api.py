@@ -5,8 +5,6 @@ import inspect
 import offsetlog
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog import errors
-
-
 def test_exports():
     for name in offsetlog.__all__:
         assert hasattr(offsetlog, name), name

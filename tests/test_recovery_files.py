@@ -15,12 +15,12 @@ import sys
 
 import pytest
 
-from durability_helpers import (OAM, TP, CommitLog, Seeded, copy_store, file_sizes, flip_byte,
+from support.durability_helpers import (OAM, TP, CommitLog, Seeded, copy_store, file_sizes, flip_byte,
                                 last_segment, open_store, rebase, segment_files, store_state,
                                 truncate)
 from offsetlog.errors import CorruptLogError, StoreConfigError, StoreLockedError
-from offsetlog.format import HEADER_SIZE
-from offsetlog.framing import frame
+from offsetlog.log.format import HEADER_SIZE
+from offsetlog.log.framing import frame
 from offsetlog.partitioner import partition_for
 
 

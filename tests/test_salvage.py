@@ -1,4 +1,4 @@
-"""``offsetlog recover [--salvage]`` and ``recovery.salvage``: corruption before the tail is an
+"""``offsetlog recover [--salvage]`` and ``offsetlog.recovery.tools.salvage``: corruption before the tail is an
 error unless salvage is asked for; salvage cuts out exactly the corrupt bytes, keeps every
 other batch at its offset, reports every dropped range, survives a crash at any swap step,
 and drops stale snapshots."""
@@ -9,14 +9,14 @@ import os
 
 import pytest
 
-import recovery.salvage as salvage_mod
-from compaction.cleaner import STEPS
-from durability_helpers import (TP, CommitLog, copy_store, file_sizes, flip_byte, open_store,
+import offsetlog.recovery.tools.salvage as salvage_mod
+from offsetlog.compaction.cleaner import STEPS
+from support.durability_helpers import (TP, CommitLog, copy_store, file_sizes, flip_byte, open_store,
                                 rebase, segment_files, store_state, truncate)
 from offsetlog.cli import main as cli_main
 from offsetlog.errors import CorruptLogError, StoreLockedError
-from recovery.inspect import iter_records
-from recovery.salvage import recover_store, salvage_store
+from offsetlog.recovery.tools.inspect import iter_records
+from offsetlog.recovery.tools.salvage import recover_store, salvage_store
 
 
 def build(path, n=60) -> CommitLog:
@@ -224,7 +224,7 @@ def test_salvage_of_a_closed_segment_cut_short_drops_its_tail_and_names_the_lost
 def test_salvage_after_random_damage_keeps_exactly_the_undamaged_commits(tmp_path, trial):
     """Flip a random byte in each of a few random batches (anywhere in the log): salvage keeps
     every other commit, at its offset, and the store opens with exactly their state."""
-    from durability_helpers import Seeded
+    from support.durability_helpers import Seeded
 
     rng = Seeded()
     log = build(tmp_path / "s", n=80)
@@ -250,9 +250,9 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_fails_recover_and_verif
     foreign writer). ``offsetlog recover`` says why a service cannot open a store and
     ``offsetlog verify`` finds what open would refuse, so both must see it too; salvage drops
     it, and then the store opens."""
-    from offsetlog import records
-    from offsetlog.framing import encode_batch, frame
-    from recovery.inspect import scan
+    from offsetlog.log import records
+    from offsetlog.log.framing import encode_batch, frame
+    from offsetlog.recovery.tools.inspect import scan
 
     log = build(tmp_path / "s", n=6)
     path, _, end = log.spans[-1]
@@ -280,7 +280,7 @@ def test_a_record_short_of_a_field_is_corruption_for_open_and_recover(tmp_path):
     """A batch that passes its CRC and decodes, but holds an OFFSET_COMMIT record without its
     topic: open raised a bare KeyError (no file, no position) and ``offsetlog recover``
     said all was well. Both now refuse it with CorruptLogError naming the segment."""
-    from offsetlog.framing import encode_batch
+    from offsetlog.log.framing import encode_batch
 
     log = build(tmp_path / "s", n=6)
     path, _, _ = log.spans[-1]

@@ -21,9 +21,9 @@ import time
 import pytest
 
 from offsetlog import OffsetAndMetadata as OAM, TopicPartition as TP
-from offsetlog.format import RecordType
-from offsetlog.framing import encode_payload, read_batches
-from tests.durability_helpers import last_segment, open_store, truncate
+from offsetlog.log.format import RecordType
+from offsetlog.log.framing import encode_payload, read_batches
+from support.durability_helpers import last_segment, open_store, truncate
 
 
 def batches(root) -> list:
@@ -136,10 +136,10 @@ def test_a_round_frames_each_other_kind_of_item_as_a_batch_of_its_own(tmp_path):
     """``_frame`` on a round of: two commit calls, a transaction's offsets, a coordinator
     write, a run: the two calls share a batch; every other item is its own, in queue order,
     with its own attributes and producer."""
-    from offsetlog.commit_queue import AsyncRun, Commit, Pending
-    from offsetlog.format import Attribute
-    from offsetlog.records import group_metadata, offset_commit_fields
-    from offsetlog.writer import GroupCommitter
+    from offsetlog.store.commit_queue import AsyncRun, Commit, Pending
+    from offsetlog.log.format import Attribute
+    from offsetlog.log.records import group_metadata, offset_commit_fields
+    from offsetlog.store.group_commit import GroupCommitter
 
     def commit(topic, offset, timestamp, item=Commit):
         fields, nbytes = offset_commit_fields("g", {TP(topic, 0): offset}, timestamp, 4096)
@@ -251,7 +251,7 @@ def test_a_caller_steps_aside_every_yield_at_calls_however_small_the_runs(tmp_pa
     """The step-aside (``time.sleep(0)``) counts a partition's calls, not a run's: with a
     small ``max_group_commit_bytes`` no run ever reaches ``YIELD_AT`` calls, and a caller
     counting per run would never give the writer the GIL."""
-    from offsetlog import writer
+    from offsetlog.store import group_commit as writer
     sleeps = []
     real_sleep = writer.time.sleep
     monkeypatch.setattr(writer.time, "sleep",

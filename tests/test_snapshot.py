@@ -12,15 +12,17 @@ import lmdb
 import msgpack
 import pytest
 
-from compaction.cleaner import clean_partition
-from durability_helpers import ManualClock, segment_files, truncate
-from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition, naming
+from offsetlog.compaction.cleaner import clean_partition
+from support.durability_helpers import ManualClock, segment_files, truncate
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
+from offsetlog.log import naming
 from offsetlog.errors import SnapshotError
-from offsetlog.framing import encode_batch
-from offsetlog.records import group_metadata, offset_commit, offset_tombstone
+from offsetlog.log.framing import encode_batch
+from offsetlog.log.records import group_metadata, offset_commit, offset_tombstone
 from offsetlog.table import OffsetTable
-from recovery import inspect, snapshot as snap
-from recovery.replay import recover_partition
+from offsetlog.recovery.tools import inspect
+from offsetlog.recovery import snapshot as snap
+from offsetlog.recovery.replay import recover_partition
 
 TP = TopicPartition
 P = 3  # log partitions of the test stores
@@ -387,7 +389,7 @@ def _wait(cond, timeout=10.0):
 def test_interval_fsync_snapshot_covers_only_durable_records(tmp_path, monkeypatch):
     """Under fsync="interval" the snapshot fsyncs the log first, so it never holds what a
     crash could take back."""
-    from offsetlog import segment
+    from offsetlog.log import segment
     synced = []
     real = segment._sync
     monkeypatch.setattr(segment, "_sync", lambda fd: (synced.append(fd), real(fd)))

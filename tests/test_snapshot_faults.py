@@ -19,11 +19,13 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from durability_helpers import Seeded, file_sizes, replace_sync
-from offsetlog import OffsetStore, TopicPartition, naming, segment
+from support.durability_helpers import Seeded, file_sizes, replace_sync
+from offsetlog import OffsetStore, TopicPartition
+from offsetlog.log import naming, segment
 from offsetlog.errors import SnapshotError, StoreFailedError
 from offsetlog.table import OffsetTable
-from recovery import inspect, snapshot as snap
+from offsetlog.recovery.tools import inspect
+from offsetlog.recovery import snapshot as snap
 from test_snapshot import open_store, tables
 
 TP = TopicPartition

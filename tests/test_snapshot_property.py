@@ -23,11 +23,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 import pytest
 
-from durability_helpers import OAM, TP, ManualClock
-from offsetlog import OffsetStore, segment
+from support.durability_helpers import OAM, TP, ManualClock
+from offsetlog import OffsetStore
+from offsetlog.log import segment
 from offsetlog.table import OffsetTable
-from recovery import inspect
-
+from offsetlog.recovery.tools import inspect
 PARTITIONS = 2
 GROUPS = ["orders", "billing", "g", "audit"]
 tps = st.builds(TP, st.sampled_from(["a", "b"]), st.integers(0, 3))

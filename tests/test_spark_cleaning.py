@@ -1,4 +1,4 @@
-"""The report's per-partition counts (offsetlog.spark.cleaning, through
+"""The report's per-partition counts (offsetlog.compaction.rules, through
 ``report.partition_report``, no Spark needed) against the cleaner itself: on random histories
 with transactions committed, aborted and left undecided, TRANSACTION_STATE tombstones,
 deletes and compactions, ``reclaimable_now`` equals what a real cleaning of a copy drops at the
@@ -8,13 +8,13 @@ import os
 from collections import defaultdict
 
 from offsetlog import OffsetStore, TopicPartition
-from offsetlog.framing import encode_batch
-from offsetlog.naming import list_partition_dirs, list_segments, snapshot_dir
+from offsetlog.log.framing import encode_batch
+from offsetlog.log.naming import list_partition_dirs, list_segments, snapshot_dir
 from offsetlog.partitioner import partition_for
-from offsetlog.records import TRANSACTION_STATE, transaction_state
+from offsetlog.log.records import TRANSACTION_STATE, transaction_state
 from offsetlog.spark.report import _Task, partition_report
-from recovery.inspect import iter_records
-from recovery.snapshot import tombstone_floors
+from offsetlog.recovery.tools.inspect import iter_records
+from offsetlog.recovery.snapshot import tombstone_floors
 from test_spark_report import MIN, cleaned_copy, dead_records
 
 PARTITIONS = 3

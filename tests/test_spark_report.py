@@ -8,15 +8,15 @@ from collections import Counter, defaultdict
 import pytest
 
 from offsetlog import OffsetStore, TopicPartition
-from compaction.cleaner import _key as cleaner_key, clean_partition
-from offsetlog.format import Attribute
+from offsetlog.compaction.cleaner import _key as cleaner_key, clean_partition
+from offsetlog.log.format import Attribute
 from offsetlog.group.expiry import RetentionView, expired_offsets
-from offsetlog.naming import list_partition_dirs, snapshot_dir
-from offsetlog.records import COMMIT, OFFSET_COMMIT, TRANSACTION_STATE
+from offsetlog.log.naming import list_partition_dirs, snapshot_dir
+from offsetlog.log.records import COMMIT, OFFSET_COMMIT, TRANSACTION_STATE
 from offsetlog.spark.report import report
-from recovery.inspect import iter_records, scan
-from recovery.snapshot import tombstone_floors
-from recovery.swap import plan_swaps
+from offsetlog.recovery.tools.inspect import iter_records, scan
+from offsetlog.recovery.snapshot import tombstone_floors
+from offsetlog.recovery.swap import plan_swaps
 from test_store_groups import form_group, open_store
 
 pytestmark = pytest.mark.spark

@@ -6,9 +6,9 @@ import pytest
 
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.errors import CorruptLogError, StoreConfigError
-from offsetlog.framing import encode_batch
-from offsetlog.naming import list_segments, partition_dir, segment_path
-from offsetlog.records import offset_commit
+from offsetlog.log.framing import encode_batch
+from offsetlog.log.naming import list_segments, partition_dir, segment_path
+from offsetlog.log.records import offset_commit
 from offsetlog.spark.segments import find_stores, plan_segments, segment_rows
 
 
@@ -61,7 +61,7 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_is_skipped_and_listed_u
     """As recovery does: corruption without salvage; with it the batch is skipped, the rest
     of the segment is read, and the problems view lists it (the Spark reader used to fail the
     job even with salvage on)."""
-    from offsetlog.framing import frame
+    from offsetlog.log.framing import frame
     from offsetlog.spark.segments import segment_problems
 
     store = str(tmp_path / "s")

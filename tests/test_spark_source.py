@@ -7,12 +7,12 @@ import pytest
 
 from conftest import ManualClock
 from offsetlog import OffsetStore, TopicPartition
-from offsetlog.format import Attribute, HEADER_SIZE, RecordType
-from offsetlog.framing import encode_batch
-from offsetlog.naming import list_segments, partition_dir
-from offsetlog.records import describe, offset_commit
-from recovery.inspect import iter_records, scan
-from spark_fixtures import random_history, spark_error_text
+from offsetlog.log.format import Attribute, HEADER_SIZE, RecordType
+from offsetlog.log.framing import encode_batch
+from offsetlog.log.naming import list_segments, partition_dir
+from offsetlog.log.records import describe, offset_commit
+from offsetlog.recovery.tools.inspect import iter_records, scan
+from support.spark_fixtures import random_history, spark_error_text
 
 pytestmark = pytest.mark.spark
 

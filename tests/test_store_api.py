@@ -6,7 +6,7 @@ import pytest
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.errors import StoreClosedError, StoreConfigError, StoreLockedError
-from offsetlog.naming import list_segments, partition_dir
+from offsetlog.log.naming import list_segments, partition_dir
 
 TP0, TP1, TP2 = (TopicPartition("orders", i) for i in range(3))
 DAY = 24 * 3600 * 1000
@@ -79,7 +79,7 @@ def test_bad_options_are_rejected(store_dir):
     with pytest.raises(StoreConfigError):
         OffsetStore.open(store_dir, retention_ms=-1)
     # one round's commit calls share a batch: the cap must fit what a reader accepts
-    from offsetlog.config import MAX_GROUP_COMMIT_BYTES
+    from offsetlog.store.config import MAX_GROUP_COMMIT_BYTES
     with pytest.raises(StoreConfigError, match="max_group_commit_bytes"):
         OffsetStore.open(store_dir, max_group_commit_bytes=MAX_GROUP_COMMIT_BYTES + 1)
     open_store(store_dir, max_group_commit_bytes=MAX_GROUP_COMMIT_BYTES).close()
@@ -266,7 +266,7 @@ def test_the_per_group_route_cache_stays_bounded_and_correct(tmp_path, monkeypat
     """The commit path remembers each group's partition and fencing check; with groups
     coming and going it must not grow for ever, and a group whose entry was dropped is
     routed the same way again."""
-    import offsetlog.store as store_mod
+    import offsetlog.store.store as store_mod
     monkeypatch.setattr(store_mod, "ROUTES_CACHED", 10)
     with OffsetStore.open(tmp_path / "s", partitions=3) as s:
         for i in range(100):

@@ -143,8 +143,8 @@ def test_deleting_a_loaded_group_writes_exactly_one_metadata_tombstone(store_dir
     """The coordinator alone decides the GROUP_METADATA tombstone, for a group it formed and
     for one it loaded from the log alike (one tombstone: none would resurrect the group on
     replay, two would be noise)."""
-    from recovery.inspect import iter_records
-    from offsetlog.records import GROUP_METADATA
+    from offsetlog.recovery.tools.inspect import iter_records
+    from offsetlog.log.records import GROUP_METADATA
 
     def metadata_tombstones() -> int:
         return sum(1 for *_, r in iter_records(store_dir) if r[1] == GROUP_METADATA and r[4] is None)

@@ -1,8 +1,8 @@
 import pytest
 
-from offsetlog import records as rec
+from offsetlog.log import records as rec
 from offsetlog.errors import UnsupportedVersionError
-from offsetlog.framing import BatchReader, encode_batch
+from offsetlog.log.framing import BatchReader, encode_batch
 from offsetlog.table import OffsetTable
 
 

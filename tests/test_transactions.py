@@ -8,7 +8,7 @@ from offsetlog.errors import (IllegalGenerationError, InvalidTxnStateError, Prod
                               StoreClosedError, TransactionTimeoutError,
                               UnknownMemberIdError, UnstableOffsetCommitError)
 from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARED
-from recovery.inspect import iter_records
+from offsetlog.recovery.tools.inspect import iter_records
 
 from test_store_groups import form_group, open_store as open_group_store
 

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from durability_helpers import Seeded, open_store
+from support.durability_helpers import Seeded, open_store
 from offsetlog.errors import UnstableOffsetCommitError
 from offsetlog.partitioner import partition_for
-from txn_crash_child import KEY_G, KEY_H, PLAIN_VALUE, TXN_VALUE
+from support.txn_crash_child import KEY_G, KEY_H, PLAIN_VALUE, TXN_VALUE
 
-CHILD = str(Path(__file__).with_name("txn_crash_child.py"))
+CHILD = str(Path(__file__).parent / "support" / "txn_crash_child.py")
 PARTITIONS = 5
 assert partition_for("g", PARTITIONS) != partition_for("h", PARTITIONS)
 

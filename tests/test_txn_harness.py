@@ -1,12 +1,12 @@
-"""The shipped exactly-once harness (offsetlog/txn_harness.py) with a few kill cycles; the
-100-cycle run is by hand: ``python -m offsetlog.txn_harness --dir DIR --cycles 100``."""
+"""The shipped exactly-once harness (recovery/crashtest/exactly_once.py) with a few kill cycles; the
+100-cycle run is by hand: ``python -m offsetlog.recovery.crashtest.exactly_once --dir DIR --cycles 100``."""
 
 import sqlite3
 
 import pytest
 
-from offsetlog import txn_harness
-from offsetlog.txn_harness import ExactlyOnceViolation, run_harness, verify_ledger
+from offsetlog.recovery.crashtest import exactly_once as txn_harness
+from offsetlog.recovery.crashtest.exactly_once import ExactlyOnceViolation, run_harness, verify_ledger
 
 
 def test_few_kill_cycles_leave_every_record_exactly_once(tmp_path, seeded_random):

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from durability_helpers import OAM, TP, ManualClock, open_store
+from support.durability_helpers import OAM, TP, ManualClock, open_store
 from offsetlog.errors import UnstableOffsetCommitError
 
 GROUPS = ["g", "billing"]

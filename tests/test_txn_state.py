@@ -3,10 +3,10 @@
 import msgpack
 import pytest
 
-from offsetlog import records as rec
+from offsetlog.log import records as rec
 from offsetlog.errors import InvalidTxnStateError, UnsupportedVersionError
 from offsetlog.table import OffsetTable
-from offsetlog.txn.pending import PendingTransactions
+from offsetlog.table.pending import PendingTransactions
 from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, MAX_EPOCH, ONGOING,
                                  PREPARE_ABORT, PREPARE_COMMIT, PREPARED, STATES, TRANSITIONS,
                                  TxnMetadata, next_epoch)

@@ -18,7 +18,7 @@ def store(store_dir, clock):
 
 def offset_commit_records(group, offsets, timestamp, metadata_max, keys=None):
     """The records a commit call's fields build (what the leader writes), and their bound."""
-    from offsetlog.records import offset_commit_fields, records_from_fields
+    from offsetlog.log.records import offset_commit_fields, records_from_fields
     fields, nbytes = offset_commit_fields(group, offsets, timestamp, metadata_max, keys)
     return tuple(records_from_fields(fields)), nbytes
 
@@ -144,8 +144,8 @@ def test_leader_epoch_minus_one_means_none(store):
 def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets):
     """``offset_commit_fields`` takes the usual dict-of-ints the short way; whatever the
     shape, its records (and their bytes) equal those of check_offsets + offset_commit."""
-    from offsetlog.framing import encode_payload
-    from offsetlog.records import offset_commit
+    from offsetlog.log.framing import encode_payload
+    from offsetlog.log.records import offset_commit
     expected = tuple(offset_commit(i, "g", t, p, o, metadata=m, leader_epoch=e,
                                    commit_timestamp=1234)
                      for i, (t, p, o, m, e) in enumerate(check_offsets(offsets,
@@ -168,7 +168,7 @@ def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets
 
 
 def test_the_key_map_cache_is_bounded():
-    from offsetlog.records import KEYS_CACHED
+    from offsetlog.log.records import KEYS_CACHED
     keys: dict = {}
     for p in range(KEYS_CACHED + 10):
         (record,), _ = offset_commit_records("g", {TopicPartition("t", p): 1}, 0, 4096, keys)
@@ -190,7 +190,7 @@ def test_the_size_bound_of_plain_commits_holds_at_every_extreme(group, topics, p
     """The bound a plain commit reports (``PLAIN_COMMIT_BOUND`` + its text) is never below its
     encoded size, whatever the widths of its integers and text, even renumbered within a run
     of up to 2**32 records (which is how ``max_group_commit_bytes`` caps a run)."""
-    from offsetlog.framing import encode_payload
+    from offsetlog.log.framing import encode_payload
     if any(0xD800 <= ord(c) <= 0xDFFF for c in group):
         return  # not encodable: refused before this
     offsets = {TopicPartition(t, partition): offset for t in topics}

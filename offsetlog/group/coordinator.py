@@ -75,8 +75,8 @@ from offsetlog.group.responses import (GroupDescription, HeartbeatResponse, Leav
 from offsetlog.group.schema import group_value, load_group
 from offsetlog.group.state import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE,
                                    STABLE, check_transition)
-from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
-from offsetlog.records import offset_tombstone
+from offsetlog.log.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
+from offsetlog.log.records import offset_tombstone
 from offsetlog.validation import check_encodable
 
 

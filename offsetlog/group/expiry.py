@@ -36,7 +36,7 @@ from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER
 from offsetlog.group.group import Group
 from offsetlog.group.schema import load_group
 from offsetlog.group.state import EMPTY, STABLE, GroupState
-from offsetlog.table import COMMIT_TIMESTAMP, EXPIRE_TIMESTAMP
+from offsetlog.table.offset_table import COMMIT_TIMESTAMP, EXPIRE_TIMESTAMP
 
 #: (topic, partition)
 TopicPartitionKey = tuple[str, int]

@@ -30,7 +30,7 @@ from offsetlog.group.schema import group_value
 from offsetlog.group.state import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE,
                                    STABLE, can_rebalance, check_transition)
 from offsetlog.group.timers import TimerQueue
-from offsetlog.records import group_metadata as group_metadata_record
+from offsetlog.log.records import group_metadata as group_metadata_record
 
 # timer keys: (kind, group_id[, member_id])
 TIMER_JOIN, TIMER_SYNC, TIMER_SESSION, TIMER_PENDING = "join", "sync", "session", "pending"

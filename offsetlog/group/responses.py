@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from offsetlog.errors import OffsetlogError
-from offsetlog.records import Record
+from offsetlog.log.records import Record
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ The value is a msgpack-friendly dict (only str, int, bytes, None, lists and dict
 Kafka's ``GroupMetadataValue`` v3. Every field is listed below with the version that introduced
 it and the default a reader uses when it is absent, so fields can be added without a version
 bump; a change that old readers must not ignore bumps the record version, and
-``offsetlog.records.check_version`` makes old readers refuse it. docs/GROUPS.md shows the same
+``offsetlog.log.records.check_version`` makes old readers refuse it. docs/GROUPS.md shows the same
 table for users.
 
 The value is the *durable* part of a group. The soft state (parked requests, session deadlines,
@@ -22,9 +22,9 @@ from offsetlog.group.errors import InvalidGroupMetadataError
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member
 from offsetlog.group.state import EMPTY, STABLE
-from offsetlog.records import GROUP_METADATA, VALUE_DEFAULTS
+from offsetlog.log.records import GROUP_METADATA, VALUE_DEFAULTS
 
-#: the record version this module writes and reads (offsetlog.records.group_metadata writes it)
+#: the record version this module writes and reads (offsetlog.log.records.group_metadata writes it)
 VERSION = 0
 
 _REQUIRED = object()

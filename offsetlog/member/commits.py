@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError, OffsetlogError,
                               RebalanceInProgressError, UnknownMemberIdError)
-from offsetlog.futures import running_future
+from offsetlog.store.futures import running_future
 from offsetlog.member.rebalance import MemberState
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_offsets

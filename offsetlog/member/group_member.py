@@ -53,7 +53,7 @@ from offsetlog.assignors import (NO_GENERATION, PartitionAssignor, RebalanceProt
 from offsetlog.errors import (CommitTimeoutError, FencedInstanceIdError, IllegalGenerationError,
                               OffsetlogError, RebalanceInProgressError, StoreClosedError,
                               UnknownMemberIdError)
-from offsetlog.futures import resolved_future
+from offsetlog.store.futures import resolved_future
 from offsetlog.member.commits import CommitCallback, CommitTracking, _Commit
 from offsetlog.member.errors import (MemberClosedError, NotSubscribedError,
                                      PartitionNotAssignedError)

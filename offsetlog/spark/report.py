@@ -14,8 +14,8 @@ Two tables:
     ``segments``, ``records``, ``dead_records`` (superseded by a later record of the same key,
     or written by an aborted transaction: what compaction reclaims eventually), ``tombstones``,
     their shares of ``records``, and ``reclaimable_now`` (what a cleaning at ``now_ms`` would
-    drop). Both follow the cleaner (``compaction.cleaner``) rule for rule, through
-    ``offsetlog.spark.cleaning``: its keys (offsets, group metadata, and TRANSACTION_STATE
+    drop). Both follow the cleaner (``offsetlog.compaction.cleaner``) rule for rule, through
+    ``offsetlog.compaction.rules``: its keys (offsets, group metadata, and TRANSACTION_STATE
     records by transactional id), committed transactional records competing by log offset with
     plain ones, aborted ones dropped, undecided ones not yet counted; tombstones in plain
     batches and markers whose transaction left no record dropped at their delete horizon,
@@ -39,9 +39,9 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from offsetlog.config import StoreConfig
-from offsetlog.naming import snapshot_dir, with_limits
-from offsetlog.records import GROUP_METADATA, OFFSET_COMMIT
+from offsetlog.store.config import StoreConfig
+from offsetlog.log.naming import snapshot_dir, with_limits
+from offsetlog.log.records import GROUP_METADATA, OFFSET_COMMIT
 from offsetlog.spark.segments import RECORD_COLUMNS
 
 _DEFAULTS = StoreConfig()
@@ -84,9 +84,9 @@ def partition_report(task: _Task) -> dict:
     import msgpack
 
     from offsetlog.group.expiry import RetentionView, expired_offsets
-    from offsetlog.spark.cleaning import CleaningCount, row_key
+    from offsetlog.compaction.rules import CleaningCount, row_key
     from offsetlog.spark.segments import SegmentTask, segment_rows
-    from recovery.swap import plan_swaps
+    from offsetlog.recovery.swap import plan_swaps
 
     def rows(base, path, limit):
         return segment_rows(SegmentTask(task.store, task.log_partition, path, base, limit),
@@ -169,7 +169,7 @@ def report(spark, path: str, *, now_ms: int | None = None,
     :param salvage: skip corrupt regions instead of failing (see docs/SPARK.md)
     """
     from offsetlog.spark.segments import find_stores, store_partitions
-    from recovery.snapshot import tombstone_floors
+    from offsetlog.recovery.snapshot import tombstone_floors
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     tasks = []

@@ -3,9 +3,9 @@
 The driver plans (:func:`find_stores`, :func:`plan_segments`: one :class:`SegmentTask` per
 segment file, so reads parallelise by segment); each worker turns one task into rows
 (:func:`segment_rows`, :func:`segment_problems`). Both only read: no lock, no repair, like
-``recovery.inspect``.
+``offsetlog.recovery.tools.inspect``.
 
-The policy is recovery's (``recovery.replay.recover_partition``, docs/FORMAT.md "Reading and
+The policy is recovery's (``offsetlog.recovery.replay.recover_partition``, docs/FORMAT.md "Reading and
 recovery"): a torn tail at the end of a partition's last segment ends it quietly; a torn tail
 in a closed segment, corruption anywhere, or a batch that reaches past the next segment's base
 raises ``CorruptLogError`` with file and position, unless ``salvage`` asks to skip corrupt
@@ -21,15 +21,15 @@ from typing import Iterator
 
 import msgpack
 
-from offsetlog import naming
+from offsetlog.log import naming
 from offsetlog.errors import CorruptLogError, StoreConfigError
-from offsetlog.format import HEADER_SIZE, META_FILE, RecordType
-from offsetlog.framing import BatchReader
-from offsetlog.records import OFFSET_COMMIT, TRANSACTION_MARKER, TRANSACTION_STATE
-from offsetlog.segment import read_file
-from recovery.inspect import stored_partitions
-from recovery.replay import UNDECODABLE, check_limit
-from recovery.swap import plan_swaps
+from offsetlog.log.format import HEADER_SIZE, META_FILE, RecordType
+from offsetlog.log.framing import BatchReader
+from offsetlog.log.records import OFFSET_COMMIT, TRANSACTION_MARKER, TRANSACTION_STATE
+from offsetlog.log.segment import read_file
+from offsetlog.recovery.tools.inspect import stored_partitions
+from offsetlog.recovery.replay import UNDECODABLE, check_limit
+from offsetlog.recovery.swap import plan_swaps
 
 log = logging.getLogger("offsetlog.spark")
 

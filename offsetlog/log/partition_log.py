@@ -1,0 +1,138 @@
+"""One log partition on disk: its directory of segments and the active segment appends go to.
+
+Not thread-safe: the store lets one writer (the group-commit leader) at a time use it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from offsetlog.log import naming, segment
+from offsetlog.log.segment import SegmentFile
+
+
+class PartitionLog:
+    def __init__(self, directory: str, partition: int, *, segments: list[tuple[int, str]],
+                 next_offset: int, segment_bytes: int) -> None:
+        self.directory = directory
+        self.partition = partition
+        self.segment_bytes = segment_bytes
+        #: (base_offset, path) of every segment, oldest first; the last is the active one
+        self.segments = list(segments)
+        #: log offset the next record gets; never reused, even after a truncation
+        self.next_offset = next_offset
+        self._active: SegmentFile | None = None
+        self.dirty = False  # written since the last sync
+        #: bytes that the last cleaning left (its output); everything else is "dirty".
+        #: Not persisted: after a reopen the whole log counts as dirty until cleaned once.
+        self.clean_bytes = 0
+        self.last_cleaned_ms: int | None = None
+        self.uncleanable: str | None = None  # why cleaning failed, if it did
+
+    def _open_active(self) -> SegmentFile:
+        if self.segments:
+            base, path = self.segments[-1]
+            self._active = SegmentFile.open_existing(path, base, limit=self.segment_bytes)
+        else:
+            self._roll()
+        return self._active  # type: ignore[return-value]
+
+    def _roll(self) -> None:
+        """Start a new segment at ``next_offset``; the old one is made durable first."""
+        if self._active is not None:
+            self._active.trim()  # a closed segment holds exactly its batches
+            self._active.sync()
+            self._active.close()
+        segment.make_dir(self.directory)
+        path = naming.segment_path(self.directory, self.next_offset)
+        self._active = SegmentFile.create(path, self.next_offset, limit=self.segment_bytes)
+        self.segments.append((self.next_offset, path))
+
+    def _segment_for(self, size: int) -> SegmentFile:
+        """The active segment, rolled first if ``size`` more bytes would overflow it."""
+        active = self._active or self._open_active()
+        if active.size and active.size + size > self.segment_bytes:
+            self._roll()
+            active = self._active  # type: ignore[assignment]
+        return active
+
+    def append(self, data, record_count_after: int) -> None:
+        """Append framed batches that end at log offset ``record_count_after`` (exclusive)."""
+        self._segment_for(len(data)).append(data)
+        self.next_offset = record_count_after
+        self.dirty = True
+
+    def append_durable(self, data, record_count_after: int) -> None:
+        """``append`` then ``sync``: ``data`` (which may be empty) and everything appended
+        before it are durable on return. When nothing earlier is waiting for a sync, the
+        write and the sync are one system call (``SegmentFile.append_durable``)."""
+        if not data:
+            self.sync()
+            return
+        if self.dirty:  # an earlier unsynced append (fsync="interval"/"never"): sync it too
+            self.append(data, record_count_after)
+            self.sync()
+            return
+        self._segment_for(len(data)).append_durable(data)
+        self.next_offset = record_count_after
+
+    def sync(self) -> None:
+        if self.dirty and self._active is not None:
+            self._active.sync()
+            self.dirty = False
+
+    @property
+    def active_base(self) -> int | None:
+        return self.segments[-1][0] if self.segments else None
+
+    def end_position(self) -> tuple[int, int] | None:
+        """``(base offset, size in bytes)`` of the active segment: where the next batch goes.
+        Only meaningful while no one appends (a snapshot holds the partition's leadership)."""
+        if not self.segments:
+            return None
+        if self._active is not None:
+            return self._active.base_offset, self._active.size
+        base, path = self.segments[-1]
+        return base, os.path.getsize(path)
+
+    def dirty_ratio(self) -> float:
+        """Dirty bytes over cleanable bytes, both counted in closed segments only (as Kafka
+        does): the active segment can never be cleaned, so counting it would keep a freshly
+        cleaned, small log permanently "dirty"."""
+        closed = 0
+        for _, path in self.segments[:-1]:
+            try:
+                closed += os.path.getsize(path)
+            except FileNotFoundError:
+                pass
+        return 0.0 if not closed else max(0, closed - self.clean_bytes) / closed
+
+    def replace_segments(self, segments: list[tuple[int, str]]) -> None:
+        """Adopt the directory's segment list after a cleaner swap (writer paused)."""
+        active = self.segments[-1] if self.segments else None
+        if active is not None and (not segments or segments[-1] != active):
+            raise AssertionError("a cleaner swap must never touch the active segment")
+        self.segments = list(segments)
+
+    def size_bytes(self) -> int:
+        """Bytes of data (the active segment's reserved space not counted)."""
+        total = 0
+        for base, path in self.segments:
+            if self._active is not None and base == self._active.base_offset:
+                total += self._active.size
+                continue
+            try:
+                total += os.path.getsize(path)
+            except FileNotFoundError:
+                pass
+        return total
+
+    def close(self) -> None:
+        """Close the active segment, cutting its reserved space. The store syncs first; the
+        cut itself needs no sync: a reserve that survives a crash reads as the end of the log."""
+        if self._active is not None:
+            try:
+                self._active.trim()
+            finally:
+                self._active.close()
+                self._active = None

@@ -1,0 +1,175 @@
+"""The store's consumer-group requests: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+
+Each log partition has a sans-IO ``GroupCoordinator`` (offsetlog/group/). A request runs the
+coordinator under the partition's lock and queues the records it returns in the same lock
+hold, so the log holds them in the order the coordinator decided. The request's answer (and
+any parked answers the call completed) are delivered only once those records are durable: a
+member is never told of a generation the log could still lose.
+
+Answers are the coordinator's response objects; a Kafka error is in ``response.error``
+rather than raised, because some errors carry data the member needs (a JoinGroup answered
+with ``MemberIdRequiredError`` carries the member id to rejoin with).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from offsetlog.store import background
+from offsetlog.errors import StoreClosedError
+from offsetlog.group import GroupCoordinator, GroupDescription, MemberIdentity, Result
+from offsetlog.store.futures import running_future
+from offsetlog.validation import check_group_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from offsetlog.store.commit_queue import PartitionWriter, Pending
+    from offsetlog.store.group_commit import GroupCommitter
+
+#: real-time seconds between the timer thread's looks at the coordinators' deadlines; the
+#: deadlines themselves are in the store clock's time
+GROUP_TIMER_INTERVAL_S = 0.05
+
+log = logging.getLogger("offsetlog.groups")
+
+
+class GroupRequests:
+    """Mixin for ``OffsetStore``: the group protocol's requests and the timer that drives it."""
+
+    _writer: "GroupCommitter"
+    _parts: list["PartitionWriter"]
+    _clock: Callable[[], int]
+
+    def _init_groups(self) -> None:
+        self._requests: dict[tuple[int, int], Future] = {}
+        self._requests_lock = threading.Lock()
+        self._group_timer_stop = threading.Event()
+        self._group_timer = background.start("offsetlog-group-timer", lambda: background.every(
+            self._group_timer_stop, GROUP_TIMER_INTERVAL_S, self.poll_groups,
+            f"{self.path}: group timer pass", log))
+
+    # -- requests ------------------------------------------------------------------------
+
+    def join_group(self, group_id: str, *, protocols: Iterable[tuple[str, bytes]],
+                   member_id: str = "", group_instance_id: str | None = None,
+                   client_id: str = "", client_host: str = "",
+                   session_timeout_ms: int = 45_000, rebalance_timeout_ms: int | None = 300_000,
+                   protocol_type: str = "consumer", require_known_member_id: bool = False
+                   ) -> Future:
+        """JoinGroup. The future resolves to a ``JoinGroupResponse`` when the join phase ends
+        (for a new group, after ``initial_rebalance_delay_ms`` of the store's clock)."""
+        protocols = list(protocols)
+        return self._group_request(group_id, lambda c, now: c.join_group(
+            group_id, member_id=member_id, group_instance_id=group_instance_id,
+            client_id=client_id, client_host=client_host,
+            session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+            protocol_type=protocol_type, protocols=protocols,
+            require_known_member_id=require_known_member_id, now_ms=now))
+
+    def sync_group(self, group_id: str, *, member_id: str, generation_id: int,
+                   group_instance_id: str | None = None, protocol_type: str | None = None,
+                   protocol_name: str | None = None,
+                   assignments: dict[str, bytes] | None = None) -> Future:
+        """SyncGroup: resolves to a ``SyncGroupResponse`` with this member's assignment once
+        the leader's assignment is durable."""
+        return self._group_request(group_id, lambda c, now: c.sync_group(
+            group_id, member_id=member_id, generation_id=generation_id,
+            group_instance_id=group_instance_id, protocol_type=protocol_type,
+            protocol_name=protocol_name, assignments=assignments, now_ms=now))
+
+    def heartbeat(self, group_id: str, *, member_id: str, generation_id: int,
+                  group_instance_id: str | None = None) -> Future:
+        """Heartbeat: resolves to a ``HeartbeatResponse`` (``RebalanceInProgressError`` in
+        ``.error`` tells the member to rejoin)."""
+        return self._group_request(group_id, lambda c, now: c.heartbeat(
+            group_id, member_id=member_id, generation_id=generation_id,
+            group_instance_id=group_instance_id, now_ms=now))
+
+    def leave_group(self, group_id: str, *, member_id: str = "",
+                    members: Iterable[MemberIdentity] | None = None) -> Future:
+        """LeaveGroup for one member, or a batch by identity (KIP-345)."""
+        members = None if members is None else list(members)
+        return self._group_request(group_id, lambda c, now: c.leave_group(
+            group_id, member_id=member_id, members=members, now_ms=now))
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        """State, generation, protocol, leader and members of a managed group, or None."""
+        self._check_open()
+        part = self._parts[self.partition_of(group_id)]
+        with part.lock:
+            return part.coordinator.describe_group(group_id)
+
+    def poll_groups(self, now_ms: int | None = None) -> None:
+        """Fire the coordinators' due deadlines now (the timer thread does this on its own;
+        tests with a manual clock call it after advancing the clock)."""
+        self._check_open()
+        now = self._clock() if now_ms is None else now_ms
+        for part in self._parts:
+            deadline = part.coordinator.next_deadline()
+            if deadline is not None and deadline <= now:
+                self._run_coordinator(part, lambda c, t: c.poll(t), now)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _group_request(self, group_id: str, call: Callable[[GroupCoordinator, int], Result]
+                       ) -> Future:
+        self._check_open()
+        check_group_id(group_id)
+        part = self._parts[self.partition_of(group_id)]
+        fut = running_future()
+        self._run_coordinator(part, call, self._clock(), fut)
+        return fut
+
+    def _run_coordinator(self, part: "PartitionWriter", call, now: int,
+                         fut: Future | None = None) -> None:
+        def compute():
+            result = call(part.coordinator, now)
+            if fut is not None and result.request_id is not None:
+                with self._requests_lock:
+                    self._requests[(part.index, result.request_id)] = fut
+            return result.records, result
+
+        try:
+            self._writer.submit_computed(part, compute, now,
+                                         lambda item: self._deliver(part, item))
+        except BaseException as e:
+            if fut is None:
+                raise
+            fut.set_exception(e)
+
+    def _deliver(self, part: "PartitionWriter", item: "Pending") -> None:
+        result: Result = item.result
+        if result is None:
+            return
+        for response in result.responses:
+            with self._requests_lock:
+                fut = self._requests.pop((part.index, response.request_id), None)
+            if fut is None:
+                continue
+            if item.error is not None:
+                fut.set_exception(item.error)
+            else:
+                fut.set_result(response)
+
+    def _stop_groups(self) -> None:
+        """On close: stop the timer and answer every parked request (not available)."""
+        self._group_timer_stop.set()
+        if self._group_timer is not threading.current_thread():
+            self._group_timer.join()
+        now = self._clock()
+        for part in self._parts:
+            try:
+                self._run_coordinator(part, lambda c, t: c.unload(now_ms=t), now)
+            except Exception:
+                pass  # a failed store: parked requests are failed by _fail_parked_requests
+
+    def _fail_parked_requests(self) -> None:
+        """After the final drain: whatever is still unanswered will never be."""
+        with self._requests_lock:
+            leftover, self._requests = self._requests, {}
+        for fut in leftover.values():
+            if not fut.done():
+                fut.set_exception(StoreClosedError("the store closed before the group "
+                                                   "request completed"))

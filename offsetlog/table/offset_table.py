@@ -1,0 +1,254 @@
+"""The in-memory table of one log partition: the replay of its records, and nothing else.
+
+Only ``apply_batch`` changes it, and the store calls it both when a commit becomes durable
+and while recovering, so the live state and a replay of the log cannot drift apart. It holds
+no locks, reads no clock and touches no files; the store serialises calls per partition.
+
+Layout (chosen for memory: see bench/RESULTS.md, "Memory")::
+
+    offsets[group][(topic, partition)] = (offset, metadata, leader_epoch,
+                                          commit_timestamp, expire_timestamp)
+
+Transactional state (pending offsets, transaction metadata) is in ``txn``
+(``offsetlog.table.pending.PendingTransactions``); batches that touch it leave the hot path.
+
+Keying by group first means ``fetch(group)`` does not scan other groups, and the group string
+is stored once per group rather than once per key. Keys are plain tuples (equal to, and
+hashing like, ``TopicPartition``) and topics are interned, so a million keys share their
+topic strings.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterator
+
+from offsetlog.errors import UnsupportedVersionError
+from offsetlog.log.format import Attribute, RecordType
+from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
+                               TRANSACTION_STATE, Record, check_version)
+from offsetlog.table.pending import PendingTransactions
+
+SEMANTIC = Attribute.SEMANTIC
+CONTROL = Attribute.CONTROL
+
+#: index of each field in a table entry
+OFFSET, METADATA, LEADER_EPOCH, COMMIT_TIMESTAMP, EXPIRE_TIMESTAMP = range(5)
+
+Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_timestamp)
+
+
+class OffsetTable:
+    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn")
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
+        #: group -> the value of its latest GROUP_METADATA record (interpreted by the coordinator)
+        self.group_metadata: dict[str, dict] = {}
+        #: log offset after the last applied record: the table is "as of" this offset
+        self.next_offset = 0
+        self.records_applied = 0
+        #: pending transactional offsets and transaction metadata (offsetlog.table.pending)
+        self.txn = PendingTransactions()
+
+    def apply_batches(self, batches) -> None:
+        """Apply batches in order: the single entry point for state changes.
+
+        :param batches: iterable of ``(base_offset, records, attributes, producer_id,
+            producer_epoch)``; the live path passes one group-commit round, recovery a chunk
+            of a segment (one call per many batches keeps replay close to a bare loop).
+        """
+        offsets = self.offsets
+        intern = sys.intern
+        txn = self.txn
+        pending = txn.keys  # groups with transactional offsets pending; usually empty
+        count = 0
+        for base_offset, records, attributes, producer_id, producer_epoch in batches:
+            if attributes & SEMANTIC:
+                self._apply_transactional(base_offset, records, attributes, producer_id)
+                count += len(records)
+                continue
+            for delta, rtype, version, key, value in records:
+                if rtype == OFFSET_COMMIT and version == 0:
+                    group = key["group"]
+                    tp = (intern(key["topic"]), key["partition"])
+                    if pending and group in pending:
+                        # A plain commit supersedes the key's pending transactional offsets
+                        # (Kafka's log-offset rule); a tombstone drops them.
+                        if value is None:
+                            txn.drop_key(group, tp)
+                        else:
+                            txn.superseded_by_plain(group, tp)
+                    g = offsets.get(group)
+                    if value is None:
+                        if g is not None and g.pop(tp, None) is not None and not g:
+                            del offsets[group]
+                    else:
+                        if g is None:
+                            g = offsets[group] = {}
+                        # the usual commit holds just the two required fields
+                        g[tp] = ((value["offset"], "", None, value["commit_timestamp"], None)
+                                 if len(value) == 2 else _entry(value))
+                else:
+                    self._apply_other(base_offset + delta, rtype, version, key, value)
+            count += len(records)
+        if count:
+            self.next_offset = base_offset + records[-1][0] + 1
+            self.records_applied += count
+
+    def _apply_transactional(self, base_offset: int, records, attributes: int,
+                             producer_id: int) -> None:
+        """A control batch (one transaction marker) or a transactional batch of offsets."""
+        txn = self.txn
+        if attributes & CONTROL:
+            for delta, rtype, version, key, value in records:
+                check_version(rtype, version)
+                if rtype != TRANSACTION_MARKER or value is None:
+                    raise UnsupportedVersionError(
+                        f"control batch at offset {base_offset} holds a record of type "
+                        f"{rtype}, not a transaction marker")
+                txn.complete(key["producer_id"], value["result"] == COMMIT, self.offsets)
+            return
+        intern = sys.intern
+        for delta, rtype, version, key, value in records:
+            if rtype != OFFSET_COMMIT or version != 0:
+                raise UnsupportedVersionError(
+                    f"transactional batch at offset {base_offset} holds a record of type "
+                    f"{rtype}; only offset commits can be transactional")
+            if value is None:
+                raise UnsupportedVersionError(
+                    f"transactional batch at offset {base_offset} holds a tombstone")
+            txn.add(key["group"], (intern(key["topic"]), key["partition"]), producer_id,
+                    _entry(value), base_offset + delta)
+
+    def apply_batch(self, base_offset: int, records, attributes: int = 0,
+                    producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Apply one batch (``apply_batches`` of one)."""
+        self.apply_batches(((base_offset, records, attributes, producer_id, producer_epoch),))
+
+    def apply(self, log_offset: int, record: Record) -> None:
+        """Apply a single record found at ``log_offset`` (a batch of one)."""
+        self.apply_batch(log_offset - record[0], (record,))
+
+    def _apply_other(self, log_offset: int, rtype: int, version: int, key, value) -> None:
+        check_version(rtype, version)  # raises for unknown types and newer versions
+        if rtype == GROUP_METADATA:
+            if value is None:
+                self.group_metadata.pop(key["group"], None)
+            else:
+                self.group_metadata[key["group"]] = value
+        elif rtype == TRANSACTION_STATE:
+            self.txn.set_state(key["transactional_id"], value)
+        else:
+            raise UnsupportedVersionError(
+                f"record at offset {log_offset} is a {RecordType(rtype).name}, "
+                "which this version cannot apply")
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    #: the sections of ``snapshot_state``. A snapshot holding any other section was written
+    #: by a version that keeps more state than this one: loading it would drop that state, so
+    #: ``from_snapshot_state`` refuses it (the caller replays the log instead).
+    SNAPSHOT_SECTIONS = frozenset({"next_offset", "records_applied", "topics", "offsets",
+                                   "group_metadata", "transactions"})
+
+    def snapshot_state(self) -> dict:
+        """The table's whole state as a dict of named sections of msgpack-able values
+        (recovery/snapshot.py stores it; docs/FORMAT.md, "Snapshot store").
+
+        ``offsets`` is flattened for speed (no object per key on either side): a list
+        ``[group, flat, group, flat, ...]`` where ``flat`` holds 7 values per key:
+        ``topic_index, partition, offset, metadata, leader_epoch, commit_timestamp,
+        expire_timestamp``, and ``topics`` lists each topic once. The lists are new; the
+        values in them are immutable or never mutated after they are applied, so the result
+        is a consistent copy even once the table moves on.
+        """
+        topic_index: dict[str, int] = {}
+        offsets: list = []
+        for group, g in self.offsets.items():
+            flat: list = []
+            extend = flat.extend
+            for (topic, partition), entry in g.items():
+                i = topic_index.get(topic)
+                if i is None:
+                    i = topic_index[topic] = len(topic_index)
+                extend((i, partition))
+                extend(entry)
+            offsets.append(group)
+            offsets.append(flat)
+        return {"next_offset": self.next_offset, "records_applied": self.records_applied,
+                "topics": list(topic_index), "offsets": offsets,
+                "group_metadata": dict(self.group_metadata),
+                # pending transactional offsets and transaction metadata: a snapshot taken
+                # while a transaction is open must hand it on, undecided
+                "transactions": self.txn.to_state()}
+
+    @classmethod
+    def from_snapshot_state(cls, state: dict) -> "OffsetTable":
+        """The table ``snapshot_state`` described.
+
+        :raises ValueError: a section this version does not know, a missing section, or a
+            malformed one (the snapshot is then discarded, never half-loaded)
+        """
+        if not isinstance(state, dict):
+            raise ValueError(f"snapshot state is a {type(state).__name__}, not a map")
+        unknown = set(state) - cls.SNAPSHOT_SECTIONS
+        if unknown:
+            raise ValueError(f"unknown snapshot sections {sorted(map(str, unknown))}")
+        missing = cls.SNAPSHOT_SECTIONS - set(state)
+        if missing:
+            raise ValueError(f"missing snapshot sections {sorted(missing)}")
+        table = cls()
+        try:
+            intern = sys.intern
+            topics = [intern(t) for t in state["topics"]]
+            offsets = state["offsets"]
+            out = table.offsets
+            for i in range(0, len(offsets), 2):
+                flat = offsets[i + 1]
+                if len(flat) % 7:
+                    raise ValueError(f"offsets of group {offsets[i]!r} are not 7-tuples")
+                it = iter(flat)
+                out[offsets[i]] = {(topics[t], p): (o, m, le, c, e)
+                                   for t, p, o, m, le, c, e in zip(it, it, it, it, it, it, it)}
+            table.group_metadata = dict(state["group_metadata"])
+            table.next_offset = int(state["next_offset"])
+            table.records_applied = int(state["records_applied"])
+            table.txn = PendingTransactions.from_state(state["transactions"], intern=intern)
+        except (TypeError, IndexError, KeyError, AttributeError, ValueError) as e:
+            raise ValueError(f"malformed snapshot state: {e!r}") from None
+        return table
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def get(self, group: str, topic: str, partition: int) -> Entry | None:
+        g = self.offsets.get(group)
+        return None if g is None else g.get((topic, partition))
+
+    def group_entries(self, group: str) -> list[tuple[tuple[str, int], Entry]]:
+        g = self.offsets.get(group)
+        return [] if g is None else list(g.items())
+
+    def groups(self) -> set[str]:
+        return set(self.offsets) | set(self.group_metadata)
+
+    def __len__(self) -> int:
+        return sum(len(g) for g in self.offsets.values())
+
+    def items(self) -> Iterator[tuple[tuple[str, str, int], Entry]]:
+        for group, g in self.offsets.items():
+            for (topic, partition), entry in g.items():
+                yield (group, topic, partition), entry
+
+    def as_dict(self) -> dict:
+        """A plain copy, for comparisons in tests and verification."""
+        out = {"offsets": dict(self.items()),
+               "group_metadata": {g: v for g, v in self.group_metadata.items()}}
+        if self.txn:
+            out["transactions"] = self.txn.to_state()
+        return out
+
+
+def _entry(value: dict) -> Entry:
+    return (value["offset"], value.get("metadata", ""), value.get("leader_epoch"),
+            value["commit_timestamp"], value.get("expire_timestamp"))

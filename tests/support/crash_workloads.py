@@ -1,0 +1,103 @@
+"""Workloads the crash-test harness runs in its child process (tests/test_crash.py).
+
+They use the API a service would: ``ctx.store`` to commit and ``ctx.ack`` once a commit is
+durable.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from offsetlog import OffsetAndMetadata, TopicPartition
+def consumer_loop(ctx) -> None:
+    """A service's consumer: polls a batch of records per partition it owns, then commits the
+    next offsets of all of them in one call (async every other batch, like auto-commit)."""
+    owned = [TopicPartition("orders", ctx.thread * 3 + i) for i in range(3)]
+    group = f"billing-{ctx.thread % 2}"
+    position = {tp: ctx.offset_base for tp in owned}
+    batch = 0
+    while True:
+        for tp in owned:
+            position[tp] += ctx.rng.randint(1, 50)  # "processed" that many records
+        offsets = {tp: OffsetAndMetadata(o, f"batch-{batch}") for tp, o in position.items()}
+        if batch % 2:
+            ctx.store.commit_async(
+                group, offsets,
+                callback=lambda arg, exc, offsets=offsets: exc is None and ctx.ack(group, offsets))
+        else:
+            ctx.store.commit_sync(group, offsets)
+            ctx.ack(group, offsets)
+        batch += 1
+
+
+def acks_what_it_never_commits(ctx) -> None:
+    """A broken service: acknowledges an offset it never committed. The harness must say so."""
+    tp = TopicPartition("ghost", ctx.thread)
+    ctx.store.commit_sync("liar", {tp: ctx.offset_base})
+    ctx.ack("liar", {tp: ctx.offset_base + 1_000})
+
+
+def async_bursts_acked_by_futures(ctx) -> None:
+    """Bursts of ``commit_async`` calls between ``commit_sync`` ones, each acknowledged when
+    its *future* resolved without error (back-to-back calls share one future), half of them
+    through ``add_done_callback`` and half by waiting on ``result()``; every call writes a new,
+    growing offset to one of a few keys, so a future that resolved before its round was
+    durable shows up as a lost acknowledged commit."""
+    group = f"futures-{ctx.thread % 2}"
+    keys = [TopicPartition(f"f{ctx.thread}", p) for p in range(4)]
+    offset = ctx.offset_base
+    while True:
+        waiting = []
+        for _ in range(ctx.rng.randint(1, 60)):
+            offsets = {ctx.rng.choice(keys): offset}
+            offset += 1
+            fut = ctx.store.commit_async(group, offsets)
+            if ctx.rng.random() < 0.5:
+                fut.add_done_callback(
+                    lambda f, offsets=offsets: f.exception() is None and ctx.ack(group, offsets))
+            else:
+                waiting.append((fut, offsets))
+        for fut, offsets in waiting:
+            fut.result()
+            ctx.ack(group, offsets)
+        offsets = {ctx.rng.choice(keys): offset}
+        offset += 1
+        ctx.store.commit_sync(group, offsets)
+        ctx.ack(group, offsets)
+
+
+def committer_on_the_combined_write(ctx) -> None:
+    """The built-in committer, after checking that this child writes its rounds with the
+    combined write + sync (``segment._write_dsync``, one ``pwritev(RWF_DSYNC)``) and that the
+    harness's sync log sees it: a crash test with this workload then tests that path (a
+    child on ``write`` + ``fdatasync`` raises, which the harness reports)."""
+    from offsetlog.recovery.crashtest.child import committer
+
+    with _combined_lock:
+        if not _combined_calls:
+            _count_combined_writes()
+    group = f"combined-{ctx.thread}"
+    offsets = {TopicPartition(f"c{ctx.thread}", 0): ctx.offset_base}
+    ctx.store.commit_sync(group, offsets)
+    ctx.ack(group, offsets)
+    if _combined_calls[0] == 0:
+        raise RuntimeError("a durable commit returned without a combined write")
+    committer(ctx)
+
+
+_combined_lock = threading.Lock()
+_combined_calls: list[int] = []
+
+
+def _count_combined_writes() -> None:
+    from offsetlog.log import segment
+    logged = segment._write_dsync
+    if logged is None or logged.__name__ != "logged_write_dsync":
+        raise RuntimeError(f"the sync log does not wrap the combined write: {logged!r}")
+    _combined_calls.append(0)
+
+    def counted(fd, data, offset):
+        _combined_calls[0] += 1
+        return logged(fd, data, offset)
+
+    segment._write_dsync = counted
