@@ -3,19 +3,7 @@ import random
 
 import pytest
 
-
-class ManualClock:
-    """Epoch-ms clock that moves only when told (trio's MockClock idea)."""
-
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self.now = start_ms
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> int:
-        self.now += ms
-        return self.now
+from support.stores import ManualClock
 
 
 @pytest.fixture

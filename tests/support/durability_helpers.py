@@ -9,7 +9,6 @@ under test.
 
 from __future__ import annotations
 
-import inspect
 import os
 import random
 import shutil
@@ -20,6 +19,8 @@ from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 
 from offsetlog.log import naming, segment
 from offsetlog.recovery.tools.inspect import data_size
+
+from support.stores import ManualClock, open_log_store  # noqa: F401 - the suites import them from here
 
 TP = TopicPartition
 OAM = OffsetAndMetadata
@@ -47,42 +48,9 @@ class Seeded(random.Random):
         return f"{message} [replay with {SEED_ENV}={self.seed_value}]"
 
 
-# -- time -----------------------------------------------------------------------------------
+# -- stores ---------------------------------------------------------------------------------
 
-class ManualClock:
-    """Epoch-ms clock that moves only when told (trio's MockClock)."""
-
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self.now = start_ms
-        self._lock = threading.Lock()
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> int:
-        with self._lock:
-            self.now += ms
-            return self.now
-
-
-# -- stores and files -----------------------------------------------------------------------
-
-_OPEN_PARAMS = set(inspect.signature(OffsetStore.open).parameters)
-
-
-def open_store(path, **kw) -> OffsetStore:
-    """``OffsetStore.open`` with the background retention pass and log cleaner off: the
-    tests drive expiry and compaction themselves, and rely on segment files they created."""
-    kw.setdefault("retention_check_interval_ms", 0)
-    if "cleaner_backoff_ms" in _OPEN_PARAMS:
-        kw.setdefault("cleaner_backoff_ms", 0)
-    if "snapshot_on_close" in _OPEN_PARAMS:
-        # These suites test the log: a snapshot would let reopen skip the very bytes they
-        # damage. tests/test_snapshot*.py ask for snapshots explicitly.
-        kw.setdefault("snapshot_on_close", False)
-        kw.setdefault("snapshot_interval_records", 0)
-        kw.setdefault("snapshot_interval_ms", 0)
-    return OffsetStore.open(str(path), **kw)
+open_store = open_log_store
 
 
 def segment_files(root) -> dict[int, list[str]]:

@@ -3,7 +3,6 @@
 Imported by conftest.py so every ``tests/test_spark_*.py`` shares the session.
 """
 
-import os
 import re
 import shutil
 import subprocess

@@ -15,7 +15,7 @@ from offsetlog.log.records import TRANSACTION_STATE, transaction_state
 from offsetlog.spark.report import _Task, partition_report
 from offsetlog.recovery.tools.inspect import iter_records
 from offsetlog.recovery.snapshot import tombstone_floors
-from test_spark_report import MIN, cleaned_copy, dead_records
+from support.spark_report import MIN, cleaned_copy, dead_records
 
 PARTITIONS = 3
 #: each takes a fraction of a second; raise by hand for a longer search

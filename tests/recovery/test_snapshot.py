@@ -8,7 +8,6 @@ import os
 import struct
 import zlib
 
-import lmdb
 import msgpack
 import pytest
 
@@ -25,20 +24,10 @@ from offsetlog.recovery import snapshot as snap
 from offsetlog.recovery.replay import recover_partition
 
 TP = TopicPartition
-P = 3  # log partitions of the test stores
+from support.snapshots import P  # noqa: E402
 
 
-def open_store(path, **kw):
-    kw.setdefault("partitions", P)
-    kw.setdefault("retention_check_interval_ms", 0)
-    kw.setdefault("cleaner_backoff_ms", 0)
-    kw.setdefault("snapshot_interval_records", 0)
-    kw.setdefault("snapshot_interval_ms", 0)
-    return OffsetStore.open(str(path), **kw)
-
-
-def tables(store) -> dict[int, dict]:
-    return {part.index: part.table.as_dict() for part in store._parts}
+from support.snapshots import open_store, tables  # noqa: E402
 
 
 def replayed(path) -> dict[int, dict]:
@@ -414,7 +403,7 @@ def test_tombstone_floors_for_offline_tools(tmp_path):
 
 
 def test_header_constants_match_the_doc():
-    doc = open(os.path.join(os.path.dirname(__file__), "..", "docs", "FORMAT.md"),
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "FORMAT.md"),
                encoding="utf-8").read().split("## Snapshot store", 1)[1]
     assert snap.HEADER.format == "<4sHHIqqqqqIII" and snap.HEADER_SIZE == 64
     assert snap.MAGIC == b"OLSN" and "`OLSN`" in doc and snap.VERSION == 1

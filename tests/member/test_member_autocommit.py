@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_member_harness import GROUP, STEP, Recorder, harness  # noqa: F401
+from support.member_harness import GROUP, STEP, Recorder  # noqa: F401
 
 from offsetlog import TopicPartition
 INTERVAL = 5_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_member_harness import GROUP, Harness, Recorder, check_exact_cover, partitions
+from support.member_harness import GROUP, Harness, Recorder, check_exact_cover, partitions
 
 from offsetlog import TopicPartition
 from offsetlog.assignors import RebalanceProtocol

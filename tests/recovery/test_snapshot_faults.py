@@ -26,7 +26,7 @@ from offsetlog.errors import SnapshotError, StoreFailedError
 from offsetlog.table import OffsetTable
 from offsetlog.recovery.tools import inspect
 from offsetlog.recovery import snapshot as snap
-from test_snapshot import open_store, tables
+from support.snapshots import open_store, tables
 
 TP = TopicPartition
 ERRORS = [lmdb.ReadonlyError("mdb_txn_begin: Permission denied"),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_member_harness import (GROUP, HEARTBEAT, MAX_POLL, SESSION, STEP, check_exact_cover,
-                                 harness, partitions)  # noqa: F401  (fixture)
+from support.member_harness import (GROUP, HEARTBEAT, MAX_POLL, SESSION, STEP, check_exact_cover,
+                                   partitions)
 
 from offsetlog import TopicPartition
 from offsetlog.errors import FencedInstanceIdError, UnknownMemberIdError

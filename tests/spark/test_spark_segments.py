@@ -7,7 +7,7 @@ import pytest
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.errors import CorruptLogError, StoreConfigError
 from offsetlog.log.framing import encode_batch
-from offsetlog.log.naming import list_segments, partition_dir, segment_path
+from offsetlog.log.naming import list_segments, partition_dir
 from offsetlog.log.records import offset_commit
 from offsetlog.spark.segments import find_stores, plan_segments, segment_rows
 

@@ -11,7 +11,7 @@ import pytest
 
 from offsetlog.errors import OffsetlogError
 from offsetlog.group.consumer_protocol import decode_assignment
-from test_member_harness import GROUP, MAX_POLL, SESSION, Harness, check_exact_cover, partitions
+from support.member_harness import GROUP, MAX_POLL, SESSION, Harness, check_exact_cover, partitions
 
 TOPICS = {"t": 7, "u": 3}
 ALL = partitions("t", 7) | partitions("u", 3)

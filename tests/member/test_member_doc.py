@@ -8,7 +8,7 @@ import os
 import re
 
 from offsetlog import OffsetAndMetadata, TopicPartition
-DOC = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "MEMBER.md")
+DOC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "docs", "MEMBER.md")
 
 
 def test_the_example_runs():

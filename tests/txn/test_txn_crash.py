@@ -24,7 +24,7 @@ from offsetlog.errors import UnstableOffsetCommitError
 from offsetlog.partitioner import partition_for
 from support.txn_crash_child import KEY_G, KEY_H, PLAIN_VALUE, TXN_VALUE
 
-CHILD = str(Path(__file__).parent / "support" / "txn_crash_child.py")
+CHILD = str(Path(__file__).parents[1] / "support" / "txn_crash_child.py")
 PARTITIONS = 5
 assert partition_for("g", PARTITIONS) != partition_for("h", PARTITIONS)
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from test_member_harness import (GROUP, Harness, Recorder, check_exact_cover,  # noqa: F401
-                                 harness, partitions)
+from support.member_harness import GROUP, Harness, Recorder, check_exact_cover, partitions
 
 from offsetlog.assignors import RebalanceProtocol
 from offsetlog.group.consumer_protocol import decode_assignment

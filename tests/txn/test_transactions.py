@@ -7,10 +7,12 @@ from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.errors import (IllegalGenerationError, InvalidTxnStateError, ProducerFencedError,
                               StoreClosedError, TransactionTimeoutError,
                               UnknownMemberIdError, UnstableOffsetCommitError)
-from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARED
+from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARED
 from offsetlog.recovery.tools.inspect import iter_records
 
-from test_store_groups import form_group, open_store as open_group_store
+from support.groups import form_group
+from support.stores import open_group_store
+from support import stores
 
 TP0, TP1, TP2 = TopicPartition("in", 0), TopicPartition("in", 1), TopicPartition("in", 2)
 DAY = 24 * 3600 * 1000
@@ -18,10 +20,8 @@ DAY = 24 * 3600 * 1000
 
 def open_store(path, clock=None, **kw):
     kw.setdefault("partitions", 5)
-    kw.setdefault("retention_check_interval_ms", 0)
-    kw.setdefault("cleaner_backoff_ms", 0)
     kw.setdefault("transaction_check_interval_ms", 0)
-    return OffsetStore.open(path, clock=clock, **kw)
+    return stores.open_store(path, clock=clock, **kw)
 
 
 def offsets(store, group):

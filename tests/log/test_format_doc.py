@@ -7,7 +7,7 @@ from offsetlog.log.format import BATCH_HEADER, HEADER_SIZE, MAGIC, RecordType
 from offsetlog.log.framing import BatchReader, encode_batch
 from offsetlog.log.records import offset_commit
 
-DOC = os.path.join(os.path.dirname(__file__), "..", "docs", "FORMAT.md")
+DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "FORMAT.md")
 
 
 def documented_example() -> bytes:

@@ -5,7 +5,7 @@ import io
 import os
 import re
 
-DOC = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "TRANSACTIONS.md")
+DOC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "docs", "TRANSACTIONS.md")
 
 
 def test_the_example_runs():

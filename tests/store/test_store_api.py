@@ -7,6 +7,7 @@ import pytest
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.errors import StoreClosedError, StoreConfigError, StoreLockedError
 from offsetlog.log.naming import list_segments, partition_dir
+from support import stores
 
 TP0, TP1, TP2 = (TopicPartition("orders", i) for i in range(3))
 DAY = 24 * 3600 * 1000
@@ -14,7 +15,7 @@ DAY = 24 * 3600 * 1000
 
 def open_store(path, **kw):
     kw.setdefault("partitions", 5)
-    return OffsetStore.open(path, **kw)
+    return stores.open_store(path, **kw)
 
 
 def test_commit_fetch_committed_groups(store_dir):

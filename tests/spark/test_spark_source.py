@@ -1,7 +1,6 @@
 """The offsetlog PySpark data source against the engine's own readers."""
 
 import os
-import shutil
 
 import pytest
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from offsetlog.compaction.cleaner import STEPS, clean_partition
-from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
+from offsetlog import OffsetAndMetadata, TopicPartition
 from offsetlog.log.naming import list_segments, partition_dir
 from offsetlog.recovery.tools.inspect import iter_records
+from support import stores
 
 DAY = 24 * 3600 * 1000
 
@@ -20,9 +21,7 @@ DAY = 24 * 3600 * 1000
 def open_store(path, **kw):
     kw.setdefault("partitions", 1)
     kw.setdefault("segment_bytes", 1024)
-    kw.setdefault("cleaner_backoff_ms", 0)
-    kw.setdefault("retention_check_interval_ms", 0)
-    return OffsetStore.open(path, **kw)
+    return stores.open_store(path, **kw)
 
 
 def snapshot(store):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_member_harness import (GROUP, Recorder, check_exact_cover, harness,  # noqa: F401
+from support.member_harness import (GROUP, Recorder, check_exact_cover,  # noqa: F401
                                  partitions)
 
 from offsetlog import TopicPartition

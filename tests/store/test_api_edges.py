@@ -8,13 +8,14 @@ import time
 import pytest
 
 from offsetlog import OffsetAndMetadata as OAM, OffsetStore, TopicPartition as TP
+from support import stores
 WAIT_S = 10  # a bound on waits that only a broken engine reaches
 
 
 def open_store(path, **kw):
     kw.setdefault("partitions", 1)
     kw.setdefault("fsync", "never")
-    return OffsetStore.open(path, **kw)
+    return stores.open_store(path, **kw)
 
 
 def _hold_leadership_until_queued(store, part, queued: int, held: threading.Event):

@@ -5,21 +5,17 @@ from __future__ import annotations
 import threading
 import time
 
-from test_member_harness import check_exact_cover, partitions
+from support.member_harness import check_exact_cover, partitions
 
-from offsetlog import OffsetStore
-from offsetlog.group import GroupConfig
 from offsetlog.member import GroupMember, RebalanceListener
+from support import stores
 
 GROUP = "svc"
 
 
 def open_store(store_dir):
-    ids = iter(range(1, 1_000_000))
-    cfg = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=100,
-                      member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
-    return OffsetStore.open(store_dir, partitions=3, group_config=cfg,
-                            retention_check_interval_ms=0, cleaner_backoff_ms=0)
+    return stores.open_store(store_dir, partitions=3, group_config=stores.counted_group_config(
+        initial_rebalance_delay_ms=0, min_session_timeout_ms=100))
 
 
 def wait_for(predicate, timeout=10.0):
