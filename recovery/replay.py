@@ -93,10 +93,10 @@ def recover_partition(directory: str, partition: int, *,
             skipper = BatchReader(data, min_offset=base)
             first = None
             for pos, _, h in skipper.raw():
-                if h[5] + h[6] >= start_offset:
+                if h.base_offset + h.last_offset_delta >= start_offset:
                     first = pos
                     break
-                floor = h[5] + h[6] + 1
+                floor = h.base_offset + h.last_offset_delta + 1
             if first is None:  # none: reading resumes where the skipper stopped
                 first, floor = skipper.end, skipper.min_offset
         elif shift:
@@ -107,8 +107,8 @@ def recover_partition(directory: str, partition: int, *,
                              zero_tail=last)
         if apply is None:
             view = memoryview(data)
-            for pos, stop, h in reader.raw():  # h: offsetlog.log.format.BATCH_HEADER fields
-                check_limit(path, shift + pos, h[5] + h[6], limit)
+            for pos, stop, h in reader.raw():
+                check_limit(path, shift + pos, h.base_offset + h.last_offset_delta, limit)
                 # Decoded as a replay would: a payload that passes its CRC but does not decode
                 # makes open fail, so the tools that answer for open (verify, recover) see it.
                 try:
@@ -122,7 +122,7 @@ def recover_partition(directory: str, partition: int, *,
                     result.skipped.append(dropped)
                     continue
                 result.batches += 1
-                result.records += h[7]
+                result.records += h.record_count
         else:
             try:
                 for chunk in reader.decoded_chunks(CHUNK):
@@ -209,7 +209,7 @@ def _trusted_start(path: str, base: int, last: bool, start_offset: int,
         return 0
     data = head + segment.read_file(path, pos + LENGTH_SIZE, length)
     for at, _, h in BatchReader(data, min_offset=start_offset).raw():
-        if at == 0 and h[5] == start_offset:  # a whole valid batch, checked by raw()
+        if at == 0 and h.base_offset == start_offset:  # a whole valid batch, checked by raw()
             return pos
         break
     return 0

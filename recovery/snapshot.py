@@ -22,7 +22,7 @@ import struct
 import threading
 import zlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import lmdb
 import msgpack
@@ -36,6 +36,23 @@ VERSION = 1
 #: body length, body crc, header crc (of the 60 bytes before it); all little-endian
 HEADER = struct.Struct("<4sHHIqqqqqIII")
 HEADER_SIZE = HEADER.size  # 64
+
+
+class SnapshotHeader(NamedTuple):
+    """The fields of ``HEADER``, in order (docs/FORMAT.md, "Snapshots")."""
+
+    magic: bytes
+    version: int
+    flags: int
+    partition: int
+    next_offset: int  # the log offset the snapshot's table has replayed up to
+    records_applied: int
+    created_ms: int
+    segment_base: int  # where the tail replay resumes: segment, -1 if none
+    segment_position: int  # ... and byte position in it
+    body_length: int
+    body_crc: int
+    header_crc: int
 _CRC_COVERED = HEADER_SIZE - 4
 DB_NAME = b"snapshots"
 #: first LMDB map size; doubled whenever a write finds the map full
@@ -79,7 +96,7 @@ def encode(partition: int, state: dict, *, created_ms: int,
     return header[:_CRC_COVERED] + crc.to_bytes(4, "little") + body
 
 
-def decode_header(data: bytes, partition: int) -> tuple:
+def decode_header(data: bytes, partition: int) -> SnapshotHeader:
     """The checked header fields of an entry stored under ``partition``.
 
     :raises SnapshotInvalid: with the reason
@@ -91,17 +108,20 @@ def decode_header(data: bytes, partition: int) -> tuple:
         raise SnapshotInvalid(f"snapshot format version {version}, this version reads {VERSION}")
     if len(data) < HEADER_SIZE:
         raise SnapshotInvalid(f"truncated header ({len(data)} bytes)")
-    h = HEADER.unpack_from(data)
-    if zlib.crc32(data[:_CRC_COVERED]) != h[11]:
+    h = SnapshotHeader._make(HEADER.unpack_from(data))
+    if zlib.crc32(data[:_CRC_COVERED]) != h.header_crc:
         raise SnapshotInvalid("header checksum mismatch")
-    if h[2] != 0:
-        raise SnapshotInvalid(f"unknown flags {h[2]:#x}")
-    if h[3] != partition:
-        raise SnapshotInvalid(f"snapshot of partition {h[3]} stored under partition {partition}")
-    if h[4] < 0 or h[5] < 0:
-        raise SnapshotInvalid(f"negative offset {h[4]} or record count {h[5]}")
-    if len(data) != HEADER_SIZE + h[9]:
-        raise SnapshotInvalid(f"body is {len(data) - HEADER_SIZE} bytes, header says {h[9]}")
+    if h.flags != 0:
+        raise SnapshotInvalid(f"unknown flags {h.flags:#x}")
+    if h.partition != partition:
+        raise SnapshotInvalid(f"snapshot of partition {h.partition} stored under partition "
+                              f"{partition}")
+    if h.next_offset < 0 or h.records_applied < 0:
+        raise SnapshotInvalid(f"negative offset {h.next_offset} or record count "
+                              f"{h.records_applied}")
+    if len(data) != HEADER_SIZE + h.body_length:
+        raise SnapshotInvalid(f"body is {len(data) - HEADER_SIZE} bytes, header says "
+                              f"{h.body_length}")
     return h
 
 
@@ -117,7 +137,7 @@ def decode(data: bytes, partition: int, *, partitions: int | None = None) -> Sna
         raise SnapshotInvalid(f"no such partition (the store has {partitions})")
     h = decode_header(data, partition)
     body = memoryview(data)[HEADER_SIZE:]
-    if zlib.crc32(body) != h[10]:
+    if zlib.crc32(body) != h.body_crc:
         raise SnapshotInvalid("body checksum mismatch")
     try:
         state = msgpack.unpackb(body, raw=False, use_list=True)
@@ -125,10 +145,13 @@ def decode(data: bytes, partition: int, *, partitions: int | None = None) -> Sna
         raise SnapshotInvalid(f"undecodable body ({e})") from None
     if not isinstance(state, dict):
         raise SnapshotInvalid("body is not a map of sections")
-    if state.get("next_offset") != h[4] or state.get("records_applied") != h[5]:
+    if (state.get("next_offset") != h.next_offset
+            or state.get("records_applied") != h.records_applied):
         raise SnapshotInvalid("body disagrees with the header on offset or record count")
-    position = (h[7], h[8]) if h[7] >= 0 and h[8] >= 0 else None
-    return Snapshot(h[3], h[4], h[5], h[6], position, state, len(data))
+    position = ((h.segment_base, h.segment_position)
+                if h.segment_base >= 0 and h.segment_position >= 0 else None)
+    return Snapshot(h.partition, h.next_offset, h.records_applied, h.created_ms, position,
+                    state, len(data))
 
 
 # -- the LMDB environment ------------------------------------------------------------------
@@ -239,11 +262,12 @@ def tombstone_floors(snapshot_dir: str) -> dict[int, int]:
     out = {}
     for p, data in entries.items():
         try:
-            out[p] = decode_header(data, p)[4]
+            out[p] = decode_header(data, p).next_offset
         except SnapshotInvalid:
             out[p] = 0
     return out
 
 
-__all__ = ["HEADER", "HEADER_SIZE", "MAGIC", "Snapshot", "SnapshotInvalid", "SnapshotStore",
-           "VERSION", "decode", "decode_header", "encode", "partition_key", "tombstone_floors"]
+__all__ = ["HEADER", "HEADER_SIZE", "MAGIC", "Snapshot", "SnapshotHeader", "SnapshotInvalid",
+           "SnapshotStore", "VERSION", "decode", "decode_header", "encode", "partition_key",
+           "tombstone_floors"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from enum import IntEnum
+from typing import NamedTuple
 
 #: Batch header, little-endian, 48 bytes:
 #: length u32 | header_crc u32 | crc u32 | magic u8 | attributes u8 | base_offset i64 |
@@ -20,6 +21,30 @@ from enum import IntEnum
 #: ``crc`` is the CRC-32 of the payload.
 BATCH_HEADER = struct.Struct("<IIIBBqIIqqh")
 HEADER_SIZE = BATCH_HEADER.size  # 48
+
+
+class BatchHeader(NamedTuple):
+    """The fields of ``BATCH_HEADER``, in order (docs/FORMAT.md, "Batch header")."""
+
+    length: int  # bytes after this field: the rest of the header and the payload
+    header_crc: int
+    crc: int  # of the payload
+    magic: int
+    attributes: int  # ``Attribute`` bits
+    base_offset: int
+    last_offset_delta: int
+    record_count: int
+    timestamp: int
+    producer_id: int
+    producer_epoch: int
+
+    @classmethod
+    def unpack_from(cls, buffer, offset: int = 0) -> "BatchHeader":
+        return _new_header(cls, BATCH_HEADER.unpack_from(buffer, offset))
+
+
+_new_header = tuple.__new__
+
 LENGTH_SIZE = 4
 HEADER_CRC_AT = 4
 PAYLOAD_CRC_AT = 8
@@ -48,6 +73,10 @@ class Attribute:
     #: bits that change what the records mean: the table applies such batches off its hot path
     SEMANTIC = TRANSACTIONAL | CONTROL
 
+
+#: A record is a msgpack array ``(offset_delta, record_type, version, key, value)``, built by
+#: ``offsetlog.log.records``: a tuple when written, a list when read back.
+Record = tuple
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

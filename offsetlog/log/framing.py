@@ -16,22 +16,20 @@ from __future__ import annotations
 
 import threading
 import zlib
-from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import msgpack
 
 from offsetlog.errors import CorruptLogError, UnsupportedVersionError
 from offsetlog.log.format import (BATCH_HEADER, CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE,
                               LENGTH_SIZE, MAGIC, MAX_BATCH_BYTES, NO_PRODUCER_EPOCH,
-                              NO_PRODUCER_ID, Attribute)
-
-if TYPE_CHECKING:  # records builds its size bounds with encode_payload
-    from offsetlog.log.records import Record
+                              NO_PRODUCER_ID, Attribute, BatchHeader, Record)
 
 _LEN = LENGTH_SIZE
 
 _pack_header = BATCH_HEADER.pack
 _unpack_header = BATCH_HEADER.unpack_from
+_new_header = tuple.__new__  # a BatchHeader from the tuple unpack gives, without a copy
 _crc32 = zlib.crc32
 _MAGIC_BYTE = bytes([MAGIC])
 
@@ -145,24 +143,23 @@ def _check(data, pos: int, end: int, min_offset: int) -> tuple[str | None, int |
     end of the buffer (an intact header whose batch runs past the end)."""
     if end - pos < HEADER_SIZE:
         return "truncated header", pos + 1
-    h = _unpack_header(data, pos)
-    if header_checksum(data, pos) != h[1]:
+    h = BatchHeader.unpack_from(data, pos)
+    if header_checksum(data, pos) != h.header_crc:
         return "header checksum mismatch", pos + 1
-    if h[3] != MAGIC:
-        raise UnsupportedVersionError(f"batch magic {h[3]:#x} at byte {pos} is not {MAGIC:#x}")
-    if h[4] & ~Attribute.KNOWN:
-        raise UnsupportedVersionError(f"unknown batch attributes {h[4]:#x} at byte {pos}")
-    length = h[0]
-    if length < HEADER_AFTER_LENGTH or length > MAX_BATCH_BYTES:
+    if h.magic != MAGIC:
+        raise UnsupportedVersionError(f"batch magic {h.magic:#x} at byte {pos} is not {MAGIC:#x}")
+    if h.attributes & ~Attribute.KNOWN:
+        raise UnsupportedVersionError(f"unknown batch attributes {h.attributes:#x} at byte {pos}")
+    if h.length < HEADER_AFTER_LENGTH or h.length > MAX_BATCH_BYTES:
         return "bad length", pos + 1
-    stop = pos + _LEN + length
+    stop = pos + _LEN + h.length
     if stop > end:
         return "truncated batch", None
-    if _crc32(data[pos + HEADER_SIZE:stop]) != h[2]:
+    if _crc32(data[pos + HEADER_SIZE:stop]) != h.crc:
         return "checksum mismatch", stop
-    if h[7] == 0 or h[6] < h[7] - 1:
+    if h.record_count == 0 or h.last_offset_delta < h.record_count - 1:
         return "bad record count", stop
-    if h[5] < min_offset:
+    if h.base_offset < min_offset:
         return "offset out of order", stop
     return None, None
 
@@ -215,24 +212,23 @@ class BatchReader:
         #: zero bytes after the last batch accepted as preallocated space
         self.zero_tail = 0
 
-    def raw(self) -> Iterator[tuple[int, int, tuple]]:
-        """``(position, end, header_fields)`` of each valid batch.
-
-        ``header_fields`` is ``BATCH_HEADER.unpack`` of the header; the payload is
-        ``buffer[position + HEADER_SIZE:end]``.
-        """
+    def raw(self) -> Iterator[tuple[int, int, BatchHeader]]:
+        """``(position, end, header)`` of each valid batch; the payload is
+        ``buffer[position + HEADER_SIZE:end]``."""
         mv, pos, end = self._data, self._start, self._endpos
-        unpack, crc32 = _unpack_header, _crc32
+        unpack, crc32, new_header = _unpack_header, _crc32, _new_header
         while pos < end:
             if end - pos >= HEADER_SIZE:
-                h = unpack(mv, pos)
-                stop = pos + LENGTH_SIZE + h[0]
-                if (crc32(mv[pos + CRC_START:pos + HEADER_SIZE], crc32(mv[pos:pos + 4])) == h[1]
-                        and HEADER_AFTER_LENGTH <= h[0] <= MAX_BATCH_BYTES and stop <= end
-                        and h[3] == MAGIC and not h[4] & ~Attribute.KNOWN and h[7] > 0
-                        and h[6] >= h[7] - 1 and h[5] >= self.min_offset
-                        and crc32(mv[pos + HEADER_SIZE:stop]) == h[2]):
-                    self.min_offset = h[5] + h[6] + 1
+                h = new_header(BatchHeader, unpack(mv, pos))
+                stop = pos + LENGTH_SIZE + h.length
+                if (crc32(mv[pos + CRC_START:pos + HEADER_SIZE], crc32(mv[pos:pos + 4]))
+                        == h.header_crc
+                        and HEADER_AFTER_LENGTH <= h.length <= MAX_BATCH_BYTES and stop <= end
+                        and h.magic == MAGIC and not h.attributes & ~Attribute.KNOWN
+                        and h.record_count > 0 and h.last_offset_delta >= h.record_count - 1
+                        and h.base_offset >= self.min_offset
+                        and crc32(mv[pos + HEADER_SIZE:stop]) == h.crc):
+                    self.min_offset = h.base_offset + h.last_offset_delta + 1
                     yield pos, stop, h
                     pos = self.end = stop
                     continue
@@ -261,20 +257,25 @@ class BatchReader:
         batches = records = 0
         while pos < end:
             if end - pos >= hsize:
-                h = unpack(mv, pos)
-                stop = pos + lsize + h[0]
-                if (crc32(mv[pos + cstart:pos + hsize], crc32(mv[pos:pos + lsize])) == h[1]
-                        and min_len <= h[0] <= max_len and stop <= end and h[3] == magic
-                        and not h[4] & unknown_bits and h[7] > 0 and h[6] >= h[7] - 1
-                        and h[5] >= min_offset and crc32(mv[pos + hsize:stop]) == h[2]):
+                # The header's fields by name (BatchHeader's order), as plain locals: a
+                # NamedTuple per batch would cost this loop a measurable share.
+                (length, header_crc, crc, mgc, attributes, base, last_delta, count, _timestamp,
+                 producer_id, producer_epoch) = unpack(mv, pos)
+                stop = pos + lsize + length
+                if (crc32(mv[pos + cstart:pos + hsize], crc32(mv[pos:pos + lsize])) == header_crc
+                        and min_len <= length <= max_len and stop <= end and mgc == magic
+                        and not attributes & unknown_bits and count > 0
+                        and last_delta >= count - 1 and base >= min_offset
+                        and crc32(mv[pos + hsize:stop]) == crc):
                     try:
-                        append((h[5], unpackb(mv[pos + hsize:stop]), h[4], h[9], h[10]))
+                        append((base, unpackb(mv[pos + hsize:stop]), attributes, producer_id,
+                                producer_epoch))
                     except Exception:
                         self.end, self.min_offset = pos, min_offset
                         raise
-                    min_offset = h[5] + h[6] + 1
+                    min_offset = base + last_delta + 1
                     batches += 1
-                    records += h[7]
+                    records += count
                     pos = stop
                     if len(chunk) >= chunk_size:
                         self.min_offset, self.end = min_offset, pos
@@ -326,7 +327,8 @@ class BatchReader:
     def __iter__(self) -> Iterator[Batch]:
         mv = self._data
         for pos, stop, h in self.raw():
-            yield Batch(pos, stop - pos, h[5], h[6], h[7], h[8], h[4], h[9], h[10],
+            yield Batch(pos, stop - pos, h.base_offset, h.last_offset_delta, h.record_count,
+                        h.timestamp, h.attributes, h.producer_id, h.producer_epoch,
                         mv[pos + HEADER_SIZE:stop])
 
 

@@ -16,15 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from offsetlog.errors import UnsupportedVersionError
-from offsetlog.log.format import RecordType
+from offsetlog.log.format import Record, RecordType
 from offsetlog.log.framing import encode_payload
 from offsetlog.types import TopicPartition
 from offsetlog.validation import MAX_INT32, MAX_OFFSET, check_offsets
 
-#: (offset_delta, record_type, version, key, value): a tuple when built, a list when decoded;
-#: msgpack arrays inside values decode as lists, so values built here should use lists too
-#: (the table compares equal either way only if they do).
-Record = tuple
+# A Record (offsetlog.log.format) is (offset_delta, record_type, version, key, value): a tuple
+# when built, a list when decoded; msgpack arrays inside values decode as lists, so values
+# built here should use lists too (the table compares equal either way only if they do).
 
 OFFSET_COMMIT = int(RecordType.OFFSET_COMMIT)
 GROUP_METADATA = int(RecordType.GROUP_METADATA)

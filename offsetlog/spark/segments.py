@@ -173,7 +173,8 @@ def segment_rows(task: SegmentTask, *, salvage: bool = False) -> Iterator[tuple]
     store, lp, name, sbase = task.store, task.log_partition, os.path.basename(task.path), task.base
     unpackb, packb = msgpack.unpackb, msgpack.packb
     for pos, stop, h in reader.raw():
-        base, last_delta, ts, attrs, pid, pepoch = h[5], h[6], h[8], h[4], h[9], h[10]
+        base, last_delta, ts = h.base_offset, h.last_offset_delta, h.timestamp
+        attrs, pid, pepoch = h.attributes, h.producer_id, h.producer_epoch
         check_limit(task.path, pos, base + last_delta, task.limit)
         try:
             records = unpackb(data[pos + HEADER_SIZE:stop], raw=False)

@@ -162,7 +162,7 @@ def plan_salvage(directory: str) -> tuple[list[Rewrite], list[SalvagedRegion]]:
         reasons: dict[int, str] = {}
         kept: list[tuple[int, int, int, int]] = []  # (start, stop, first offset, last offset)
         for pos, stop, h in reader.raw():
-            first, last_offset = h[5], h[5] + h[6]
+            first, last_offset = h.base_offset, h.base_offset + h.last_offset_delta
             if limit is not None and last_offset >= limit:
                 reasons[pos] = (f"batch reaches offset {last_offset}, past the next "
                                 f"segment's base offset {limit}")
