@@ -1,32 +1,14 @@
-"""The log cleaner: keep only the latest record per key in a partition's closed segments.
+"""The local log cleaner: keep only what ``rules`` keeps of a partition's closed segments.
 
-Kafka's rules (LogCleaner), for one log partition:
-
-* only closed segments are cleaned; the active segment is never touched;
-* a record survives if it is the latest one for its key among the segments being cleaned
-  (a later record in the active segment supersedes it only at a later cleaning);
-* every surviving record keeps its log offset, and every batch keeps its base offset and its
-  offset range, so offsets are never reused or shifted;
-* a tombstone survives its first cleaning and is then kept for ``delete_retention_ms``: the
-  first cleaning stamps its batch with a delete horizon (KIP-534) and a cleaning at or after
-  the horizon drops it. Consumers that read the log late still see the delete in time;
-* expired offsets disappear only through the tombstones expiry wrote: the cleaner has no
-  notion of time beyond the horizon.
-
-Transactions (Kafka's rules again; docs/TRANSACTIONS.md):
-
-* nothing at or after the first offset of a transaction still undecided in the closed
-  segments is cleaned (Kafka's last stable offset bounds cleaning the same way): the cleaned
-  range ends at the last segment before it;
-* records of aborted transactions are dropped; records of committed ones compete by log offset
-  with plain records for their key (the latest survives, as in the table);
-* a marker is kept while any record of its transaction survives; once none does, it is
-  treated like a tombstone: stamped with a delete horizon, then dropped at or after it.
-
-Output is grouped into files of at most ``segment_bytes`` of *input*, each named after its
-first input segment, and swapped in with the crash-safe protocol in recovery/swap.py. Reading
-and writing happen without any lock; only the swap (renames) needs the partition's writer to
-stand still, which the caller arranges through ``swap_lock``.
+It reads the closed segments twice, without any lock: pass 1 feeds every batch to
+``rules.LatestScan`` (cut before the first undecided transaction, and scanned again if that
+moved the end); pass 2 rewrites each batch with the records that survive. Every surviving
+record keeps its log offset and every batch its base offset and offset range, so offsets are
+never reused or shifted; a batch that loses nothing is copied byte for byte. Output is grouped
+into files of at most ``segment_bytes`` of *input*, each named after its first input segment,
+and swapped in with the crash-safe protocol of ``offsetlog.recovery.swap``; only the swap
+(renames) needs the partition's writer to stand still, which the caller arranges through
+``swap_lock``.
 """
 
 from __future__ import annotations
@@ -42,8 +24,8 @@ from offsetlog.log import naming, segment
 from offsetlog.errors import CorruptLogError
 from offsetlog.log.format import Attribute
 from offsetlog.log.framing import BatchReader, encode_payload, frame
-from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
-                               TRANSACTION_STATE)
+from offsetlog.compaction.rules import (LatestScan, horizon_passed, is_commit_marker,
+                                        record_key)
 from offsetlog.recovery.swap import commit_swap, finish_swaps, plan_swaps, write_cleaned
 
 log = logging.getLogger("offsetlog.cleaner")
@@ -75,18 +57,6 @@ class CleanResult:
     def ratio(self) -> float:
         """bytes after / bytes before (1.0 when nothing was cleaned)."""
         return self.bytes_after / self.bytes_before if self.bytes_before else 1.0
-
-
-def _key(record) -> tuple | None:
-    """The compaction key of a record, or None for records compaction must always keep."""
-    rtype, key = record[1], record[3]
-    if rtype == OFFSET_COMMIT:
-        return (OFFSET_COMMIT, key["group"], key["topic"], key["partition"])
-    if rtype == GROUP_METADATA:
-        return (GROUP_METADATA, key["group"])
-    if rtype == TRANSACTION_STATE:
-        return (TRANSACTION_STATE, key["transactional_id"])
-    return None  # markers (their own rule) and unknown types: never dropped as superseded
 
 
 def _read_closed(path: str, base: int):
@@ -209,68 +179,23 @@ def _finish_leftovers(directory: str, swap_lock, on_swapped) -> bool:
     return True
 
 
-class _Scan:
-    """What pass 1 learns: the latest offset per key, and each transaction's outcome.
-
-    Transactions are told apart per producer id: in one log partition a producer's batches up
-    to its next marker are one transaction (the store finishes a transaction, markers
-    included, before that producer can write again).
-    """
-
-    def __init__(self) -> None:
-        self.latest: dict[tuple, int] = {}
-        self.batch_txn: dict[int, int] = {}  # base offset of a txn batch -> transaction
-        self.committed: dict[int, bool] = {}  # transaction -> committed (decided only)
-        self.writes: dict[int, list[tuple[tuple, int]]] = {}  # transaction -> (key, offset)
-        self.survivors: dict[int, int] = {}  # transaction -> its records that survive
-        self.first_unstable: int | None = None
-
-
-def _scan(closed) -> _Scan:
-    scan = _Scan()
-    latest = scan.latest
-    open_txn: dict[int, tuple[int, int]] = {}  # producer id -> (transaction, first offset)
-    count = 0
+def _scan(closed) -> LatestScan:
+    scan = LatestScan()
     for base, path in closed:
         for batch, _ in _read_closed(path, base):
             records = batch.records()
+            b = batch.base_offset
+            writes = [(k, b + r[0]) for r in records if (k := record_key(r)) is not None]
             if not batch.attributes & Attribute.SEMANTIC:
-                for record in records:
-                    k = _key(record)
-                    if k is not None:
-                        latest[k] = batch.base_offset + record[0]
-                continue
-            pid = batch.producer_id
-            if pid not in open_txn:
-                open_txn[pid] = (count, batch.base_offset)
-                scan.writes[count] = []
-                count += 1
-            txn = open_txn[pid][0]
-            scan.batch_txn[batch.base_offset] = txn
-            if batch.attributes & Attribute.CONTROL:
-                del open_txn[pid]
-                committed = any(r[1] == TRANSACTION_MARKER and r[4]["result"] == COMMIT
-                                for r in records)
-                scan.committed[txn] = committed
-                writes = scan.writes[txn]
-                if not committed:
-                    writes.clear()
-                for k, offset in writes:
-                    if latest.get(k, -1) < offset:  # a later plain record of k wins
-                        latest[k] = offset
-                continue
-            for r in records:
-                k = _key(r)
-                if k is not None:  # no key: never superseded (see _key)
-                    scan.writes[txn].append((k, batch.base_offset + r[0]))
-    if open_txn:
-        scan.first_unstable = min(first for _, first in open_txn.values())
-    for txn, writes in scan.writes.items():
-        scan.survivors[txn] = sum(1 for k, offset in writes if latest.get(k) == offset)
+                scan.plain(writes)
+            elif batch.attributes & Attribute.CONTROL:
+                scan.control(batch.producer_id, b, any(is_commit_marker(r) for r in records))
+            else:
+                scan.transactional(batch.producer_id, b, writes, len(records))
     return scan
 
 
-def _clean_txn_batch(batch, original: bytes, scan: _Scan, now_ms: int,
+def _clean_txn_batch(batch, original: bytes, scan: LatestScan, now_ms: int,
                      delete_retention_ms: int, keep_markers_from: int | None = None
                      ) -> tuple[bytes, int, int]:
     """(framed bytes or b"", records kept, markers dropped) for a transactional or control
@@ -280,25 +205,22 @@ def _clean_txn_batch(batch, original: bytes, scan: _Scan, now_ms: int,
         taken below it may hold the transaction's offsets as pending: its replay needs the
         marker), like tombstones
     """
-    txn = scan.batch_txn[batch.base_offset]
+    txn = scan.txn_of[batch.base_offset]
     records = batch.records()
     base = batch.base_offset
     attributes, timestamp = batch.attributes, batch.timestamp
     if attributes & Attribute.CONTROL:
-        if scan.survivors[txn]:
+        if scan.survivors(txn):
             return original, len(records), 0
         if attributes & Attribute.DELETE_HORIZON:
-            if now_ms >= timestamp and (keep_markers_from is None
-                                        or batch.base_offset < keep_markers_from):
+            if horizon_passed(attributes, timestamp, base, now_ms, keep_markers_from):
                 return b"", 0, len(records)
             return original, len(records), 0
         kept = records
         attributes |= Attribute.DELETE_HORIZON
         timestamp = now_ms + delete_retention_ms
     else:
-        latest = scan.latest
-        kept = [r for r in records if scan.committed[txn]
-                and ((k := _key(r)) is None or latest.get(k) == base + r[0])]
+        kept = [r for r in records if scan.survives(txn, record_key(r), base + r[0])]
         if not kept:
             return b"", 0, 0
         if len(kept) == len(records):
@@ -311,17 +233,17 @@ def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_reten
     """(framed bytes or b"", records kept, tombstones dropped) for one input batch."""
     records = batch.records()
     base = batch.base_offset
-    horizon = batch.timestamp if batch.attributes & Attribute.DELETE_HORIZON else None
+    stamped = bool(batch.attributes & Attribute.DELETE_HORIZON)
     kept = []
     dropped_tombstones = 0
     has_tombstone = False
     for record in records:
-        k = _key(record)
+        k = record_key(record)
         if k is not None and latest.get(k) != base + record[0]:
             continue  # superseded by a later record of the same key
         if record[4] is None and k is not None:
-            if horizon is not None and now_ms >= horizon and (
-                    keep_tombstones_from is None or base + record[0] < keep_tombstones_from):
+            if horizon_passed(batch.attributes, batch.timestamp, base + record[0], now_ms,
+                              keep_tombstones_from):
                 dropped_tombstones += 1
                 continue
             has_tombstone = True
@@ -330,7 +252,7 @@ def _clean_batch(batch, original: bytes, latest: dict, now_ms: int, delete_reten
         return b"", 0, dropped_tombstones
     attributes = batch.attributes
     timestamp = batch.timestamp
-    if has_tombstone and horizon is None:
+    if has_tombstone and not stamped:
         attributes |= Attribute.DELETE_HORIZON
         timestamp = now_ms + delete_retention_ms
     if len(kept) == len(records) and attributes == batch.attributes:

@@ -1,143 +1,156 @@
-"""What the log cleaner would drop, counted from the data source's rows of one log partition.
+"""The cleaner's rules, in one place: what a cleaning of one log partition keeps and drops.
 
-The rules are ``offsetlog.compaction.cleaner``'s (docs/DESIGN.md, Kafka's LogCleaner), applied to
-counts instead of bytes:
+Kafka's LogCleaner rules, applied by the local cleaner (``cleaner``, to batches on disk) and
+counted by the Spark report (``offsetlog.spark.cleaning``, from the data source's rows); the
+two differ only in how they read records:
 
-* keys are the cleaner's (``offsetlog.compaction.cleaner._key``): OFFSET_COMMIT by (group, topic,
-  partition), GROUP_METADATA by group, TRANSACTION_STATE by transactional id; markers and
+* only closed segments are cleaned, and nothing at or after the first offset of a transaction
+  still undecided in them (Kafka's last stable offset bounds cleaning the same way);
+* records have a compaction key (``compaction_key``): OFFSET_COMMIT by (group, topic,
+  partition), GROUP_METADATA by group, TRANSACTION_STATE by transactional id. Markers and
   unknown types have none and are never dropped as superseded;
-* a keyed record is superseded when a later record of its key (by log offset) is in a plain
-  batch or in a committed transaction; records of transactions still undecided do not count
-  yet;
-* every record of an aborted transaction is dropped;
-* the latest record of a key, if a tombstone in a plain batch whose delete horizon has passed,
-  is dropped (a transactional tombstone is kept like any surviving transactional record);
-* a marker is dropped once no record of its transaction survives and its horizon has passed;
-* nothing at or above a ``keep_from`` offset (the lowest snapshot offset) loses a tombstone or
-  marker to its horizon.
+* a keyed record survives if it is the latest of its key in the range, by log offset, among
+  records of plain batches and of committed transactions (``LatestScan``, pass 1); records of
+  aborted transactions are all dropped;
+* a surviving tombstone of a plain batch survives its first cleaning, which stamps its batch
+  with a delete horizon (KIP-534), and is dropped by a cleaning at or after the horizon; a
+  marker is treated the same way once no record of its transaction survives; neither is ever
+  dropped at or above ``keep_from``, the lowest offset a snapshot of the partition holds
+  (``horizon_passed``).
 
-A transaction is a producer id's batches up to its next control batch, as in the cleaner.
-What is *cleaned* is the caller's choice of segments (the closed ones, cut before the first
-undecided transaction as the cleaner cuts them: see ``report.partition_report``).
+A transaction is a producer id's transactional batches up to its next control batch: in one
+log partition the store finishes a transaction, markers included, before that producer writes
+again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from offsetlog.log.format import Attribute
 from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
-                               TRANSACTION_STATE)
-from offsetlog.spark.segments import RECORD_COLUMNS
+                                   TRANSACTION_STATE)
 
-_COLUMN = {name: i for i, (name, _) in enumerate(RECORD_COLUMNS)}
-_SEGMENT, _BATCH_POS, _BATCH_BASE, _BATCH_TS, _ATTRS, _PID, _LOG_OFFSET, _TYPE = (
-    _COLUMN[c] for c in ("segment", "batch_position", "batch_base_offset", "batch_timestamp",
-                         "attributes", "producer_id", "log_offset", "record_type_id"))
-_GROUP, _TOPIC, _PART, _TOMBSTONE, _RESULT, _TXN_ID = (
-    _COLUMN[c] for c in ("group", "topic", "partition", "tombstone", "transaction_result",
-                         "transactional_id"))
+Key = tuple
 
 
-def row_key(row) -> tuple | None:
-    """The cleaner's compaction key (``offsetlog.compaction.cleaner._key``) of a row, or None."""
-    rtype = row[_TYPE]
-    if rtype == OFFSET_COMMIT:
-        return (OFFSET_COMMIT, row[_GROUP], row[_TOPIC], row[_PART])
-    if rtype == GROUP_METADATA:
-        return (GROUP_METADATA, row[_GROUP])
-    if rtype == TRANSACTION_STATE:
-        return (TRANSACTION_STATE, row[_TXN_ID])
+def compaction_key(record_type: int, group: str | None, topic: str | None,
+                   partition: int | None, transactional_id: str | None) -> Key | None:
+    """The key a record competes for, or None for records never dropped as superseded."""
+    if record_type == OFFSET_COMMIT:
+        return (OFFSET_COMMIT, group, topic, partition)
+    if record_type == GROUP_METADATA:
+        return (GROUP_METADATA, group)
+    if record_type == TRANSACTION_STATE:
+        return (TRANSACTION_STATE, transactional_id)
     return None
 
 
-class _Txn:
-    __slots__ = ("first", "records", "writes", "committed", "marker_records",
-                 "marker_expired")
+def record_key(record) -> Key | None:
+    """``compaction_key`` of a decoded record (``offsetlog.log.records``)."""
+    rtype, key = record[1], record[3]
+    if rtype == OFFSET_COMMIT:
+        return (OFFSET_COMMIT, key["group"], key["topic"], key["partition"])
+    if rtype == GROUP_METADATA:
+        return (GROUP_METADATA, key["group"])
+    if rtype == TRANSACTION_STATE:
+        return (TRANSACTION_STATE, key["transactional_id"])
+    return None
+
+
+def is_commit_marker(record) -> bool:
+    """A decoded record that decides its transaction as committed."""
+    return record[1] == TRANSACTION_MARKER and record[4]["result"] == COMMIT
+
+
+def horizon_passed(attributes: int, timestamp: int, offset: int, now_ms: int,
+                   keep_from: int | None) -> bool:
+    """May a cleaning at ``now_ms`` drop the tombstone or marker at log ``offset`` of a batch
+    with these ``attributes`` and ``timestamp``? Only once a first cleaning stamped the batch
+    with a delete horizon, the horizon has come, and no snapshot still needs it."""
+    return (bool(attributes & Attribute.DELETE_HORIZON) and now_ms >= timestamp
+            and (keep_from is None or offset < keep_from))
+
+
+class Transaction:
+    """One transaction seen in the range: its writes, and its outcome once a marker says."""
+
+    __slots__ = ("first", "records", "writes", "committed")
 
     def __init__(self, first: int) -> None:
         self.first = first  # log offset of its first batch
-        self.records = 0  # records in its transactional batches
-        self.writes: list[tuple[tuple, int]] = []  # (key, log offset) of its keyed records
+        self.records = 0  # records in its transactional (not control) batches
+        self.writes: list[tuple[Key, int]] = []  # (key, log offset) of its keyed records
         self.committed: bool | None = None  # None: undecided
-        self.marker_records = 0
-        self.marker_expired = False  # its marker's horizon has passed (and it may go)
 
 
-class CleaningCount:
-    """Feed the rows of one log partition's range in log order (:meth:`feed`), then read
-    :meth:`result`: (superseded, expired, first undecided offset or None).
+class LatestScan:
+    """Pass 1 of a cleaning: feed the range's batches in log order; then ``latest`` holds the
+    log offset of every key's surviving record, and ``first_unstable`` the first offset of a
+    transaction still undecided (None if none is)."""
 
-    ``superseded`` counts records a later record of their key replaces, plus the records of
-    aborted transactions; ``expired`` the tombstones and markers whose horizon passed at
-    ``now_ms``. Their sum is what a cleaning of exactly this range at ``now_ms`` drops.
-    """
+    def __init__(self) -> None:
+        self.latest: dict[Key, int] = {}
+        self.txn_of: dict[int, Transaction] = {}  # base offset of a txn or control batch -> it
+        self.decided: list[Transaction] = []
+        self._open: dict[int, Transaction] = {}  # producer id -> its undecided transaction
 
-    def __init__(self, now_ms: int, keep_from: int | None = None) -> None:
-        self.now_ms, self.keep_from = now_ms, keep_from
-        self.keyed = 0  # keyed records that compete for their key (plain or committed)
-        self.aborted = 0
-        #: key -> (log offset, droppable: a plain tombstone past its horizon) of its latest
-        self.latest: dict[tuple, tuple[int, bool]] = {}
-        self.open: dict[int, _Txn] = {}  # producer id -> its transaction not yet decided
-        self.decided: list[_Txn] = []
-        self._batch: list = []
+    def plain(self, writes: Iterable[tuple[Key, int]]) -> None:
+        """A plain batch's keyed records, as (key, log offset): each is now its key's latest."""
+        latest = self.latest
+        for key, offset in writes:
+            latest[key] = offset
 
-    def feed(self, row) -> None:
-        batch = self._batch
-        if batch and (batch[0][_SEGMENT], batch[0][_BATCH_POS]) != (row[_SEGMENT],
-                                                                     row[_BATCH_POS]):
-            self._flush()  # the rows so far are a whole batch
-        self._batch.append(row)
+    def transactional(self, producer_id: int, base_offset: int,
+                      writes: Iterable[tuple[Key, int]], records: int) -> Transaction:
+        """A transactional batch of ``records`` records, keyed ones as (key, log offset)."""
+        txn = self._txn(producer_id, base_offset)
+        txn.records += records
+        txn.writes += writes
+        return txn
 
-    def _horizon_passed(self, row) -> bool:
-        return bool(row[_ATTRS] & Attribute.DELETE_HORIZON) and self.now_ms >= row[_BATCH_TS] \
-            and (self.keep_from is None or row[_LOG_OFFSET] < self.keep_from)
-
-    def _flush(self) -> None:
-        rows, self._batch = self._batch, []
-        if not rows:
-            return
-        first = rows[0]
-        attrs = first[_ATTRS]
-        if not attrs & Attribute.SEMANTIC:
-            latest = self.latest
-            for row in rows:
-                key = row_key(row)
-                if key is not None:
-                    self.keyed += 1
-                    latest[key] = (row[_LOG_OFFSET], row[_TOMBSTONE] and self._horizon_passed(row))
-            return
-        pid = first[_PID]
-        txn = self.open.get(pid)
-        if txn is None:
-            txn = self.open[pid] = _Txn(first[_BATCH_BASE])
-        if not attrs & Attribute.CONTROL:
-            txn.records += len(rows)
-            txn.writes += [(k, row[_LOG_OFFSET]) for row in rows
-                           if (k := row_key(row)) is not None]
-            return
-        del self.open[pid]
+    def control(self, producer_id: int, base_offset: int, committed: bool
+                ) -> tuple[Transaction, list[Key]]:
+        """A control batch deciding ``producer_id``'s transaction; returns it and the keys its
+        committed writes now hold the latest record of."""
+        txn = self._txn(producer_id, base_offset)
+        del self._open[producer_id]
         self.decided.append(txn)
-        txn.committed = any(row[_TYPE] == TRANSACTION_MARKER and row[_RESULT] == COMMIT
-                            for row in rows)
-        txn.marker_records = len(rows)
-        txn.marker_expired = self._horizon_passed(first)
-        if not txn.committed:
-            self.aborted += txn.records
-            txn.writes = []
-            return
-        latest = self.latest
-        for key, offset in txn.writes:
-            self.keyed += 1
-            if latest.get(key, (-1,))[0] < offset:  # a later plain record of the key wins
-                latest[key] = (offset, False)
+        txn.committed = committed
+        won = []
+        if committed:
+            latest = self.latest
+            for key, offset in txn.writes:
+                if latest.get(key, -1) < offset:  # a later plain record of the key wins
+                    latest[key] = offset
+                    won.append(key)
+        return txn, won
 
-    def result(self) -> tuple[int, int, int | None]:
-        self._flush()
+    def _txn(self, producer_id: int, base_offset: int) -> Transaction:
+        txn = self._open.get(producer_id)
+        if txn is None:
+            txn = self._open[producer_id] = Transaction(base_offset)
+        self.txn_of[base_offset] = txn
+        return txn
+
+    @property
+    def first_unstable(self) -> int | None:
+        return min((t.first for t in self._open.values()), default=None)
+
+    def survivors(self, txn: Transaction) -> int:
+        """How many of ``txn``'s records survive: none unless it committed."""
+        if not txn.committed:
+            return 0
         latest = self.latest
-        superseded = self.keyed - len(latest) + self.aborted
-        expired = sum(droppable for _, droppable in latest.values())
-        for txn in self.decided:
-            if txn.marker_expired and not any(latest[k][0] == offset for k, offset in txn.writes):
-                expired += txn.marker_records
-        first_undecided = min((t.first for t in self.open.values()), default=None)
-        return superseded, expired, first_undecided
+        return sum(1 for key, offset in txn.writes if latest.get(key) == offset)
+
+    def survives(self, txn: Transaction | None, key: Key | None, offset: int) -> bool:
+        """Does the record at ``offset`` (of ``txn``, None for a plain batch) survive pass 2,
+        leaving tombstone horizons aside?"""
+        if txn is not None and not txn.committed:
+            return False
+        return key is None or self.latest.get(key) == offset
+
+
+__all__ = ["Key", "LatestScan", "Transaction", "compaction_key", "horizon_passed",
+           "is_commit_marker", "record_key"]

@@ -84,7 +84,7 @@ def partition_report(task: _Task) -> dict:
     import msgpack
 
     from offsetlog.group.expiry import RetentionView, expired_offsets
-    from offsetlog.compaction.rules import CleaningCount, row_key
+    from offsetlog.spark.cleaning import CleaningCount, row_key
     from offsetlog.spark.segments import SegmentTask, segment_rows
     from offsetlog.recovery.swap import plan_swaps
 

@@ -40,9 +40,10 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition  #: keys per thread of the built-in committer: TopicPartition(f"t{thread}", 0..5)
-
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.log import segment
+
+#: keys per thread of the built-in committer: TopicPartition(f"t{thread}", 0..5)
 TOPIC_PARTITIONS = 6
 #: async commits a built-in committer thread keeps in flight at most
 ASYNC_WINDOW = 16

@@ -1,4 +1,4 @@
-"""The report's per-partition counts (offsetlog.compaction.rules, through
+"""The report's per-partition counts (offsetlog.spark.cleaning, through
 ``report.partition_report``, no Spark needed) against the cleaner itself: on random histories
 with transactions committed, aborted and left undecided, TRANSACTION_STATE tombstones,
 deletes and compactions, ``reclaimable_now`` equals what a real cleaning of a copy drops at the

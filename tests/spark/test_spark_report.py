@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from offsetlog import OffsetStore, TopicPartition
-from offsetlog.compaction.cleaner import _key as cleaner_key
+from offsetlog.compaction.rules import record_key as cleaner_key
 from offsetlog.log.format import Attribute
 from offsetlog.group.expiry import RetentionView, expired_offsets
 from offsetlog.log.naming import list_partition_dirs

@@ -4,7 +4,8 @@ import os
 import shutil
 
 
-from offsetlog.compaction.cleaner import _key as cleaner_key, clean_partition
+from offsetlog.compaction.cleaner import clean_partition
+from offsetlog.compaction.rules import record_key as cleaner_key
 from offsetlog.log.format import Attribute
 from offsetlog.log.naming import list_partition_dirs, snapshot_dir
 from offsetlog.log.records import COMMIT
