@@ -204,7 +204,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
     # -- commits -------------------------------------------------------------------------
 
-    def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id
+    def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id,
+                        transactional: bool = False
                         ) -> tuple[PartitionWriter, Pending | None, Callable[[], None]]:
         """Check a commit call: its partition, its queue item (None: no offsets) and
         ``precheck``, the fencing check to run under the partition lock. For ``commit_sync``
@@ -218,10 +219,10 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         now = self._clock()
         fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
                                               self._keys)
-        if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
-                and group_instance_id is None):
+        if transactional or not (generation_id.__class__ is int and generation_id == -1
+                                 and member_id == "" and group_instance_id is None):
             precheck = self._fencing(part, group_id, generation_id, member_id,
-                                     group_instance_id, now)
+                                     group_instance_id, now, transactional)
         return part, (Commit(fields, nbytes, now) if fields else None), precheck
 
     def _route(self, group_id) -> tuple[PartitionWriter, Callable[[], None]]:
@@ -245,8 +246,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         return route
 
     @staticmethod
-    def _fencing(part, group_id, generation_id, member_id, group_instance_id, now
-                 ) -> Callable[[], None]:
+    def _fencing(part, group_id, generation_id, member_id, group_instance_id, now,
+                 transactional: bool = False) -> Callable[[], None]:
         """The group coordinator's check of a commit, to run under the partition lock in the
         same hold that queues it (see ``GroupCoordinator.validate_offset_commit``)."""
         if not isinstance(generation_id, int) or isinstance(generation_id, bool):
@@ -266,7 +267,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                 return
             coord.validate_offset_commit(group_id, member_id=member_id,
                                          group_instance_id=group_instance_id,
-                                         generation_id=generation_id, now_ms=now)
+                                         generation_id=generation_id, now_ms=now,
+                                         transactional=transactional)
 
         return check
 
