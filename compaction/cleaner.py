@@ -42,7 +42,7 @@ from offsetlog import naming, segment
 from offsetlog.errors import CorruptLogError
 from offsetlog.format import Attribute
 from offsetlog.framing import BatchReader, encode_payload, frame
-from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
+from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TOPIC, TRANSACTION_MARKER,
                                TRANSACTION_STATE)
 from recovery.swap import commit_swap, finish_swaps, plan_swaps, write_cleaned
 
@@ -86,6 +86,8 @@ def _key(record) -> tuple | None:
         return (GROUP_METADATA, key["group"])
     if rtype == TRANSACTION_STATE:
         return (TRANSACTION_STATE, key["transactional_id"])
+    if rtype == TOPIC:
+        return (TOPIC, key["topic"])
     return None  # markers (their own rule) and unknown types: never dropped as superseded
 
 

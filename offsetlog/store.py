@@ -22,8 +22,9 @@ from typing import Callable
 from offsetlog import background, dirlock, records as rec, segment
 from offsetlog.records import offset_commit_fields
 from offsetlog.config import StoreConfig, system_clock_ms
-from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreFailedError,
-                              UnknownMemberIdError, UnstableOffsetCommitError)
+from offsetlog.errors import (IllegalGenerationError, InvalidTopicError, StoreClosedError,
+                              StoreFailedError, TopicAlreadyExistsError, UnknownMemberIdError,
+                              UnstableOffsetCommitError)
 from offsetlog.futures import failed_future, resolved_future
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.group_api import GroupRequests
@@ -406,6 +407,46 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             with part.lock:
                 out |= part.table.groups()
         return sorted(out)
+
+    # -- the topic registry (the wire server's; docs/FORMAT.md, TOPIC) ----------------------
+
+    def topics(self) -> dict[str, dict]:
+        """topic -> ``{"partitions", "topic_id", "created_timestamp"}`` of every registered
+        topic (``create_topic``)."""
+        self._check_open()
+        out: dict[str, dict] = {}
+        for part in self._parts:
+            with part.lock:
+                out.update(part.table.topics)
+        return dict(sorted(out.items()))
+
+    def create_topic(self, name: str, partitions: int, *, topic_id: bytes) -> dict:
+        """Register topic ``name`` (a TOPIC record, durable when this returns) and return its
+        value. Checked at the call's place in its partition's queue, so of two concurrent
+        creations of one name exactly one succeeds.
+
+        :raises InvalidTopicError: a name or partition count Kafka would refuse, or a bad id
+        :raises TopicAlreadyExistsError: the topic is registered already
+        """
+        self._check_open()
+        if (not isinstance(name, str) or not 0 < len(name) <= 249 or name in (".", "..")
+                or not all(c.isascii() and (c.isalnum() or c in "._-") for c in name)):
+            raise InvalidTopicError(f"topic name {name!r}: 1-249 of [a-zA-Z0-9._-], not . or ..")
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or not (
+                0 < partitions <= 1 << 20):
+            raise InvalidTopicError(f"topic {name!r}: partitions must be an int >= 1")
+        if not isinstance(topic_id, bytes) or len(topic_id) != 16 or not any(topic_id):
+            raise InvalidTopicError(f"topic {name!r}: topic_id must be 16 bytes, not all zero")
+        now = self._clock()
+        value = {"partitions": partitions, "topic_id": topic_id, "created_timestamp": now}
+
+        def record(table: OffsetTable) -> tuple:
+            if name in table.topics:
+                raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            return (rec.topic(0, name, value),)
+
+        self._run_deferred(name, record, now)
+        return dict(value)
 
     # -- deletes and expiry --------------------------------------------------------------
 

@@ -24,7 +24,7 @@ undecided transaction as the cleaner cuts them: see ``report.partition_report``)
 from __future__ import annotations
 
 from offsetlog.format import Attribute
-from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
+from offsetlog.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TOPIC, TRANSACTION_MARKER,
                                TRANSACTION_STATE)
 from offsetlog.spark.segments import RECORD_COLUMNS
 
@@ -46,6 +46,8 @@ def row_key(row) -> tuple | None:
         return (GROUP_METADATA, row[_GROUP])
     if rtype == TRANSACTION_STATE:
         return (TRANSACTION_STATE, row[_TXN_ID])
+    if rtype == TOPIC:
+        return (TOPIC, row[_TOPIC])
     return None
 
 
