@@ -8,8 +8,6 @@ import socket
 import struct
 
 from kio.index import load_request_schema, load_response_schema
-from kio.schema.request_header.v1.header import RequestHeader as H1
-from kio.schema.request_header.v2.header import RequestHeader as H2
 from kio.serial import entity_reader, entity_writer
 
 from offsetlog.server.codec import build

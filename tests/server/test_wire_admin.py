@@ -8,7 +8,7 @@ import pytest
 from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata as KOM
 
-from clients import assignment_of, kp_admin, kp_consumer, poll_all
+from server.clients import assignment_of, kp_admin, kp_consumer, poll_all
 
 
 def test_offsets_only_group_is_listed_and_described_as_kafka_does(server, group_id):
@@ -61,8 +61,8 @@ def test_delete_groups_refuses_a_group_with_members_and_an_unknown_one(server, g
 
 
 def test_offset_delete_refuses_subscribed_topics_per_partition(server, group_id):
-    from conftest import raw_socket
-    from raw import call
+    from server.wire_server import raw_socket
+    from server.raw import call
 
     c = kp_consumer(server, group_id, strategy="range")
     try:
@@ -100,8 +100,8 @@ def test_create_topics_and_metadata_auto_creation(server):
         assert len(topics["created"]["partitions"]) == 3
     finally:
         admin.close()
-    from conftest import raw_socket
-    from raw import call
+    from server.wire_server import raw_socket
+    from server.raw import call
 
     with raw_socket(server) as sock:
         r = call(sock, 3, 12, topics=[dict(name="fresh", topic_id=None)],

@@ -10,9 +10,9 @@ import time
 from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata as KOM
 
-from clients import kp_consumer
-from conftest import raw_socket
-from raw import frame, read_answer
+from server.clients import kp_consumer
+from server.wire_server import raw_socket
+from server.raw import frame, read_answer
 
 
 def _closed(sock) -> bool:

@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from clients import (assignment_of, check_exclusive, ck_consumer, described, kp_consumer,
+from server.clients import (assignment_of, check_exclusive, ck_consumer, described, kp_consumer,
                      poll_all)
-from conftest import wait_until
+from server.wire_server import wait_until
 
 
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky", "cooperative-sticky"])

@@ -8,9 +8,9 @@ import asyncio
 from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata as KOM
 
-from clients import ck_consumer, kp_consumer
-from conftest import raw_socket
-from raw import call
+from server.clients import ck_consumer, kp_consumer
+from server.wire_server import raw_socket
+from server.raw import call
 from offsetlog import OffsetStore, TopicPartition
 
 

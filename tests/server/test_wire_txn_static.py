@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from kafka import TopicPartition as KTP
 
-from clients import assignment_of, ck_consumer, described, kp_consumer, poll_all
-from conftest import raw_socket
-from raw import call
+from server.clients import assignment_of, ck_consumer, described, kp_consumer, poll_all
+from server.wire_server import raw_socket
+from server.raw import call
 
 
 def _stable_fetch(server, group_id):
