@@ -19,6 +19,9 @@ Cases (and what each compares):
 ``assignors``  offsetlog.bench.assignors.run_assignor_benchmark(), when that module exists
 ``transactions``  begin + commit_offsets(10 offsets) + commit per s, 1 and 8 threads  vs
                commit_sync of the same 10 offsets (bench/transactions.py)
+``wire``       OffsetCommit over loopback to ``offsetlog serve``: commits/s from 32 connections
+               vs 32 threads of embedded commit_sync, and p50 latency vs embedded
+               (bench/wire.py)
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from offsetlog.bench.workload import (GROUP, PARTITIONS_PER_THREAD, TOPIC, frame
                             thread_partitions)
 
 CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
-         "transactions")
+         "transactions", "wire")
 
 #: sizes of a full run (~10 minutes on 2 cores) and of --quick (~1-2 minutes)
 FULL = {
@@ -425,6 +428,9 @@ def _run(args, console, only) -> int:
         try:
             if name == "assignors":
                 runner.assignors(args.quick)
+            elif name == "wire":
+                from bench.wire import run_wire_benchmark
+                runner.rows.extend(run_wire_benchmark(runner.data_dir, quick=args.quick))
             else:
                 getattr(runner, "async_" if name == "async" else name)()
         except Exception as e:  # noqa: BLE001 - one broken case must not hide the others

@@ -7,8 +7,8 @@ two differ only in how they read records:
 * only closed segments are cleaned, and nothing at or after the first offset of a transaction
   still undecided in them (Kafka's last stable offset bounds cleaning the same way);
 * records have a compaction key (``compaction_key``): OFFSET_COMMIT by (group, topic,
-  partition), GROUP_METADATA by group, TRANSACTION_STATE by transactional id. Markers and
-  unknown types have none and are never dropped as superseded;
+  partition), GROUP_METADATA by group, TRANSACTION_STATE by transactional id, TOPIC by
+  topic name. Markers and unknown types have none and are never dropped as superseded;
 * a keyed record survives if it is the latest of its key in the range, by log offset, among
   records of plain batches and of committed transactions (``LatestScan``, pass 1); records of
   aborted transactions are all dropped;
@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from offsetlog.log.format import Attribute
-from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
-                                   TRANSACTION_STATE)
+from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TOPIC,
+                                   TRANSACTION_MARKER, TRANSACTION_STATE)
 
 Key = tuple
 
@@ -43,6 +43,8 @@ def compaction_key(record_type: int, group: str | None, topic: str | None,
         return (GROUP_METADATA, group)
     if record_type == TRANSACTION_STATE:
         return (TRANSACTION_STATE, transactional_id)
+    if record_type == TOPIC:
+        return (TOPIC, topic)
     return None
 
 
@@ -55,6 +57,8 @@ def record_key(record) -> Key | None:
         return (GROUP_METADATA, key["group"])
     if rtype == TRANSACTION_STATE:
         return (TRANSACTION_STATE, key["transactional_id"])
+    if rtype == TOPIC:
+        return (TOPIC, key["topic"])
     return None
 
 

@@ -28,6 +28,12 @@ class InvalidTopicError(InvalidCommitError):
     code = 17
 
 
+class TopicAlreadyExistsError(OffsetlogError):
+    """``create_topic`` of a topic the registry already holds (Kafka's TOPIC_ALREADY_EXISTS)."""
+
+    code = 36
+
+
 class OffsetMetadataTooLargeError(InvalidCommitError):
     code = 12
 

@@ -480,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "exit 1 on log corruption")
     p.add_argument("dir")
     p.set_defaults(func=cmd_verify)
+    from offsetlog.server.main import add_parser as add_serve_parser
+    add_serve_parser(sub)  # `offsetlog serve`: run by main() below, with its own life cycle
     return parser
 
 
@@ -499,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
         # argument that looks like an option, so hand it over directly).
         ns = argparse.Namespace(bench_args=argv[1:])
         return cmd_bench(ns, Console())
+    if argv[:1] == ["serve"]:  # offsetlog/server/main.py: a server, not a console command
+        from offsetlog.server.main import main as serve
+        return serve(argv[1:])
     args = build_parser().parse_args(argv)
     console = _console()
     if args.command not in ("bench", "crashtest") and not os.path.isdir(args.dir):

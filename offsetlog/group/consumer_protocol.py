@@ -1,56 +1,122 @@
 """The bytes a consumer puts in JoinGroup (its subscription) and gets from SyncGroup (its
-assignment), for ``protocol_type="consumer"``.
+assignment), for ``protocol_type="consumer"``: Kafka's ConsumerProtocol, the layout every
+Kafka client sends and expects (librdkafka, the Java client, kafka-python, aiokafka), so
+that members embedded with ``offsetlog.member`` and members speaking the wire protocol
+(``offsetlog serve``) can share one group.
+
+Both are a big-endian int16 version followed by that version of Kafka's
+``ConsumerProtocolSubscription`` / ``ConsumerProtocolAssignment`` message (non-flexible
+encoding), encoded and decoded by ``kio`` from Kafka's own schemas:
+
+* Subscription v0: topics, user_data; v1: + owned_partitions; v2: + generation_id;
+  v3: + rack_id.
+* Assignment v0-v3: assigned_partitions, user_data (the versions differ in nothing else).
+
+A version newer than v3 is read as v3, as Kafka's ``ConsumerProtocol`` does (later versions
+only append fields), and bytes after the known fields are ignored.
 
 The coordinator treats both as opaque, as Kafka's does, with two exceptions: offset retention
-(KIP-211) needs the topics a Stable group subscribes to, so it decodes subscriptions with
-:func:`subscribed_topics`; and a static member's restart must not strand partitions held back
-for the old process to revoke (:func:`held_back_for`). Kafka uses its ConsumerProtocol schema
-here; offsetlog uses msgpack maps, versioned like records (a reader takes the fields it knows
-and ignores the rest, so fields can be added without a version bump)::
-
-    subscription: {"version": 0, "topics": [str], "user_data": bytes | None,
-                   "owned_partitions": [[topic, partition]], "generation_id": int}
-    assignment:   {"version": 0, "partitions": [[topic, partition]], "user_data": bytes | None}
+(KIP-211) and OffsetDelete need the topics a group subscribes to (:func:`subscribed_topics`),
+and a static member's restart must not strand partitions held back for the old process to
+revoke (:func:`held_back_for`).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
+from itertools import groupby
 
-import msgpack
+from kio.schema.consumer_protocol_assignment.v0.data import \
+    ConsumerProtocolAssignment as AssignmentV0
+from kio.schema.consumer_protocol_assignment.v1.data import \
+    ConsumerProtocolAssignment as AssignmentV1
+from kio.schema.consumer_protocol_assignment.v2.data import \
+    ConsumerProtocolAssignment as AssignmentV2
+from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
+from kio.schema.consumer_protocol_subscription.v0.data import \
+    ConsumerProtocolSubscription as SubscriptionV0
+from kio.schema.consumer_protocol_subscription.v1.data import \
+    ConsumerProtocolSubscription as SubscriptionV1
+from kio.schema.consumer_protocol_subscription.v2.data import \
+    ConsumerProtocolSubscription as SubscriptionV2
+from kio.schema.consumer_protocol_subscription.v3 import data as subscription_v3
+from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import read_int16
+from kio.serial.writers import write_int16
 
 from offsetlog.types import TopicPartition
 
 PROTOCOL_TYPE = "consumer"
 
+#: the versions this module writes (Kafka's Java client writes its newest, too)
+SUBSCRIPTION_VERSION = 3
+ASSIGNMENT_VERSION = 3
 
-def _pairs(partitions: Iterable) -> list[list]:
-    return [[str(t), int(p)] for t, p in partitions]
+_SUBSCRIPTIONS = {0: SubscriptionV0, 1: SubscriptionV1, 2: SubscriptionV2,
+                  3: subscription_v3.ConsumerProtocolSubscription}
+_ASSIGNMENTS = {0: AssignmentV0, 1: AssignmentV1, 2: AssignmentV2,
+                3: assignment_v3.ConsumerProtocolAssignment}
+
+
+def _topic_partitions(partitions: Iterable) -> tuple[subscription_v3.TopicPartition, ...]:
+    pairs = sorted({(str(t), int(p)) for t, p in partitions})
+    return tuple(subscription_v3.TopicPartition(topic=t, partitions=tuple(p for _, p in g))
+                 for t, g in groupby(pairs, key=lambda tp: tp[0]))
+
+
+def _encode(version: int, schema, entity) -> bytes:
+    buf = io.BytesIO()
+    write_int16(buf, version)
+    entity_writer(schema)(buf, entity)
+    return buf.getvalue()
+
+
+def _decode(data: bytes, schemas: dict, what: str):
+    """(version, entity) of ``data``; ``ValueError`` when it is not one."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ValueError(f"not a consumer {what}: {type(data).__name__}, not bytes")
+    try:
+        version, size = read_int16(data, 0)
+        if version < 0:
+            raise ValueError(f"negative version {version}")
+        entity, _ = entity_reader(schemas[min(version, 3)])(data, size)
+    except ValueError as e:
+        raise ValueError(f"not a consumer {what}: {e}") from None
+    except Exception as e:  # kio's readers raise several unrelated types for garbage
+        raise ValueError(f"not a consumer {what}: {type(e).__name__}: {e}") from None
+    return version, entity
+
+
+def _flatten(topic_partitions) -> list[TopicPartition]:
+    return sorted(TopicPartition(tp.topic, int(p)) for tp in topic_partitions
+                  for p in tp.partitions)
 
 
 def encode_subscription(topics: Iterable[str], *, user_data: bytes | None = None,
-                        owned_partitions: Iterable = (), generation_id: int = -1) -> bytes:
-    """A member's JoinGroup protocol metadata.
+                        owned_partitions: Iterable = (), generation_id: int = -1,
+                        rack_id: str | None = None) -> bytes:
+    """A member's JoinGroup protocol metadata: ConsumerProtocol Subscription v3.
 
     >>> sorted(decode_subscription(encode_subscription(["b", "a"]))["topics"])
     ['a', 'b']
     """
-    return msgpack.packb({"version": 0, "topics": sorted(set(topics)), "user_data": user_data,
-                          "owned_partitions": _pairs(owned_partitions),
-                          "generation_id": generation_id}, use_bin_type=True)
+    entity = subscription_v3.ConsumerProtocolSubscription(
+        topics=tuple(sorted(set(topics))), user_data=user_data,
+        owned_partitions=_topic_partitions(owned_partitions), generation_id=generation_id,
+        rack_id=rack_id)
+    return _encode(SUBSCRIPTION_VERSION, subscription_v3.ConsumerProtocolSubscription, entity)
 
 
 def decode_subscription(data: bytes) -> dict:
-    """The fields of a subscription; raises ``ValueError`` if ``data`` is not one."""
-    try:
-        value = msgpack.unpackb(data, raw=False)
-    except Exception as e:  # msgpack raises several unrelated types for garbage
-        raise ValueError(f"not a consumer subscription: {e}") from None
-    if not isinstance(value, dict) or not isinstance(value.get("topics"), list):
-        raise ValueError("not a consumer subscription: no topic list")
-    owned = [TopicPartition(t, p) for t, p in value.get("owned_partitions", [])]
-    return {"topics": value["topics"], "user_data": value.get("user_data"),
-            "owned_partitions": owned, "generation_id": value.get("generation_id", -1)}
+    """The fields of a subscription (``topics``, ``user_data``, ``owned_partitions`` as
+    sorted ``TopicPartition``s, ``generation_id``, ``rack_id``, ``version``); fields its
+    version lacks take Kafka's defaults. Raises ``ValueError`` if ``data`` is not one."""
+    version, s = _decode(data, _SUBSCRIPTIONS, "subscription")
+    return {"version": version, "topics": list(s.topics), "user_data": s.user_data,
+            "owned_partitions": _flatten(getattr(s, "owned_partitions", ())),
+            "generation_id": int(getattr(s, "generation_id", -1)),
+            "rack_id": getattr(s, "rack_id", None)}
 
 
 def subscribed_topics(data: bytes) -> frozenset[str] | None:
@@ -58,27 +124,35 @@ def subscribed_topics(data: bytes) -> frozenset[str] | None:
     (then the group's subscriptions are unknown, and retention keeps its offsets, as Kafka does
     when it cannot parse one)."""
     try:
-        topics = decode_subscription(data)["topics"]
+        return frozenset(decode_subscription(data)["topics"])
     except ValueError:
         return None
-    if not all(isinstance(t, str) for t in topics):
-        return None
-    return frozenset(topics)
 
 
 def encode_assignment(partitions: Iterable, *, user_data: bytes | None = None) -> bytes:
-    """What a leader hands the coordinator for one member in SyncGroup."""
-    return msgpack.packb({"version": 0, "partitions": _pairs(sorted(partitions)),
-                          "user_data": user_data}, use_bin_type=True)
+    """What a leader hands the coordinator for one member in SyncGroup: Assignment v3."""
+    entity = assignment_v3.ConsumerProtocolAssignment(
+        assigned_partitions=tuple(assignment_v3.TopicPartition(topic=tp.topic,
+                                                               partitions=tp.partitions)
+                                  for tp in _topic_partitions(partitions)),
+        user_data=user_data)
+    return _encode(ASSIGNMENT_VERSION, assignment_v3.ConsumerProtocolAssignment, entity)
+
+
+def decode_assignment_fields(data: bytes) -> dict:
+    """``partitions`` (sorted ``TopicPartition``s), ``user_data`` and ``version`` of an
+    assignment; ``b""`` (what the coordinator sends a member the leader left out) is no
+    partitions. Raises ``ValueError`` if ``data`` is not one."""
+    if not data:
+        return {"version": ASSIGNMENT_VERSION, "partitions": [], "user_data": None}
+    version, a = _decode(data, _ASSIGNMENTS, "assignment")
+    return {"version": version, "partitions": _flatten(a.assigned_partitions),
+            "user_data": a.user_data}
 
 
 def decode_assignment(data: bytes) -> list[TopicPartition]:
-    """The partitions of an assignment; ``b""`` (what the coordinator sends a member the leader
-    left out) is no partitions."""
-    if not data:
-        return []
-    value = msgpack.unpackb(data, raw=False)
-    return [TopicPartition(t, p) for t, p in value["partitions"]]
+    """The partitions of an assignment, sorted; ``b""`` is no partitions."""
+    return decode_assignment_fields(data)["partitions"]
 
 
 def held_back_for(subscription: bytes, assignment: bytes,
@@ -105,6 +179,6 @@ def held_back_for(subscription: bytes, assignment: bytes,
             if not claimed:
                 break
             claimed.difference_update(decode_assignment(other))
-    except Exception:  # not consumer protocol data (msgpack raises several unrelated types)
+    except ValueError:  # not consumer protocol data
         return []
     return sorted(claimed)

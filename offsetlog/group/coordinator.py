@@ -333,7 +333,7 @@ class GroupCoordinator(RebalanceEngine):
 
     def validate_offset_commit(self, group_id: str, *, member_id: str = "",
                                group_instance_id: str | None = None, generation_id: int = -1,
-                               now_ms: int) -> None:
+                               now_ms: int, transactional: bool = False) -> None:
         """Raise the error that fences this offset commit, or accept it (rules and their order:
         ``offsetlog.group.fencing``). An accepted commit of a member of a Stable or rebalancing
         group counts as its heartbeat.
@@ -353,7 +353,7 @@ class GroupCoordinator(RebalanceEngine):
         group = self._groups.get(group_id)
         error = check_offset_commit(group, member_id=member_id,
                                     group_instance_id=group_instance_id,
-                                    generation_id=generation_id)
+                                    generation_id=generation_id, transactional=transactional)
         member = group.members.get(member_id) if group is not None else None
         if error is None and member is not None and group.state is not EMPTY:
             deadline = self._timers.deadline((TIMER_SESSION, group_id, member_id))

@@ -18,6 +18,10 @@ wins:
 6. the group is CompletingRebalance: ``RebalanceInProgressError`` (the member knows the new
    generation but has no assignment yet); PreparingRebalance and Stable accept.
 
+Transactional commits (TxnOffsetCommit) are exempt from rules 5 and 6, as in Kafka: its
+versions 0-2 carry no member id or generation, and a producer whose consumer never joined a
+group sends member ``""`` and generation -1 in v3+ too.
+
 An accepted commit from a member counts as its heartbeat; the coordinator applies that (this
 module changes nothing).
 """
@@ -61,7 +65,8 @@ def check_generation(group: Group, generation_id: int, operation: str
 
 
 def check_offset_commit(group: Group | None, *, member_id: str, group_instance_id: str | None,
-                        generation_id: int) -> OffsetlogError | None:
+                        generation_id: int, transactional: bool = False
+                        ) -> OffsetlogError | None:
     """The error that rejects this commit, or None to accept it (rules in the module doc)."""
     if group is None:
         if generation_id < 0:
@@ -79,11 +84,11 @@ def check_offset_commit(group: Group | None, *, member_id: str, group_instance_i
                  or check_generation(group, generation_id, "offset-commit"))
         if error is not None:
             return error
-    else:
+    elif not transactional:
         return UnknownMemberIdError(
             f"offset-commit: group {group.group_id!r} has members; only they may commit "
             "(pass member_id and generation_id)")
-    if group.state is COMPLETING_REBALANCE:
+    if group.state is COMPLETING_REBALANCE and not transactional:
         return RebalanceInProgressError(
             f"offset-commit: group {group.group_id!r} is completing a rebalance; commit after "
             "SyncGroup")

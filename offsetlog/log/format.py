@@ -90,6 +90,7 @@ class RecordType(IntEnum):
     GROUP_METADATA = 2  # key (group,) -> generation, protocol, leader, members
     TRANSACTION_MARKER = 3  # key (producer_id,) -> commit or abort, in a control batch
     TRANSACTION_STATE = 4  # key (transactional_id,) -> producer id, epoch, state, partitions
+    TOPIC = 5  # key (topic,) -> partition count, topic id: the wire server's topic registry
 
 
 # Directory and file naming: see offsetlog.log.naming.

@@ -29,9 +29,11 @@ OFFSET_COMMIT = int(RecordType.OFFSET_COMMIT)
 GROUP_METADATA = int(RecordType.GROUP_METADATA)
 TRANSACTION_MARKER = int(RecordType.TRANSACTION_MARKER)
 TRANSACTION_STATE = int(RecordType.TRANSACTION_STATE)
+TOPIC = int(RecordType.TOPIC)
 
 #: Highest value version this code reads, per record type.
-MAX_VERSION = {OFFSET_COMMIT: 0, GROUP_METADATA: 0, TRANSACTION_MARKER: 0, TRANSACTION_STATE: 0}
+MAX_VERSION = {OFFSET_COMMIT: 0, GROUP_METADATA: 0, TRANSACTION_MARKER: 0, TRANSACTION_STATE: 0,
+               TOPIC: 0}
 
 #: TRANSACTION_MARKER results
 COMMIT = "commit"
@@ -43,6 +45,7 @@ KEY_FIELDS = {
     GROUP_METADATA: ("group",),
     TRANSACTION_MARKER: ("producer_id",),
     TRANSACTION_STATE: ("transactional_id",),
+    TOPIC: ("topic",),
 }
 VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
     OFFSET_COMMIT: {
@@ -72,6 +75,11 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
         "timeout_ms": None,  # required
         "start_timestamp": -1,  # epoch ms the open transaction first wrote; -1 when none
         "update_timestamp": None,  # required, epoch ms of this record
+    },
+    TOPIC: {
+        "partitions": None,  # required, >= 1
+        "topic_id": None,  # required, 16 bytes (a UUID), never all zeros
+        "created_timestamp": None,  # required, epoch ms
     },
 }
 
@@ -219,6 +227,11 @@ def transaction_marker(delta: int, producer_id: int, producer_epoch: int, result
 def transaction_state(delta: int, transactional_id: str, value: dict[str, Any] | None
                       ) -> Record:
     return (delta, TRANSACTION_STATE, 0, {"transactional_id": transactional_id}, value)
+
+
+def topic(delta: int, name: str, value: dict[str, Any] | None) -> Record:
+    """A topic of the wire server's registry (docs/FORMAT.md, ``TOPIC``); None deletes it."""
+    return (delta, TOPIC, 0, {"topic": name}, value)
 
 
 def check_version(record_type: int, version: int) -> None:

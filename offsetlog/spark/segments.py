@@ -25,7 +25,7 @@ from offsetlog.log import naming
 from offsetlog.errors import CorruptLogError, StoreConfigError
 from offsetlog.log.format import HEADER_SIZE, META_FILE, RecordType
 from offsetlog.log.framing import BatchReader
-from offsetlog.log.records import OFFSET_COMMIT, TRANSACTION_MARKER, TRANSACTION_STATE
+from offsetlog.log.records import OFFSET_COMMIT, TOPIC, TRANSACTION_MARKER, TRANSACTION_STATE
 from offsetlog.log.segment import read_file
 from offsetlog.recovery.tools.inspect import stored_partitions
 from offsetlog.recovery.replay import UNDECODABLE, check_limit
@@ -47,11 +47,11 @@ RECORD_COLUMNS = (
     ("producer_epoch", "INT"),  # -1 unless transactional
     ("log_offset", "BIGINT"),
     ("record_type", "STRING"),  # OFFSET_COMMIT, GROUP_METADATA, TRANSACTION_MARKER,
-    # TRANSACTION_STATE, UNKNOWN
+    # TRANSACTION_STATE, TOPIC, UNKNOWN
     ("record_type_id", "INT"),
     ("record_version", "INT"),
     ("group", "STRING"),
-    ("topic", "STRING"),  # OFFSET_COMMIT only
+    ("topic", "STRING"),  # OFFSET_COMMIT and TOPIC only
     ("partition", "INT"),  # OFFSET_COMMIT only
     ("offset", "BIGINT"),  # OFFSET_COMMIT values only
     ("leader_epoch", "INT"),
@@ -214,6 +214,8 @@ def _row(store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, record, pack
             commit_ts, expire_ts = value.get("commit_timestamp"), value.get("expire_timestamp")
     elif rtype == TRANSACTION_STATE:
         txn_id = key.get("transactional_id")
+    elif rtype == TOPIC:
+        topic = key.get("topic")
     if rtype != OFFSET_COMMIT and value is not None:
         blob = packb(value, use_bin_type=True)
         if rtype == TRANSACTION_MARKER and isinstance(value, dict):

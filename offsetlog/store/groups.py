@@ -101,6 +101,24 @@ class GroupRequests:
         with part.lock:
             return part.coordinator.describe_group(group_id)
 
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """``(group_id, state, protocol_type)`` of every group, sorted: the coordinators'
+        groups, and groups that only have committed offsets (standalone consumers) as Kafka
+        lists them, ``Empty`` with protocol type ``""``."""
+        self._check_open()
+        out = []
+        for part in self._parts:
+            with part.lock:
+                managed = set()
+                for gid in part.coordinator.group_ids():
+                    d = part.coordinator.describe_group(gid)
+                    if d is not None:
+                        managed.add(gid)
+                        out.append((gid, str(d.state), d.protocol_type or ""))
+                out.extend((gid, "Empty", "") for gid in part.table.offsets
+                           if gid not in managed)
+        return sorted(out)
+
     def poll_groups(self, now_ms: int | None = None) -> None:
         """Fire the coordinators' due deadlines now (the timer thread does this on its own;
         tests with a manual clock call it after advancing the clock)."""

@@ -25,8 +25,9 @@ from offsetlog.store import background
 from offsetlog.log import records as rec, segment
 from offsetlog.log.records import offset_commit_fields
 from offsetlog.store.config import StoreConfig, system_clock_ms
-from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreFailedError,
-                              UnknownMemberIdError, UnstableOffsetCommitError)
+from offsetlog.errors import (IllegalGenerationError, InvalidTopicError, StoreClosedError,
+                              StoreFailedError, TopicAlreadyExistsError, UnknownMemberIdError,
+                              UnstableOffsetCommitError)
 from offsetlog.store.futures import failed_future, resolved_future
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.store.groups import GroupRequests
@@ -207,7 +208,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
     # -- commits -------------------------------------------------------------------------
 
-    def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id
+    def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id,
+                        transactional: bool = False
                         ) -> tuple[PartitionWriter, Pending | None, Callable[[], None]]:
         """Check a commit call: its partition, its queue item (None: no offsets) and
         ``precheck``, the fencing check to run under the partition lock. For ``commit_sync``
@@ -221,10 +223,10 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         now = self._clock()
         fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
                                               self._keys)
-        if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
-                and group_instance_id is None):
+        if transactional or not (generation_id.__class__ is int and generation_id == -1
+                                 and member_id == "" and group_instance_id is None):
             precheck = self._fencing(part, group_id, generation_id, member_id,
-                                     group_instance_id, now)
+                                     group_instance_id, now, transactional)
         return part, (Commit(fields, nbytes, now) if fields else None), precheck
 
     def _route(self, group_id) -> tuple[PartitionWriter, Callable[[], None]]:
@@ -248,8 +250,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         return route
 
     @staticmethod
-    def _fencing(part, group_id, generation_id, member_id, group_instance_id, now
-                 ) -> Callable[[], None]:
+    def _fencing(part, group_id, generation_id, member_id, group_instance_id, now,
+                 transactional: bool = False) -> Callable[[], None]:
         """The group coordinator's check of a commit, to run under the partition lock in the
         same hold that queues it (see ``GroupCoordinator.validate_offset_commit``)."""
         if not isinstance(generation_id, int) or isinstance(generation_id, bool):
@@ -269,7 +271,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                 return
             coord.validate_offset_commit(group_id, member_id=member_id,
                                          group_instance_id=group_instance_id,
-                                         generation_id=generation_id, now_ms=now)
+                                         generation_id=generation_id, now_ms=now,
+                                         transactional=transactional)
 
         return check
 
@@ -407,6 +410,46 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             with part.lock:
                 out |= part.table.groups()
         return sorted(out)
+
+    # -- the topic registry (the wire server's; docs/FORMAT.md, TOPIC) ----------------------
+
+    def topics(self) -> dict[str, dict]:
+        """topic -> ``{"partitions", "topic_id", "created_timestamp"}`` of every registered
+        topic (``create_topic``)."""
+        self._check_open()
+        out: dict[str, dict] = {}
+        for part in self._parts:
+            with part.lock:
+                out.update(part.table.topics)
+        return dict(sorted(out.items()))
+
+    def create_topic(self, name: str, partitions: int, *, topic_id: bytes) -> dict:
+        """Register topic ``name`` (a TOPIC record, durable when this returns) and return its
+        value. Checked at the call's place in its partition's queue, so of two concurrent
+        creations of one name exactly one succeeds.
+
+        :raises InvalidTopicError: a name or partition count Kafka would refuse, or a bad id
+        :raises TopicAlreadyExistsError: the topic is registered already
+        """
+        self._check_open()
+        if (not isinstance(name, str) or not 0 < len(name) <= 249 or name in (".", "..")
+                or not all(c.isascii() and (c.isalnum() or c in "._-") for c in name)):
+            raise InvalidTopicError(f"topic name {name!r}: 1-249 of [a-zA-Z0-9._-], not . or ..")
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or not (
+                0 < partitions <= 1 << 20):
+            raise InvalidTopicError(f"topic {name!r}: partitions must be an int >= 1")
+        if not isinstance(topic_id, bytes) or len(topic_id) != 16 or not any(topic_id):
+            raise InvalidTopicError(f"topic {name!r}: topic_id must be 16 bytes, not all zero")
+        now = self._clock()
+        value = {"partitions": partitions, "topic_id": topic_id, "created_timestamp": now}
+
+        def record(table: OffsetTable) -> tuple:
+            if name in table.topics:
+                raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            return (rec.topic(0, name, value),)
+
+        self._run_deferred(name, record, now)
+        return dict(value)
 
     # -- deletes and expiry --------------------------------------------------------------
 

@@ -107,7 +107,8 @@ class Transaction:
             if self._state != IN_TRANSACTION:
                 raise InvalidTxnStateError(f"commit_offsets() in state {self._state}")
             part, item, precheck = store._prepare_commit(group_id, offsets, generation_id,
-                                                         member_id, group_instance_id)
+                                                         member_id, group_instance_id,
+                                                         transactional=True)
             if item is None:  # no offsets: only the fencing check
                 with part.lock:
                     precheck()

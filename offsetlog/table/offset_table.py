@@ -25,7 +25,7 @@ from typing import Iterator
 
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.log.format import Attribute, RecordType
-from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TRANSACTION_MARKER,
+from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TOPIC, TRANSACTION_MARKER,
                                TRANSACTION_STATE, Record, check_version)
 from offsetlog.table.pending import PendingTransactions
 
@@ -39,7 +39,7 @@ Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_times
 
 
 class OffsetTable:
-    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn")
+    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn", "topics")
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
@@ -50,6 +50,8 @@ class OffsetTable:
         self.records_applied = 0
         #: pending transactional offsets and transaction metadata (offsetlog.table.pending)
         self.txn = PendingTransactions()
+        #: topic -> the value of its latest TOPIC record (the wire server's topic registry)
+        self.topics: dict[str, dict] = {}
 
     def apply_batches(self, batches) -> None:
         """Apply batches in order: the single entry point for state changes.
@@ -139,6 +141,11 @@ class OffsetTable:
                 self.group_metadata[key["group"]] = value
         elif rtype == TRANSACTION_STATE:
             self.txn.set_state(key["transactional_id"], value)
+        elif rtype == TOPIC:
+            if value is None:
+                self.topics.pop(key["topic"], None)
+            else:
+                self.topics[key["topic"]] = value
         else:
             raise UnsupportedVersionError(
                 f"record at offset {log_offset} is a {RecordType(rtype).name}, "
@@ -150,7 +157,10 @@ class OffsetTable:
     #: by a version that keeps more state than this one: loading it would drop that state, so
     #: ``from_snapshot_state`` refuses it (the caller replays the log instead).
     SNAPSHOT_SECTIONS = frozenset({"next_offset", "records_applied", "topics", "offsets",
-                                   "group_metadata", "transactions"})
+                                   "group_metadata", "transactions", "topic_registry"})
+    #: sections a snapshot may lack: written by a version without them, whose log cannot
+    #: hold their records either, so they are empty
+    OPTIONAL_SECTIONS = frozenset({"topic_registry"})
 
     def snapshot_state(self) -> dict:
         """The table's whole state as a dict of named sections of msgpack-able values
@@ -181,7 +191,8 @@ class OffsetTable:
                 "group_metadata": dict(self.group_metadata),
                 # pending transactional offsets and transaction metadata: a snapshot taken
                 # while a transaction is open must hand it on, undecided
-                "transactions": self.txn.to_state()}
+                "transactions": self.txn.to_state(),
+                "topic_registry": dict(self.topics)}
 
     @classmethod
     def from_snapshot_state(cls, state: dict) -> "OffsetTable":
@@ -195,7 +206,7 @@ class OffsetTable:
         unknown = set(state) - cls.SNAPSHOT_SECTIONS
         if unknown:
             raise ValueError(f"unknown snapshot sections {sorted(map(str, unknown))}")
-        missing = cls.SNAPSHOT_SECTIONS - set(state)
+        missing = cls.SNAPSHOT_SECTIONS - cls.OPTIONAL_SECTIONS - set(state)
         if missing:
             raise ValueError(f"missing snapshot sections {sorted(missing)}")
         table = cls()
@@ -215,6 +226,7 @@ class OffsetTable:
             table.next_offset = int(state["next_offset"])
             table.records_applied = int(state["records_applied"])
             table.txn = PendingTransactions.from_state(state["transactions"], intern=intern)
+            table.topics = dict(state.get("topic_registry", {}))
         except (TypeError, IndexError, KeyError, AttributeError, ValueError) as e:
             raise ValueError(f"malformed snapshot state: {e!r}") from None
         return table
@@ -246,6 +258,8 @@ class OffsetTable:
                "group_metadata": {g: v for g, v in self.group_metadata.items()}}
         if self.txn:
             out["transactions"] = self.txn.to_state()
+        if self.topics:
+            out["topics"] = dict(self.topics)
         return out
 
 

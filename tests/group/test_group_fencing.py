@@ -157,3 +157,16 @@ def test_rejected_commit_changes_nothing(h, stable):
     with pytest.raises(IllegalGenerationError):
         h.commit("g", member_id=a, generation_id=5)
     assert h.coordinator.session_deadline("g", a) == before
+
+
+# the transactional exemption (TxnOffsetCommit)
+
+def test_transactional_commit_without_member_is_accepted_from_a_group_with_members(h, stable):
+    with pytest.raises(UnknownMemberIdError):
+        h.commit("g")
+    h.commit("g", transactional=True)
+
+
+def test_transactional_commit_still_checks_a_claimed_membership(h, stable):
+    with pytest.raises(UnknownMemberIdError):
+        h.commit("g", member_id="stranger", generation_id=1, transactional=True)

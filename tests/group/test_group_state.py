@@ -135,7 +135,8 @@ def test_subscription_and_assignment_round_trip():
                                owned_partitions=[TopicPartition("a", 1)], generation_id=3)
     assert decode_subscription(data) == {"topics": ["a", "b"], "user_data": b"u",
                                          "owned_partitions": [TopicPartition("a", 1)],
-                                         "generation_id": 3}
+                                         "generation_id": 3, "rack_id": None,
+                                         "version": 3}
     assert subscribed_topics(data) == frozenset({"a", "b"})
     tps = [TopicPartition("t", 2), TopicPartition("t", 0)]
     assert decode_assignment(encode_assignment(tps)) == sorted(tps)

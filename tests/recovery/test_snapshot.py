@@ -409,5 +409,5 @@ def test_header_constants_match_the_doc():
     assert snap.MAGIC == b"OLSN" and "`OLSN`" in doc and snap.VERSION == 1
     assert sorted(OffsetTable.SNAPSHOT_SECTIONS) == sorted(
         s for s in ("next_offset", "records_applied", "topics", "offsets", "group_metadata",
-                    "transactions")
+                    "transactions", "topic_registry")
         if f"| `{s}` |" in doc)

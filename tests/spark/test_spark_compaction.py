@@ -7,7 +7,7 @@ import pytest
 
 from offsetlog.compaction.cleaner import STEPS
 from offsetlog.compaction.spark import SparkCompactionError, compact
-from conftest import ManualClock
+from support.stores import ManualClock
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.errors import StoreLockedError
 from offsetlog.log.naming import list_partition_dirs

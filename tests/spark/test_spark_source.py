@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import ManualClock
+from support.stores import ManualClock
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.log.format import Attribute, HEADER_SIZE, RecordType
 from offsetlog.log.framing import encode_batch

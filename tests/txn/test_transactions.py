@@ -187,9 +187,22 @@ def test_generation_fencing_applies_to_transactional_commits(store_dir, clock):
         with pytest.raises(IllegalGenerationError):
             txn.commit_offsets("g", {TP0: 6}, generation_id=gen + 1, member_id=m1)
         with pytest.raises(UnknownMemberIdError):
-            txn.commit_offsets("g", {TP0: 6})
+            txn.commit_offsets("g", {TP0: 6}, generation_id=gen, member_id="stranger")
         txn.commit()
         assert s.committed("g", TP0).offset == 5
+
+
+def test_transactional_commit_without_member_or_generation_is_exempt(store_dir, clock):
+    # Kafka's exemption: TxnOffsetCommit v0-2 carry no member id or generation, and a producer
+    # whose consumer never joined sends "" and -1; a plain commit like that is fenced.
+    with open_group_store(store_dir, clock, transaction_check_interval_ms=0) as s:
+        form_group(s, clock, topics=("in",))
+        with pytest.raises(UnknownMemberIdError):
+            s.commit_sync("g", {TP0: 6})
+        txn = s.init_transactions("t")
+        with txn:
+            txn.commit_offsets("g", {TP0: 7})
+        assert s.committed("g", TP0).offset == 7
 
 
 # -- prepare, keep_prepared, reopen ----------------------------------------------------------

@@ -1,0 +1,130 @@
+"""ListGroups, DescribeGroups, DeleteGroups and CreateTopics: what Kafka's admin tools use.
+
+Groups that only commit offsets (consumers using ``assign()``, admin tools) are listed and
+described as Kafka shows them: state Empty, protocol type "".
+"""
+
+from __future__ import annotations
+
+from offsetlog.errors import OffsetlogError
+from offsetlog.server import errors as E
+from offsetlog.server.context import Call, Context
+from offsetlog.server.work import run_blocking
+from offsetlog.validation import check_group_id
+
+#: DescribeGroups' authorized_operations when the client did not ask for them
+NO_OPERATIONS = -(2 ** 31)
+
+
+def list_groups(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    states = {s.lower() for s in getattr(b, "states_filter", ())}
+    types = {t.lower() for t in getattr(b, "types_filter", ())}
+    groups = []
+    if not types or "classic" in types:
+        for gid, state, protocol_type in ctx.store.list_groups():
+            if states and state.lower() not in states:
+                continue
+            groups.append(dict(group_id=gid, protocol_type=protocol_type, group_state=state,
+                               group_type="classic"))
+    return call.respond(error_code=E.NONE, groups=groups)
+
+
+def describe_groups(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    listed = None
+    out = []
+    for gid in b.groups:
+        try:
+            check_group_id(gid)
+            d = ctx.store.describe_group(gid)
+        except OffsetlogError as e:
+            out.append(_dead(call, gid, E.code_of(e)))
+            continue
+        if d is None:
+            if listed is None:
+                listed = {g for g, _, _ in ctx.store.list_groups()}
+            if gid in listed:  # offsets only
+                out.append(dict(error_code=E.NONE, group_id=gid, group_state="Empty",
+                                protocol_type="", protocol_data="", members=(),
+                                authorized_operations=NO_OPERATIONS))
+            else:
+                # Kafka: state Dead, and from v6 on GROUP_ID_NOT_FOUND
+                out.append(_dead(call, gid, E.GROUP_ID_NOT_FOUND if call.version >= 6
+                                 else E.NONE))
+            continue
+        out.append(dict(
+            error_code=E.NONE, group_id=gid, group_state=str(d.state),
+            protocol_type=d.protocol_type or "", protocol_data=d.protocol or "",
+            members=[dict(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                          client_id=m.client_id, client_host=m.client_host,
+                          member_metadata=m.metadata, member_assignment=m.assignment)
+                     for m in d.members],
+            authorized_operations=NO_OPERATIONS))
+    return call.respond(groups=out)
+
+
+def _dead(call: Call, gid: str, code: int) -> dict:
+    return dict(error_code=code, group_id=gid, group_state="Dead", protocol_type="",
+                protocol_data="", members=(), authorized_operations=NO_OPERATIONS,
+                error_message=None)
+
+
+def delete_groups(ctx: Context, call: Call, now_ms: int):
+    names = list(call.body.groups_names)
+    store = ctx.store
+
+    def delete() -> list[dict]:
+        known = {g for g, _, _ in store.list_groups()}
+        out = []
+        for gid in names:
+            try:
+                check_group_id(gid)
+                if gid not in known:
+                    code = E.GROUP_ID_NOT_FOUND
+                else:
+                    store.delete_group(gid)  # NonEmptyGroupError while it has members
+                    code = E.NONE
+            except Exception as e:
+                code = E.code_of(e)
+            out.append(dict(group_id=gid, error_code=code))
+        return out
+
+    return run_blocking(delete, lambda o: call.respond(results=o.get()))
+
+
+def create_topics(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    validate_only = bool(getattr(b, "validate_only", False))
+    default = ctx.config.num_partitions
+    registry = ctx.topics
+
+    def create() -> list[dict]:
+        out = []
+        for t in b.topics:
+            n = default if t.num_partitions == -1 else int(t.num_partitions)
+            answer = dict(name=t.name, topic_id=None, error_code=E.NONE, error_message=None,
+                          num_partitions=n, replication_factor=1, configs=())
+            if t.assignments:
+                answer.update(error_code=E.INVALID_REQUEST,
+                              error_message="replica assignments are not supported")
+            elif n < 1:
+                answer.update(error_code=E.INVALID_PARTITIONS,
+                              error_message=f"{n} partitions: at least 1")
+            elif t.replication_factor not in (-1, 1):
+                answer.update(error_code=E.INVALID_REPLICATION_FACTOR,
+                              error_message=f"replication factor {t.replication_factor}: "
+                                            "this server is one node")
+            elif registry.partitions(t.name) is not None:
+                answer.update(error_code=E.TOPIC_ALREADY_EXISTS,
+                              error_message=f"topic {t.name!r} already exists")
+            elif not validate_only:
+                try:
+                    value = registry.create(t.name, n)
+                    answer["topic_id"] = value["topic_id"]
+                except Exception as e:
+                    answer.update(error_code=E.code_of(e), error_message=str(e))
+            out.append(answer)
+        return out
+
+    return run_blocking(create, lambda o: call.respond(topics=o.get()))

@@ -1,0 +1,69 @@
+"""The APIs this server answers, their versions, and the dispatch from a decoded request to
+its handler. Each range covers what kafka-python 3, confluent-kafka 2 (librdkafka),
+aiokafka and kafkajs send, within what kio has schemas for; see docs/PROTOCOL.md.
+
+Versions that belong to KIP-848 (the consumer group protocol, topic ids in OffsetCommit and
+OffsetFetch v10) and KIP-890 (transactions v2: AddOffsetsToTxn v4, EndTxn v5,
+TxnOffsetCommit v5) are not offered: clients fall back to the classic ones.
+"""
+
+from __future__ import annotations
+
+from offsetlog.server import admin, data, groups, offsets, txn
+from offsetlog.server import errors as E
+from offsetlog.server.context import Call, Context
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS = 15, 16, 18, 19
+INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 25, 26, 28
+DELETE_GROUPS, OFFSET_DELETE = 42, 47
+
+
+def api_versions(ctx: Context, call: Call, now_ms: int):
+    return call.respond(error_code=E.NONE, api_keys=version_list())
+
+
+#: api key -> (lowest version, highest version, handler(ctx, call, now_ms))
+APIS = {
+    PRODUCE: (3, 9, data.produce),
+    FETCH: (4, 13, data.fetch),
+    LIST_OFFSETS: (1, 8, data.list_offsets),
+    METADATA: (0, 12, data.metadata),
+    OFFSET_COMMIT: (2, 9, offsets.offset_commit),
+    OFFSET_FETCH: (1, 9, offsets.offset_fetch),
+    FIND_COORDINATOR: (0, 5, groups.find_coordinator),
+    JOIN_GROUP: (0, 9, groups.join_group),
+    HEARTBEAT: (0, 4, groups.heartbeat),
+    LEAVE_GROUP: (0, 5, groups.leave_group),
+    SYNC_GROUP: (0, 5, groups.sync_group),
+    DESCRIBE_GROUPS: (0, 5, admin.describe_groups),
+    LIST_GROUPS: (0, 5, admin.list_groups),
+    API_VERSIONS: (0, 4, api_versions),
+    CREATE_TOPICS: (2, 7, admin.create_topics),
+    INIT_PRODUCER_ID: (0, 5, txn.init_producer_id),
+    ADD_OFFSETS_TO_TXN: (0, 3, txn.add_offsets_to_txn),
+    END_TXN: (0, 4, txn.end_txn),
+    TXN_OFFSET_COMMIT: (0, 4, txn.txn_offset_commit),
+    DELETE_GROUPS: (0, 2, admin.delete_groups),
+    OFFSET_DELETE: (0, 0, offsets.offset_delete),
+}
+
+
+def version_list() -> list[dict]:
+    return [dict(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi, _) in sorted(APIS.items())]
+
+
+def supported(api_key: int, version: int) -> bool:
+    entry = APIS.get(api_key)
+    return entry is not None and entry[0] <= version <= entry[1]
+
+
+def handle(ctx: Context, call: Call, now_ms: int):
+    """The response to ``call`` (a kio response), a ``work.Reply`` whose outcome makes it,
+    or None when Kafka sends none (Produce with acks=0)."""
+    if call.api_key == PRODUCE and call.body.acks == 0:
+        return None
+    return APIS[call.api_key][2](ctx, call, now_ms)

@@ -1,0 +1,129 @@
+"""``offsetlog serve``'s settings: Kafka broker property names, parsed from ``--config
+KEY=VALUE``. An unknown key or a bad value is an error at start (``ConfigError``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from offsetlog.group import GroupConfig
+
+
+class ConfigError(ValueError):
+    """A ``--config`` or ``--topic`` argument that cannot be used."""
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    raise ValueError(f"{text!r} is not true or false")
+
+
+def _int(low: int):
+    def parse(text: str) -> int:
+        v = int(text)
+        if v < low:
+            raise ValueError(f"{v} is below {low}")
+        return v
+    return parse
+
+
+#: Kafka property -> (ServerConfig field, parser); Kafka's defaults are the fields' defaults
+PROPERTIES = {
+    "group.initial.rebalance.delay.ms": ("initial_rebalance_delay_ms", _int(0)),
+    "group.min.session.timeout.ms": ("min_session_timeout_ms", _int(0)),
+    "group.max.session.timeout.ms": ("max_session_timeout_ms", _int(0)),
+    "group.max.size": ("group_max_size", _int(1)),
+    "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
+    "offsets.retention.check.interval.ms": ("retention_check_interval_ms", _int(1)),
+    "offsets.topic.num.partitions": ("log_partitions", _int(1)),
+    "offset.metadata.max.bytes": ("metadata_max_bytes", _int(0)),
+    "auto.create.topics.enable": ("auto_create_topics", _bool),
+    "num.partitions": ("num_partitions", _int(1)),
+    "socket.request.max.bytes": ("socket_request_max_bytes", _int(1)),
+    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int(1)),
+}
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    #: group.initial.rebalance.delay.ms: a new group waits this long for more members
+    initial_rebalance_delay_ms: int = 3_000
+    #: group.min.session.timeout.ms / group.max.session.timeout.ms
+    min_session_timeout_ms: int = 6_000
+    max_session_timeout_ms: int = 1_800_000
+    #: group.max.size: None = unlimited
+    group_max_size: int | None = None
+    #: offsets.retention.minutes (7 days)
+    offsets_retention_minutes: int = 7 * 24 * 60
+    #: offsets.retention.check.interval.ms
+    retention_check_interval_ms: int = 600_000
+    #: offsets.topic.num.partitions: log partitions of a new store (an existing store keeps
+    #: its own count)
+    log_partitions: int | None = None
+    #: offset.metadata.max.bytes
+    metadata_max_bytes: int = 4096
+    #: auto.create.topics.enable: Metadata creates the topics it is asked about
+    auto_create_topics: bool = True
+    #: num.partitions: partitions of an auto-created topic, and of CreateTopics' -1
+    num_partitions: int = 1
+    #: socket.request.max.bytes (100 MiB): a longer frame closes its connection
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    #: transaction.max.timeout.ms: longest transaction timeout a producer may ask for
+    transaction_max_timeout_ms: int = 900_000
+    #: the settings given, by Kafka name (for the startup log)
+    given: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def parse(cls, items: list[str] | None) -> "ServerConfig":
+        """``KEY=VALUE`` strings -> config.
+
+        :raises ConfigError: an unknown key, a malformed item or a bad value
+        """
+        values: dict = {}
+        given: dict = {}
+        for item in items or ():
+            key, sep, text = item.partition("=")
+            key = key.strip()
+            if not sep:
+                raise ConfigError(f"--config {item!r}: expected KEY=VALUE")
+            if key not in PROPERTIES:
+                raise ConfigError(f"--config {key}: unknown setting; known: "
+                                  + ", ".join(sorted(PROPERTIES)))
+            name, parse = PROPERTIES[key]
+            try:
+                values[name] = parse(text.strip())
+            except ValueError as e:
+                raise ConfigError(f"--config {key}={text}: {e}") from None
+            given[key] = text.strip()
+        config = cls(**values, given=given)
+        if config.min_session_timeout_ms > config.max_session_timeout_ms:
+            raise ConfigError("group.min.session.timeout.ms is above "
+                              "group.max.session.timeout.ms")
+        return config
+
+    def group_config(self) -> GroupConfig:
+        return GroupConfig(min_session_timeout_ms=self.min_session_timeout_ms,
+                           max_session_timeout_ms=self.max_session_timeout_ms,
+                           initial_rebalance_delay_ms=self.initial_rebalance_delay_ms,
+                           max_size=self.group_max_size)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
+
+
+assert {name for name, _ in PROPERTIES.values()} <= {f.name for f in fields(ServerConfig)}
+
+
+def parse_topic(spec: str, default_partitions: int) -> tuple[str, int]:
+    """``NAME[:PARTITIONS]`` of ``--topic``."""
+    name, sep, count = spec.rpartition(":")
+    if not sep:
+        return spec, default_partitions
+    try:
+        n = int(count)
+    except ValueError:
+        raise ConfigError(f"--topic {spec!r}: expected NAME:PARTITIONS") from None
+    if n < 1:
+        raise ConfigError(f"--topic {spec!r}: partitions must be >= 1")
+    return name, n

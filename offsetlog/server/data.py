@@ -1,0 +1,123 @@
+"""Metadata, ListOffsets, Fetch and Produce: enough of a broker for consumers to run.
+
+The server is a group coordinator and offset store, not a message broker. Metadata lists the
+registered topics with this node leading every partition (creating unknown topics when
+``auto.create.topics.enable`` is on and the client allows it); every partition is empty:
+ListOffsets answers offset 0 for earliest and latest, Fetch answers no records after
+``max_wait_ms`` (never OFFSET_OUT_OF_RANGE: its high watermark is the fetch offset, so a
+consumer is caught up wherever its committed offset points), and Produce is refused per
+partition with INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from offsetlog.server import errors as E
+from offsetlog.server.context import CLUSTER_ID, NODE_ID, Call, Context
+from offsetlog.server.work import run_blocking
+
+#: the most a Fetch waits, whatever the client asks: nothing ever arrives
+MAX_FETCH_WAIT_MS = 1_000
+EARLIEST, LATEST = -2, -1
+
+
+def metadata(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    registry = ctx.topics
+    if b.topics is None or (call.version == 0 and not b.topics):
+        names = list(registry.topics)  # all topics
+    else:
+        names = [t.name for t in b.topics if t.name is not None]
+    allow = getattr(b, "allow_auto_topic_creation", True) and ctx.config.auto_create_topics
+    missing = [n for n in names if registry.partitions(n) is None]
+
+    def answer(created_errors: dict) -> object:
+        topics = []
+        for name in names:
+            count = registry.partitions(name)
+            if count is None:
+                topics.append(dict(error_code=created_errors.get(
+                    name, E.UNKNOWN_TOPIC_OR_PARTITION), name=name, topic_id=uuid.UUID(int=0),
+                    is_internal=False, partitions=(), topic_authorized_operations=-(2 ** 31)))
+                continue
+            topics.append(dict(
+                error_code=E.NONE, name=name, topic_id=registry.topic_id(name),
+                is_internal=False, topic_authorized_operations=-(2 ** 31),
+                partitions=[dict(error_code=E.NONE, partition_index=i, leader_id=NODE_ID,
+                                 leader_epoch=0, replica_nodes=(NODE_ID,),
+                                 isr_nodes=(NODE_ID,), offline_replicas=())
+                            for i in range(count)]))
+        return call.respond(
+            brokers=[dict(node_id=NODE_ID, host=ctx.host, port=ctx.port, rack=None)],
+            cluster_id=CLUSTER_ID, controller_id=NODE_ID, topics=topics,
+            cluster_authorized_operations=-(2 ** 31), error_code=E.NONE)
+
+    if not (missing and allow):
+        return answer({})
+
+    def create() -> dict:
+        errors = {}
+        for name in missing:
+            try:
+                registry.create(name, ctx.config.num_partitions, exist_ok=True)
+            except Exception as e:
+                errors[name] = E.code_of(e)
+        return errors
+
+    return run_blocking(create, lambda o: answer(o.get()))
+
+
+def list_offsets(ctx: Context, call: Call, now_ms: int):
+    topics = []
+    for t in call.body.topics:
+        parts = []
+        for p in t.partitions:
+            known = ctx.topics.has_partition(t.name, int(p.partition_index))
+            ts = int(p.timestamp)
+            offset = 0 if ts in (EARLIEST, LATEST) else -1  # no record has any timestamp
+            parts.append(dict(partition_index=p.partition_index,
+                              error_code=E.NONE if known else E.UNKNOWN_TOPIC_OR_PARTITION,
+                              timestamp=-1, offset=offset if known else -1,
+                              leader_epoch=0 if known else -1, old_style_offsets=()))
+        topics.append(dict(name=t.name, partitions=parts))
+    return call.respond(topics=topics)
+
+
+def fetch(ctx: Context, call: Call, now_ms: int):
+    from offsetlog.server.work import Reply
+
+    b = call.body
+    by_id = call.version >= 13
+    registry = ctx.topics
+    responses = []
+    for t in b.topics:
+        name = registry.by_id.get(t.topic_id.bytes) if by_id else t.topic
+        parts = []
+        for p in t.partitions:
+            known = name is not None and registry.has_partition(name, int(p.partition))
+            if known:
+                code = E.NONE
+            else:
+                code = E.UNKNOWN_TOPIC_ID if by_id else E.UNKNOWN_TOPIC_OR_PARTITION
+            hw = max(0, int(p.fetch_offset)) if known else -1
+            parts.append(dict(partition_index=p.partition, error_code=code, high_watermark=hw,
+                              last_stable_offset=hw, log_start_offset=0 if known else -1,
+                              aborted_transactions=None, preferred_read_replica=-1,
+                              # librdkafka refuses a null record set ("invalid
+                              # MessageSetSize -1"): an empty one
+                              records=b""))
+        responses.append(dict(topic="" if by_id else t.topic, topic_id=getattr(t, "topic_id", None),
+                              partitions=parts))
+    wait = max(0, min(int(b.max_wait.total_seconds() * 1000), MAX_FETCH_WAIT_MS))
+    response = call.respond(error_code=E.NONE, session_id=0, responses=responses)
+    return Reply(lambda outcomes: response, delay_ms=wait)
+
+
+def produce(ctx: Context, call: Call, now_ms: int):
+    responses = [dict(name=t.name, partition_responses=[
+        dict(index=p.index, error_code=E.INVALID_REQUEST, base_offset=-1, log_start_offset=-1,
+             record_errors=(), error_message="offsetlog serve stores consumer offsets and "
+             "group state, not messages: Produce is not supported")
+        for p in t.partition_data]) for t in call.body.topic_data]
+    return call.respond(responses=responses)

@@ -1,0 +1,50 @@
+"""offsetlog's exceptions as Kafka error codes on the wire."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from offsetlog.errors import OffsetlogError, StoreClosedError, StoreFailedError
+
+NONE = 0
+UNKNOWN_SERVER_ERROR = -1
+UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.unknown_topic_or_partition)
+COORDINATOR_NOT_AVAILABLE = int(ErrorCode.coordinator_not_available)
+INVALID_TOPIC = int(ErrorCode.invalid_topic_exception)
+OFFSET_METADATA_TOO_LARGE = int(ErrorCode.offset_metadata_too_large)
+ILLEGAL_GENERATION = int(ErrorCode.illegal_generation)
+INVALID_GROUP_ID = int(ErrorCode.invalid_group_id)
+UNSUPPORTED_VERSION = int(ErrorCode.unsupported_version)
+TOPIC_ALREADY_EXISTS = int(ErrorCode.topic_already_exists)
+INVALID_PARTITIONS = int(ErrorCode.invalid_partitions)
+INVALID_REPLICATION_FACTOR = int(ErrorCode.invalid_replication_factor)
+INVALID_REQUEST = int(ErrorCode.invalid_request)
+INVALID_PRODUCER_EPOCH = int(ErrorCode.invalid_producer_epoch)
+INVALID_TXN_STATE = int(ErrorCode.invalid_txn_state)
+INVALID_PRODUCER_ID_MAPPING = int(ErrorCode.invalid_producer_id_mapping)
+INVALID_TRANSACTION_TIMEOUT = int(ErrorCode.invalid_transaction_timeout)
+PRODUCER_FENCED = int(ErrorCode.producer_fenced)
+NON_EMPTY_GROUP = int(ErrorCode.non_empty_group)
+GROUP_ID_NOT_FOUND = int(ErrorCode.group_id_not_found)
+UNSTABLE_OFFSET_COMMIT = int(ErrorCode.unstable_offset_commit)
+GROUP_SUBSCRIBED_TO_TOPIC = int(ErrorCode.group_subscribed_to_topic)
+KAFKA_STORAGE_ERROR = int(ErrorCode.kafka_storage_error)
+UNKNOWN_TOPIC_ID = int(ErrorCode.unknown_topic_id)
+INVALID_COMMIT_OFFSET_SIZE = int(ErrorCode.invalid_commit_offset_size)
+
+
+def code_of(error: BaseException | None) -> int:
+    """Kafka's error code for an exception from the store (0 for None).
+
+    A closed store is COORDINATOR_NOT_AVAILABLE (the server is shutting down: clients look
+    for the coordinator again); a failed store is KAFKA_STORAGE_ERROR; anything without a
+    Kafka code is UNKNOWN_SERVER_ERROR."""
+    if error is None:
+        return NONE
+    if isinstance(error, StoreClosedError):
+        return COORDINATOR_NOT_AVAILABLE
+    if isinstance(error, StoreFailedError):
+        return KAFKA_STORAGE_ERROR
+    if isinstance(error, OffsetlogError) and error.code:
+        return error.code
+    return UNKNOWN_SERVER_ERROR

@@ -1,0 +1,172 @@
+"""OffsetCommit, OffsetFetch, OffsetDelete and TxnOffsetCommit's partition checks.
+
+Kafka answers these per partition, where offsetlog's embedded API is all or nothing: a
+partition Kafka would refuse (unknown topic or partition, metadata too long, a negative
+offset) gets its own error code here, and the rest is committed as one atomic call. Errors of
+the group (fencing) apply to every partition of the call, as Kafka gives them.
+"""
+
+from __future__ import annotations
+
+from offsetlog.errors import OffsetlogError, UnstableOffsetCommitError
+from offsetlog.group.errors import GroupSubscribedToTopicError
+from offsetlog.server import errors as E
+from offsetlog.server.context import Call, Context
+from offsetlog.server.work import after, run_blocking
+from offsetlog.types import OffsetAndMetadata, TopicPartition
+from offsetlog.validation import MAX_OFFSET, check_group_id, utf16_length
+
+
+def checked_offsets(ctx: Context, topics) -> tuple[dict, dict]:
+    """``(offsets to commit, per-partition error codes)`` of a commit request's topics."""
+    good: dict = {}
+    bad: dict = {}
+    limit = ctx.store.config.metadata_max_bytes
+    for t in topics:
+        for p in t.partitions:
+            tp = TopicPartition(t.name, int(p.partition_index))
+            metadata = p.committed_metadata or ""
+            epoch = int(getattr(p, "committed_leader_epoch", -1))
+            if not ctx.topics.has_partition(t.name, tp.partition):
+                bad[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+            elif utf16_length(metadata) > limit:
+                bad[tp] = E.OFFSET_METADATA_TOO_LARGE
+            elif not 0 <= p.committed_offset <= MAX_OFFSET:
+                bad[tp] = E.INVALID_COMMIT_OFFSET_SIZE
+            else:
+                good[tp] = OffsetAndMetadata(int(p.committed_offset), metadata,
+                                             None if epoch < 0 else epoch)
+    return good, bad
+
+
+def partition_answers(topics, codes: dict, default: int) -> list[dict]:
+    """The response's topics: each requested partition with its code (``default`` when the
+    partition has none of its own), in request order."""
+    return [dict(name=t.name, partitions=[
+        dict(partition_index=p.partition_index,
+             error_code=codes.get(TopicPartition(t.name, int(p.partition_index)), default))
+        for p in t.partitions]) for t in topics]
+
+
+def group_error(ctx: Context, group_id: str) -> int:
+    try:
+        check_group_id(group_id)
+    except OffsetlogError as e:
+        return E.code_of(e)
+    return E.NONE
+
+
+def offset_commit(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    generation = int(b.generation_id_or_member_epoch)
+    code = group_error(ctx, b.group_id)
+    if code:
+        return call.respond(topics=partition_answers(b.topics, {}, code))
+    good, bad = checked_offsets(ctx, b.topics)
+    if not good:
+        return call.respond(topics=partition_answers(b.topics, bad, E.NONE))
+    if generation >= 0 and call.version >= 9 and ctx.store.describe_group(b.group_id) is None:
+        # Kafka 3.x+: a generation for a group it does not know is GROUP_ID_NOT_FOUND from
+        # v9 on, ILLEGAL_GENERATION before (offsetlog's check gives the latter)
+        return call.respond(topics=partition_answers(b.topics, bad, E.GROUP_ID_NOT_FOUND))
+    try:
+        fut = ctx.store.commit_async(b.group_id, good, generation_id=generation,
+                                     member_id=b.member_id,
+                                     group_instance_id=getattr(b, "group_instance_id", None))
+    except Exception as e:
+        return call.respond(topics=partition_answers(b.topics, bad, E.code_of(e)))
+    return after([fut], lambda o: call.respond(
+        topics=partition_answers(b.topics, bad, E.code_of(o[0].error))))
+
+
+# -- OffsetFetch -------------------------------------------------------------------------
+
+def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool) -> tuple[list, int]:
+    """(topics of the answer, group error code) for one group."""
+    code = group_error(ctx, group_id)
+    if code:
+        return [], code
+    wanted = None if topics is None else [
+        TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes]
+    unstable: set = set()
+    if require_stable:
+        try:
+            ctx.store.fetch(group_id, wanted, require_stable=True)
+        except UnstableOffsetCommitError as e:
+            unstable = set(e.partitions)
+    committed = ctx.store.fetch(group_id, wanted)
+    # KIP-447: UNSTABLE_OFFSET_COMMIT per partition, the group's code stays 0 (librdkafka's
+    # read_committed consumer retries on the partition error)
+    if wanted is None:
+        wanted = sorted(set(committed) | unstable)
+    by_topic: dict[str, list] = {}
+    for tp in wanted:
+        om = committed.get(tp)
+        by_topic.setdefault(tp.topic, []).append(dict(
+            partition_index=tp.partition,
+            committed_offset=-1 if om is None or tp in unstable else om.offset,
+            committed_leader_epoch=-1 if om is None or om.leader_epoch is None
+            else om.leader_epoch,
+            metadata="" if om is None or tp in unstable else om.metadata,
+            error_code=E.UNSTABLE_OFFSET_COMMIT if tp in unstable else E.NONE))
+    return [dict(name=t, partitions=ps) for t, ps in by_topic.items()], E.NONE
+
+
+def offset_fetch(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    stable = bool(getattr(b, "require_stable", False))
+    if call.version >= 8:
+        groups = []
+        for g in b.groups:
+            topics, code = _fetch_group(ctx, g.group_id, g.topics, stable)
+            groups.append(dict(group_id=g.group_id, topics=topics, error_code=code))
+        return call.respond(groups=groups)
+    topics, code = _fetch_group(ctx, b.group_id, b.topics, stable)
+    if call.version < 2 and code:  # no group-level code before v2: on every partition
+        for t in topics:
+            for p in t["partitions"]:
+                p["error_code"] = code
+    return call.respond(topics=topics, error_code=code)
+
+
+# -- OffsetDelete ------------------------------------------------------------------------
+
+def offset_delete(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    code = group_error(ctx, b.group_id)
+    if code:
+        return call.respond(error_code=code, topics=())
+    codes: dict = {}
+    wanted = []
+    for t in b.topics:
+        for p in t.partitions:
+            tp = TopicPartition(t.name, int(p.partition_index))
+            if ctx.topics.has_partition(tp.topic, tp.partition):
+                wanted.append(tp)
+            else:
+                codes[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+    store = ctx.store
+
+    def delete() -> int:
+        if b.group_id not in {g for g, _, _ in store.list_groups()}:
+            return E.GROUP_ID_NOT_FOUND
+        todo = list(wanted)
+        while True:  # Kafka deletes what it may and answers the rest per partition
+            try:
+                store.delete_offsets(b.group_id, todo)
+                return E.NONE
+            except GroupSubscribedToTopicError as e:
+                busy = set(e.partitions)
+                for tp in busy:
+                    codes[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                todo = [tp for tp in todo if tp not in busy]
+                if not todo:
+                    return E.NONE
+
+    def finish(outcome):
+        if outcome.error is not None:
+            return call.respond(error_code=E.code_of(outcome.error), topics=())
+        if outcome.value:
+            return call.respond(error_code=outcome.value, topics=())
+        return call.respond(error_code=E.NONE, topics=partition_answers(b.topics, codes, 0))
+    return run_blocking(delete, finish)

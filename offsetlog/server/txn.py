@@ -1,0 +1,131 @@
+"""InitProducerId, AddOffsetsToTxn, TxnOffsetCommit, EndTxn: a transactional producer's
+offsets (KIP-98 ``sendOffsetsToTransaction``, KIP-447) through the store's ``Transaction``
+handles (offsetlog/transactions.py, docs/TRANSACTIONS.md), one per transactional id.
+
+Each step waits for fsyncs, so each runs on a worker thread; the store serialises the calls
+of one transactional id. The transaction is begun by AddOffsetsToTxn, its offsets are
+written pending by TxnOffsetCommit, and EndTxn commits or aborts it.
+"""
+
+from __future__ import annotations
+
+from offsetlog.errors import InvalidTxnStateError, ProducerFencedError
+from offsetlog.server import errors as E
+from offsetlog.server.context import Call, Context
+from offsetlog.server.offsets import checked_offsets, group_error, partition_answers
+from offsetlog.server.work import run_blocking
+from offsetlog.store.transaction import Transaction
+
+
+def _fenced_code(call: Call, min_version: int) -> int:
+    """PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for versions that predate it (Kafka's
+    mapping for older clients)."""
+    return E.PRODUCER_FENCED if call.version >= min_version else E.INVALID_PRODUCER_EPOCH
+
+
+def _code(call: Call, error: BaseException | None, fenced_since: int) -> int:
+    if isinstance(error, ProducerFencedError):
+        return _fenced_code(call, fenced_since)
+    return E.code_of(error)
+
+
+def init_producer_id(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    tid = b.transactional_id
+    store = ctx.store
+    timeout = int(b.transaction_timeout.total_seconds() * 1000)
+
+    if tid is None:  # an idempotent producer: an id of its own, no transaction
+        def allocate():
+            return store._allocate_producer_id(), 0
+    else:
+        if not 0 < timeout <= ctx.config.transaction_max_timeout_ms:
+            return call.respond(error_code=E.INVALID_TRANSACTION_TIMEOUT, producer_id=-1,
+                                producer_epoch=-1)
+
+        def allocate():
+            txn = store.init_transactions(tid, transaction_timeout_ms=timeout)
+            ctx.producers[tid] = txn
+            return txn.producer_id, txn.producer_epoch
+
+    def finish(outcome):
+        if outcome.error is not None:
+            return call.respond(error_code=_code(call, outcome.error, 4), producer_id=-1,
+                                producer_epoch=-1)
+        pid, epoch = outcome.value
+        return call.respond(error_code=E.NONE, producer_id=pid, producer_epoch=epoch)
+    return run_blocking(allocate, finish)
+
+
+def _handle(ctx: Context, tid: str, producer_id: int, producer_epoch: int) -> Transaction:
+    """The live handle of ``tid``; raises what Kafka answers for a stale or unknown one."""
+    txn = ctx.producers.get(tid)
+    if txn is None or txn.producer_id != producer_id:
+        raise _Answer(E.INVALID_PRODUCER_ID_MAPPING)
+    if txn.producer_epoch != producer_epoch:
+        raise ProducerFencedError(f"transactional id {tid!r}: epoch {producer_epoch} is "
+                                  f"stale", transactional_id=tid,
+                                  producer_epoch=producer_epoch,
+                                  current_epoch=txn.producer_epoch)
+    return txn
+
+
+class _Answer(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _outcome_code(call: Call, outcome, fenced_since: int) -> int:
+    if isinstance(outcome.error, _Answer):
+        return outcome.error.code
+    return _code(call, outcome.error, fenced_since)
+
+
+def add_offsets_to_txn(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+
+    def add():
+        txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
+        if txn.state == "ready":
+            txn.begin()
+        elif txn.state != "in_transaction":
+            raise InvalidTxnStateError(f"AddOffsetsToTxn in state {txn.state}")
+
+    return run_blocking(add, lambda o: call.respond(error_code=_outcome_code(call, o, 2)))
+
+
+def txn_offset_commit(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+    code = group_error(ctx, b.group_id)
+    if code:
+        return call.respond(topics=partition_answers(b.topics, {}, code))
+    good, bad = checked_offsets(ctx, b.topics)
+
+    def commit():
+        txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
+        if good:
+            txn.commit_offsets(b.group_id, good,
+                               generation_id=int(getattr(b, "generation_id", -1)),
+                               member_id=getattr(b, "member_id", ""),
+                               group_instance_id=getattr(b, "group_instance_id", None))
+
+    return run_blocking(commit, lambda o: call.respond(
+        topics=partition_answers(b.topics, bad, _outcome_code(call, o, 3))))
+
+
+def end_txn(ctx: Context, call: Call, now_ms: int):
+    b = call.body
+
+    def end():
+        txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
+        if txn.state == "ready":
+            # nothing was added (the producer only produced, which this server refuses): an
+            # empty transaction, as Kafka ends one
+            return
+        if b.committed:
+            txn.commit()
+        else:
+            txn.abort()
+
+    return run_blocking(end, lambda o: call.respond(error_code=_outcome_code(call, o, 2)))

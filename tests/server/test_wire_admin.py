@@ -1,0 +1,120 @@
+"""Admin over the wire (kafka-python's admin client and confluent's AdminClient): list and
+describe groups (offsets-only ones too), list / delete / OffsetDelete offsets, delete groups,
+with Kafka's errors for a non-empty group and an unknown one."""
+
+from __future__ import annotations
+
+import pytest
+from kafka import TopicPartition as KTP
+from kafka.structs import OffsetAndMetadata as KOM
+
+from support.wire_clients import assignment_of, kp_admin, kp_consumer, poll_all
+
+
+def test_offsets_only_group_is_listed_and_described_as_kafka_does(server, group_id):
+    c = kp_consumer(server, group_id)
+    c.assign([KTP("orders", 0)])
+    c.commit({KTP("orders", 0): KOM(3, "", -1)})
+    c.close()
+    admin = kp_admin(server)
+    try:
+        listed = {g["group_id"]: g for g in admin.list_groups()}
+        assert listed[group_id]["group_state"] == "Empty"
+        assert listed[group_id]["protocol_type"] == ""
+        d = admin.describe_groups([group_id])[group_id]
+        assert d["group_state"] == "Empty" and d["members"] == [] and d["error"] is None
+        assert admin.list_group_offsets(group_id)[group_id] == {
+            KTP("orders", 0): KOM(3, "", -1)}
+    finally:
+        admin.close()
+
+
+def test_confluent_admin_lists_and_describes(server, group_id):
+    from confluent_kafka.admin import AdminClient
+
+    c = kp_consumer(server, group_id)
+    c.assign([KTP("orders", 1)])
+    c.commit({KTP("orders", 1): KOM(8, "", -1)})
+    c.close()
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    listed = admin.list_consumer_groups().result(timeout=20)
+    assert group_id in {g.group_id for g in listed.valid}
+    desc = admin.describe_consumer_groups([group_id])[group_id].result(timeout=20)
+    assert desc.group_id == group_id and desc.members == [] and str(desc.state).endswith("EMPTY")
+
+
+def test_delete_groups_refuses_a_group_with_members_and_an_unknown_one(server, group_id):
+    c = kp_consumer(server, group_id, strategy="range")
+    admin = kp_admin(server)
+    try:
+        c.subscribe(["orders"])
+        poll_all([c], lambda: len(assignment_of(c)) == 4)
+        c.commit({KTP("orders", 0): KOM(1, "", -1)})
+        result = admin.delete_groups([group_id, "no-such-group"])
+        assert result == {group_id: "NonEmptyGroupError", "no-such-group": "GroupIdNotFoundError"}
+        c.close()  # LeaveGroup: the group is Empty and can go
+        assert admin.delete_groups([group_id]) == {group_id: "OK"}
+        assert group_id not in {g["group_id"] for g in admin.list_groups()}
+        assert admin.list_group_offsets(group_id)[group_id] == {}
+    finally:
+        admin.close()
+
+
+def test_offset_delete_refuses_subscribed_topics_per_partition(server, group_id):
+    from support.wire_server import raw_socket
+    from support.wire_raw import call
+
+    c = kp_consumer(server, group_id, strategy="range")
+    try:
+        c.subscribe(["orders"])
+        poll_all([c], lambda: len(assignment_of(c)) == 4)
+        c.commit({KTP("orders", 0): KOM(1, "", -1)})
+        with raw_socket(server) as sock:
+            r = call(sock, 47, 0, group_id=group_id, topics=[
+                dict(name="orders", partitions=[dict(partition_index=0)]),
+                dict(name="nope", partitions=[dict(partition_index=0)])])
+            assert int(r.error_code) == 0
+            assert [(t.name, int(t.partitions[0].error_code)) for t in r.topics] == [
+                ("orders", 86), ("nope", 3)]  # GROUP_SUBSCRIBED_TO_TOPIC, UNKNOWN_TOPIC
+            r = call(sock, 47, 0, group_id="no-such-group", topics=[])
+            assert int(r.error_code) == 69  # GROUP_ID_NOT_FOUND
+    finally:
+        c.close()
+    admin = kp_admin(server)
+    try:  # Empty now: OffsetDelete (kafka-python's delete_group_offsets) deletes
+        admin.delete_group_offsets(group_id, [KTP("orders", 0)])
+        assert admin.list_group_offsets(group_id)[group_id] == {}
+    finally:
+        admin.close()
+
+
+def test_create_topics_and_metadata_auto_creation(server):
+    from kafka.admin import NewTopic
+
+    admin = kp_admin(server)
+    try:
+        admin.create_topics([NewTopic("created", 3, 1)])
+        with pytest.raises(Exception, match="TopicAlreadyExists"):
+            admin.create_topics([NewTopic("created", 3, 1)], raise_errors=True)
+        topics = {t.get("topic", t.get("name")): t for t in admin.describe_topics(["created"])}
+        assert len(topics["created"]["partitions"]) == 3
+    finally:
+        admin.close()
+    from support.wire_server import raw_socket
+    from support.wire_raw import call
+
+    with raw_socket(server) as sock:
+        r = call(sock, 3, 12, topics=[dict(name="fresh", topic_id=None)],
+                 allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+        (t,) = r.topics
+        assert (t.name, int(t.error_code), len(t.partitions)) == ("fresh", 0, 1)
+        assert t.topic_id.int != 0  # a stable, non-zero topic id
+        r = call(sock, 3, 12, topics=[dict(name="absent", topic_id=None)],
+                 allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        assert int(r.topics[0].error_code) == 3
+    server.restart()
+    admin = kp_admin(server)
+    try:
+        assert {"created", "fresh", "orders"} <= set(admin.list_topics())
+    finally:
+        admin.close()

@@ -1,0 +1,82 @@
+"""A confluent-kafka transactional producer's send_offsets_to_transaction (commit, then
+abort) with require_stable fetches in between; static membership rejoining without a
+rebalance."""
+
+from __future__ import annotations
+
+import pytest
+from kafka import TopicPartition as KTP
+
+from support.wire_clients import assignment_of, ck_consumer, described, kp_consumer, poll_all
+from support.wire_server import raw_socket
+from support.wire_raw import call
+
+
+def _stable_fetch(server, group_id):
+    """(offset, error code) of orders-0 from OffsetFetch v7 with require_stable."""
+    with raw_socket(server) as sock:
+        r = call(sock, 9, 7, group_id=group_id,
+                 topics=[dict(name="orders", partition_indexes=[0])], require_stable=True)
+    p = r.topics[0].partitions[0]
+    assert int(r.error_code) == 0  # UNSTABLE_OFFSET_COMMIT goes at partition level
+    return p.committed_offset, int(p.error_code)
+
+
+def test_confluent_transactional_offsets_commit_then_abort(server, group_id):
+    from confluent_kafka import Producer, TopicPartition as CTP
+
+    c = ck_consumer(server, group_id)
+    p = Producer({"bootstrap.servers": server.bootstrap, "transactional.id": "tx-1"})
+    try:
+        p.init_transactions(20)
+        meta = c.consumer_group_metadata()
+        p.begin_transaction()
+        p.send_offsets_to_transaction([CTP("orders", 0, 10)], meta, 20)
+        assert _stable_fetch(server, group_id) == (-1, 88)  # pending: UNSTABLE_OFFSET_COMMIT
+        p.commit_transaction(20)
+        assert _stable_fetch(server, group_id) == (10, 0)
+        p.begin_transaction()
+        p.send_offsets_to_transaction([CTP("orders", 0, 20)], meta, 20)
+        assert _stable_fetch(server, group_id)[1] == 88
+        p.abort_transaction(20)
+        assert _stable_fetch(server, group_id) == (10, 0)
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("library", ["kafka-python", "confluent"])
+def test_static_member_restart_does_not_rebalance(server, group_id, library):
+    def make(instance):
+        if library == "kafka-python":
+            return kp_consumer(server, group_id, strategy="range", group_instance_id=instance)
+        return ck_consumer(server, group_id, **{"group.instance.id": instance,
+                                                "partition.assignment.strategy": "range"})
+
+    a, b = make("a"), make("b")
+    revoked = []
+    if library == "confluent":
+        a.subscribe(["orders"], on_revoke=lambda c, parts: revoked.append(parts))
+    else:
+        a.subscribe(["orders"])
+    b.subscribe(["orders"])
+    poll_all([a, b], lambda: len(assignment_of(a)) == 2 and len(assignment_of(b)) == 2)
+    before = described(server, group_id)
+    generation = a._coordinator._generation.generation_id if library == "kafka-python" else 0
+    mine = assignment_of(b)
+    # a static member leaves no LeaveGroup behind on close (KIP-345): "restart" it
+    b.close()
+    b = make("b")
+    b.subscribe(["orders"])
+    poll_all([a, b], lambda: assignment_of(b) == mine)
+    after = described(server, group_id)
+    assert after["state"] == "Stable"
+    if library == "kafka-python":  # no new generation
+        assert a._coordinator._generation.generation_id == generation
+    else:  # nothing was revoked from the member that stayed
+        assert revoked == []
+    # same generation's assignment: a's member id and partitions are untouched
+    assert sorted(map(sorted, after["members"].values())) == sorted(
+        map(sorted, before["members"].values()))
+    assert assignment_of(a) == {tp for tp in [("orders", p) for p in range(4)]} - mine
+    a.close()
+    b.close()
