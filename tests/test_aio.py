@@ -76,7 +76,7 @@ def test_an_open_cancelled_by_a_timeout_does_not_leave_the_directory_locked(stor
     import threading
     import time
 
-    import offsetlog.store.store as store_mod
+    import offsetlog.store.opening as store_mod
     from offsetlog.errors import StoreLockedError
 
     recovering = threading.Event()

@@ -14,7 +14,7 @@ from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 from offsetlog.server.offsets import checked_offsets, group_error, partition_answers
 from offsetlog.server.work import run_blocking
-from offsetlog.store.transaction import Transaction
+from offsetlog.store.transactions import Transaction
 
 
 def _fenced_code(call: Call, min_version: int) -> int:
@@ -37,7 +37,7 @@ def init_producer_id(ctx: Context, call: Call, now_ms: int):
 
     if tid is None:  # an idempotent producer: an id of its own, no transaction
         def allocate():
-            return store._allocate_producer_id(), 0
+            return store.allocate_producer_id(), 0
     else:
         if not 0 < timeout <= ctx.config.transaction_max_timeout_ms:
             return call.respond(error_code=E.INVALID_TRANSACTION_TIMEOUT, producer_id=-1,

@@ -378,7 +378,7 @@ class GroupCommitter:
             if error is not None:
                 # Never strand a round: every item gets the failure, and the store is poisoned
                 # (a reopen replays the log into a fresh table).
-                self._poison(error)
+                self.poison(error)
                 failed = StoreFailedError(f"{what} log partition {part.index} failed: {error!r}",
                                           cause=error)
                 for item in group:
@@ -452,7 +452,7 @@ class GroupCommitter:
             part.async_scheduled = True
             self._wake_async(part)
 
-    def _poison(self, error: BaseException) -> None:
+    def poison(self, error: BaseException) -> None:
         # Later leaders see ``failure`` and fail whatever is queued (see _lead).
         if self.failure is None:
             self.failure = error
@@ -595,7 +595,7 @@ class GroupCommitter:
                 try:
                     part.log.sync()
                 except OSError as e:
-                    self._poison(e)
+                    self.poison(e)
 
     @contextlib.contextmanager
     def exclusive(self, part: PartitionWriter):
@@ -621,6 +621,11 @@ class GroupCommitter:
             with part.lock:
                 part.leader_active = False
                 self._hand_on(part)
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The writer's own threads (the async writer and the callback thread)."""
+        return list(self._threads)
 
     def drain(self) -> None:
         """Wait until every partition's queue is empty and no leader is active."""

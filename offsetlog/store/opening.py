@@ -1,15 +1,17 @@
-"""Opening a store directory: its meta.json (the partition count, fixed at creation) and the
-recovery of every log partition, from its snapshot where one is usable. ``OffsetStore.open``
-calls these after it has taken the directory's lock."""
+"""Opening a store directory: creating it, taking its lock, its meta.json (the partition count,
+fixed at creation) and the recovery of every log partition, from its snapshot where one is
+usable. ``OffsetStore.open`` calls ``open_directory`` and builds the store on what it returns.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
 import time
 
-from offsetlog.log import naming, segment
+from offsetlog.log import dirlock, naming, segment
 from offsetlog.store.config import StoreConfig
 from offsetlog.errors import StoreConfigError, UnsupportedVersionError
 from offsetlog.log.format import STORE_FORMAT_VERSION
@@ -19,6 +21,26 @@ from offsetlog.store.snapshots import (LoadedSnapshots, delete_discarded, open_s
 from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.recovery.snapshot import partition_key as snapshot_key
+
+
+def open_directory(path: str, config: StoreConfig, requested_partitions: int | None
+                   ) -> tuple[int, StoreConfig, list[PartitionWriter], RecoveryReport,
+                              LoadedSnapshots]:
+    """Create ``path`` if needed, lock it and recover it: ``(lock fd, config with the stored
+    partition count, partitions, report, snapshots)``. On failure the lock is released."""
+    if not os.path.isdir(path):
+        os.makedirs(path, exist_ok=True)
+        segment.fsync_dir(os.path.dirname(path))
+    lock_fd = dirlock.acquire(path)
+    try:
+        stored = read_or_create_meta(path, requested_partitions, config.partitions)
+        if stored != config.partitions:
+            config = dataclasses.replace(config, partitions=stored)
+        parts, report, loaded = recover(path, config)
+    except BaseException:
+        dirlock.release(path, lock_fd)
+        raise
+    return lock_fd, config, parts, report, loaded
 
 
 def read_or_create_meta(path: str, requested: int | None, default: int) -> int:

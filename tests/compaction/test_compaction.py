@@ -134,7 +134,7 @@ CHILD = textwrap.dedent("""
         if name == step:
             print("AT", name, flush=True)
             time.sleep(60)
-    s._cleaner_fault_hook = staticmethod(hook)
+    s._cleaning.fault_hook = hook
     s.compact()
     print("DONE", flush=True)
 """)
@@ -170,21 +170,21 @@ def test_a_failed_cleaning_marks_the_partition_uncleanable_and_keeps_data(store_
             if step == "swap-renamed" and s._cleaning_partition == failing:
                 raise OSError(5, "injected")
 
-        s._cleaner_fault_hook = staticmethod(hook)
-        original = s._clean
+        s._cleaning.fault_hook = hook
+        original = s._cleaning.clean
 
         def tracking_clean(part, now):
             s._cleaning_partition = part.index
             return original(part, now)
 
-        s._clean = tracking_clean
+        s._cleaning.clean = tracking_clean
         with pytest.raises(OSError):
             s.compact()
         stats = {p["partition"]: p for p in s.stats()}
         assert "injected" in stats[failing]["uncleanable"]
         assert snapshot(s) == expected
         other = 1 - failing
-        s._cleaner_fault_hook = None
+        s._cleaning.fault_hook = None
         assert s.compact([other])[0].records_after > 0
         assert stats[other]["uncleanable"] is None
         assert snapshot(s) == expected

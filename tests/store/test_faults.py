@@ -582,10 +582,10 @@ def test_cleaning_again_after_a_failed_swap_then_reopening_loses_nothing(tmp_pat
         if name == "swap-renamed":
             raise OSError(errno.EIO, "injected at " + name)
 
-    store._cleaner_fault_hook = fail
+    store._cleaning.fault_hook = fail
     with pytest.raises(OSError):
         store.compact()  # leaves S0.S2.swap (S1's old a) beside S0 and S1
-    store._cleaner_fault_hook = None
+    store._cleaning.fault_hook = None
     store.commit_sync("g", {TP("b", 0): OAM(1, "x" * 950)})  # rolls S2 while it is small
     store.compact()  # groups S0, S1, S2 (with the latest a) into one swap ending at S3
     expected = store_state(store)
@@ -604,16 +604,16 @@ def test_the_background_cleaner_leaves_an_uncleanable_partition_alone(tmp_path, 
         calls.append(name)
         raise OSError(errno.EIO, "injected")
 
-    store._cleaner_fault_hook = fail
+    store._cleaning.fault_hook = fail
     with pytest.raises(OSError):
         store.compact()
     assert store.stats()[0]["uncleanable"]
     store.config = store.config.__class__(**{**store.config.__dict__, "cleaner_backoff_ms": 5,
                                              "min_cleanable_dirty_ratio": 0.0})
     for _ in range(5):  # what the background cleaner runs every cleaner_backoff_ms
-        store._cleaner_pass()
+        store._cleaning.run_pass()
     assert calls == ["cleaned-written"]  # never retried in the background
-    store._cleaner_fault_hook = None
+    store._cleaning.fault_hook = None
     store.close()
 
 
