@@ -35,12 +35,37 @@ import time
 import traceback
 
 from offsetlog.bench import baselines, cases
-from offsetlog.bench.common import (DEFAULT_DATA_DIR, SOURCE_ROOT, case_dir, cpu_snapshot, measure_latency,
-                          median, percentile, pressure_stall_s, run_child, warm_page_cache)
-from offsetlog.bench.report import (HIGHER, LOWER, Row, engine_version, machine_info, markdown_table,
-                          plot_threads, print_table, write_json)
-from offsetlog.bench.workload import (GROUP, PARTITIONS_PER_THREAD, TOPIC, framed_commit, generate_log,
-                            thread_partitions)
+from offsetlog.bench.common import (
+    DEFAULT_DATA_DIR,
+    SOURCE_ROOT,
+    case_dir,
+    cpu_snapshot,
+    measure_latency,
+    median,
+    percentile,
+    pressure_stall_s,
+    run_child,
+    warm_page_cache,
+)
+from offsetlog.bench.report import (
+    HIGHER,
+    LOWER,
+    Row,
+    engine_version,
+    machine_info,
+    markdown_table,
+    plot_threads,
+    print_table,
+    write_json,
+)
+from offsetlog.bench.workload import (
+    GROUP,
+    PARTITIONS_PER_THREAD,
+    TOPIC,
+    framed_commit,
+    generate_log,
+    thread_partitions,
+)
 
 CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
          "transactions", "wire")

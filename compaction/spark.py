@@ -30,13 +30,12 @@ import time
 from dataclasses import asdict, dataclass
 
 from offsetlog.compaction.cleaner import CleanResult, clean_partition
-from offsetlog.log import dirlock
-from offsetlog.log import naming
-from offsetlog.store.config import StoreConfig
 from offsetlog.errors import OffsetlogError
-from offsetlog.spark.segments import find_stores, store_partitions
+from offsetlog.log import dirlock, naming
 from offsetlog.recovery.replay import recover_partition
 from offsetlog.recovery.snapshot import tombstone_floors
+from offsetlog.spark.segments import find_stores, store_partitions
+from offsetlog.store.config import StoreConfig
 
 _DEFAULTS = StoreConfig()
 

@@ -3,8 +3,9 @@
 import inspect
 
 import offsetlog
-from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
-from offsetlog import errors
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition, errors
+
+
 def test_exports():
     for name in offsetlog.__all__:
         assert hasattr(offsetlog, name), name

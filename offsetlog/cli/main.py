@@ -19,9 +19,10 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColu
 from rich.table import Table
 
 from offsetlog.errors import OffsetlogError
-from offsetlog.partitioner import partition_for
 from offsetlog.log.records import describe as describe_record
+from offsetlog.partitioner import partition_for
 from offsetlog.recovery.tools import inspect
+
 DEFAULT_BENCH_DIR = os.path.join("data", "bench")
 
 
@@ -346,8 +347,9 @@ def cmd_snapshot(args, console: Console) -> int:
 
 
 def cmd_report(args, console: Console) -> int:
-    from offsetlog.spark.report import report
     from pyspark.errors import PySparkException
+
+    from offsetlog.spark.report import report
     with _spark_session(args) as spark:
         try:
             rep = report(spark, args.dir, retention_ms=args.retention_ms,

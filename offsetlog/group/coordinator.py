@@ -58,25 +58,45 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from offsetlog.errors import (InvalidGroupIdError, RebalanceInProgressError,
-                              UnknownMemberIdError)
+from offsetlog.errors import InvalidGroupIdError, RebalanceInProgressError, UnknownMemberIdError
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER
-from offsetlog.group.errors import (CoordinatorNotAvailableError, GroupSubscribedToTopicError,
-                                    InconsistentGroupProtocolError, NonEmptyGroupError)
-from offsetlog.group.expiry import (STANDALONE, RetentionView, expired_offsets,
-                                    should_delete_group)
+from offsetlog.group.errors import (
+    CoordinatorNotAvailableError,
+    GroupSubscribedToTopicError,
+    InconsistentGroupProtocolError,
+    NonEmptyGroupError,
+)
+from offsetlog.group.expiry import STANDALONE, RetentionView, expired_offsets, should_delete_group
 from offsetlog.group.fencing import check_generation, check_member, check_offset_commit
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member, Protocol
 from offsetlog.group.rebalance import TIMER_PENDING, TIMER_SESSION, JoinRequest, RebalanceEngine
-from offsetlog.group.responses import (GroupDescription, HeartbeatResponse, LeaveGroupResponse,
-                                       LeaveMemberResponse, MemberDescription, MemberIdentity,
-                                       Result, SyncGroupResponse)
+from offsetlog.group.responses import (
+    GroupDescription,
+    HeartbeatResponse,
+    LeaveGroupResponse,
+    LeaveMemberResponse,
+    MemberDescription,
+    MemberIdentity,
+    Result,
+    SyncGroupResponse,
+)
 from offsetlog.group.schema import group_value, load_group
-from offsetlog.group.state import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE,
-                                   STABLE, check_transition)
-from offsetlog.log.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
-from offsetlog.log.records import offset_tombstone
+from offsetlog.group.state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    check_transition,
+)
+from offsetlog.log.records import (
+    GROUP_METADATA,
+    OFFSET_COMMIT,
+    Record,
+    check_version,
+    offset_tombstone,
+)
 from offsetlog.validation import check_encodable
 
 

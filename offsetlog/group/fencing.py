@@ -28,8 +28,13 @@ module changes nothing).
 
 from __future__ import annotations
 
-from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError, OffsetlogError,
-                              RebalanceInProgressError, UnknownMemberIdError)
+from offsetlog.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    OffsetlogError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 from offsetlog.group.errors import CoordinatorNotAvailableError
 from offsetlog.group.group import Group
 from offsetlog.group.state import COMPLETING_REBALANCE, DEAD, EMPTY

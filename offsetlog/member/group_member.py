@@ -48,17 +48,27 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 
-from offsetlog.assignors import (NO_GENERATION, PartitionAssignor, RebalanceProtocol,
-                                 get_assignor, select_rebalance_protocol)
-from offsetlog.errors import (CommitTimeoutError, FencedInstanceIdError, IllegalGenerationError,
-                              OffsetlogError, RebalanceInProgressError, StoreClosedError,
-                              UnknownMemberIdError)
-from offsetlog.store.futures import resolved_future
+from offsetlog.assignors import (
+    NO_GENERATION,
+    PartitionAssignor,
+    RebalanceProtocol,
+    get_assignor,
+    select_rebalance_protocol,
+)
+from offsetlog.errors import (
+    CommitTimeoutError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    OffsetlogError,
+    RebalanceInProgressError,
+    StoreClosedError,
+    UnknownMemberIdError,
+)
 from offsetlog.member.commits import CommitCallback, CommitTracking, _Commit
-from offsetlog.member.errors import (MemberClosedError, NotSubscribedError,
-                                     PartitionNotAssignedError)
+from offsetlog.member.errors import MemberClosedError, NotSubscribedError, PartitionNotAssignedError
 from offsetlog.member.listener import RebalanceListener
 from offsetlog.member.rebalance import MemberState, RebalanceSteps
+from offsetlog.store.futures import resolved_future
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_partition
 

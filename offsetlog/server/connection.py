@@ -22,8 +22,15 @@ from concurrent.futures import Executor
 
 from offsetlog.server import apis
 from offsetlog.server import errors as E
-from offsetlog.server.codec import (FrameError, build, decode_request, encode_response,
-                                    frame_length, peek_api, response_schema)
+from offsetlog.server.codec import (
+    FrameError,
+    build,
+    decode_request,
+    encode_response,
+    frame_length,
+    peek_api,
+    response_schema,
+)
 from offsetlog.server.context import Call, Context
 from offsetlog.server.work import Outcome, Reply
 

@@ -39,10 +39,10 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from offsetlog.store.config import StoreConfig
 from offsetlog.log.naming import snapshot_dir, with_limits
 from offsetlog.log.records import GROUP_METADATA, OFFSET_COMMIT
 from offsetlog.spark.segments import RECORD_COLUMNS
+from offsetlog.store.config import StoreConfig
 
 _DEFAULTS = StoreConfig()
 MINUTE_MS = 60_000
@@ -84,9 +84,9 @@ def partition_report(task: _Task) -> dict:
     import msgpack
 
     from offsetlog.group.expiry import RetentionView, expired_offsets
+    from offsetlog.recovery.swap import plan_swaps
     from offsetlog.spark.cleaning import CleaningCount, row_key
     from offsetlog.spark.segments import SegmentTask, segment_rows
-    from offsetlog.recovery.swap import plan_swaps
 
     def rows(base, path, limit):
         return segment_rows(SegmentTask(task.store, task.log_partition, path, base, limit),
@@ -168,8 +168,8 @@ def report(spark, path: str, *, now_ms: int | None = None,
     :param now_ms: the report's time (default: now)
     :param salvage: skip corrupt regions instead of failing (see docs/SPARK.md)
     """
-    from offsetlog.spark.segments import find_stores, store_partitions
     from offsetlog.recovery.snapshot import tombstone_floors
+    from offsetlog.spark.segments import find_stores, store_partitions
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     tasks = []

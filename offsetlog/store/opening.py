@@ -11,16 +11,20 @@ import json
 import os
 import time
 
-from offsetlog.log import dirlock, naming, segment
-from offsetlog.store.config import StoreConfig
 from offsetlog.errors import StoreConfigError, UnsupportedVersionError
+from offsetlog.log import dirlock, naming, segment
 from offsetlog.log.format import STORE_FORMAT_VERSION
 from offsetlog.log.partition_log import PartitionLog
-from offsetlog.store.snapshots import (LoadedSnapshots, delete_discarded, open_snapshots,
-                                       recover_with_snapshot)
-from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.recovery.snapshot import partition_key as snapshot_key
+from offsetlog.store.commit_queue import PartitionWriter
+from offsetlog.store.config import StoreConfig
+from offsetlog.store.snapshots import (
+    LoadedSnapshots,
+    delete_discarded,
+    open_snapshots,
+    recover_with_snapshot,
+)
 
 
 def open_directory(path: str, config: StoreConfig, requested_partitions: int | None

@@ -23,14 +23,14 @@ import lmdb
 
 from offsetlog.errors import SnapshotError
 from offsetlog.log import naming
+from offsetlog.recovery import snapshot as snap
+from offsetlog.recovery.replay import recover_partition
+from offsetlog.recovery.report import PartitionRecovery, RecoveryReport
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.store.config import StoreConfig
 from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.table import OffsetTable
-from offsetlog.recovery import snapshot as snap
-from offsetlog.recovery.replay import recover_partition
-from offsetlog.recovery.report import PartitionRecovery, RecoveryReport
 
 log = logging.getLogger("offsetlog.snapshot")
 

@@ -11,8 +11,6 @@ is ``opening``'s.
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import logging
 import os
 import threading
@@ -20,41 +18,32 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, Callable
 
-from offsetlog.log import dirlock
-from offsetlog.store import background
-
-from offsetlog.log import records as rec
-from offsetlog.log.records import offset_commit_fields
-from offsetlog.store.config import StoreConfig, system_clock_ms
-from offsetlog.errors import (IllegalGenerationError, InvalidTopicError, StoreClosedError,
-                              StoreFailedError, TopicAlreadyExistsError, UnknownMemberIdError,
-                              UnstableOffsetCommitError)
-from offsetlog.store.futures import failed_future, resolved_future
+from offsetlog.compaction.cleaner import CleanResult
+from offsetlog.errors import StoreClosedError, StoreFailedError, UnstableOffsetCommitError
 from offsetlog.group import GroupConfig, GroupCoordinator, GroupDescription, MemberIdentity
-from offsetlog.store.cleaning import Cleaning
-from offsetlog.store.groups import Groups
+from offsetlog.log import dirlock
+from offsetlog.log import records as rec
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
+from offsetlog.recovery.report import RecoveryReport
+from offsetlog.store import background, deferred
+from offsetlog.store.cleaning import Cleaning
+from offsetlog.store.commit_queue import Commit, PartitionWriter, Pending
+from offsetlog.store.config import StoreConfig, open_signature, system_clock_ms
+from offsetlog.store.futures import failed_future, resolved_future
+from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.store.groups import Groups
 from offsetlog.store.opening import open_directory
-from offsetlog.store.snapshots import LoadedSnapshots, Snapshots, SnapshotResult
-from offsetlog.table import OffsetTable
+from offsetlog.store.routing import CommitRouter
+from offsetlog.store.snapshots import LoadedSnapshots, SnapshotResult, Snapshots
 from offsetlog.store.transactions import Transaction, Transactions
 from offsetlog.txn.state import TxnMetadata
 from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
-from offsetlog.validation import check_group_id, check_partition_list
-from offsetlog.store.commit_queue import Commit, PartitionWriter, Pending
-from offsetlog.store.group_commit import GroupCommitter
-from offsetlog.compaction.cleaner import CleanResult
-from offsetlog.recovery.report import RecoveryReport
+from offsetlog.validation import check_group_id, check_partition_list, check_topic
 
 log = logging.getLogger("offsetlog.store")
 
 #: callback(offsets, exception_or_None) for commit_async
 CommitCallback = Callable[[Mapping, BaseException | None], None]
-
-
-#: groups whose route (partition, standalone fencing check) the commit path keeps; about
-#: 500 bytes each
-ROUTES_CACHED = 65_536
 
 
 class OffsetStore:
@@ -79,14 +68,10 @@ class OffsetStore:
         self._lock_fd = _lock_fd
         self._parts = _parts
         self._partitions = config.partitions
-        #: group -> (its PartitionWriter, its standalone commits' fencing check); see _route
-        self._routes: dict[str, tuple[PartitionWriter, Callable[[], None]]] = {}
+        self._router = CommitRouter(_parts, self._clock, config.metadata_max_bytes)
         #: what recovery found when this store was opened
         self.recovery_report = _report
         self._closed = False
-        self._metadata_max = config.metadata_max_bytes
-        #: commit_async's cache of record key maps (see records.offset_commit_fields)
-        self._keys: dict = {}
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()  # set once close() has finished
         self._closing_thread: threading.Thread | None = None
@@ -169,73 +154,22 @@ class OffsetStore:
 
     # -- commits -------------------------------------------------------------------------
 
+    def _check_commit(self, group_id, offsets, generation_id, member_id, group_instance_id,
+                      transactional: bool = False):
+        """``CommitRouter.check``, on an open store."""
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: the store is closed")
+        return self._router.check(group_id, offsets, generation_id, member_id,
+                                  group_instance_id, transactional)
+
     def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id,
                         transactional: bool = False
                         ) -> tuple[PartitionWriter, Pending | None, Callable[[], None]]:
-        """Check a commit call: its partition, its queue item (None: no offsets) and
-        ``precheck``, the fencing check to run under the partition lock. For ``commit_sync``
-        and transactions; ``commit_async`` makes the same checks in its own body."""
-        if self._closed:
-            raise StoreClosedError(f"{self.path}: the store is closed")
-        route = self._routes.get(group_id) if group_id.__class__ is str else None
-        if route is None:
-            route = self._route(group_id)
-        part, precheck = route
-        now = self._clock()
-        fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
-                                              self._keys)
-        if transactional or not (generation_id.__class__ is int and generation_id == -1
-                                 and member_id == "" and group_instance_id is None):
-            precheck = self._fencing(part, group_id, generation_id, member_id,
-                                     group_instance_id, now, transactional)
+        """``_check_commit``, as ``(part, its queue item or None for no offsets, precheck)``:
+        for ``commit_sync`` and transactions."""
+        part, fields, nbytes, now, precheck = self._check_commit(
+            group_id, offsets, generation_id, member_id, group_instance_id, transactional)
         return part, (Commit(fields, nbytes, now) if fields else None), precheck
-
-    def _route(self, group_id) -> tuple[PartitionWriter, Callable[[], None]]:
-        """``group_id``'s partition and the fencing check of its standalone commits, made once
-        per group (the commit hot path looks both up in one dict)."""
-        check_group_id(group_id)
-        part = self._parts[partition_for(group_id, self._partitions)]
-        clock = self._clock
-        coord = part.coordinator
-        managed = coord.managed_groups()
-
-        def standalone() -> None:
-            # Kafka's simple consumer: valid unless a managed group of that name exists.
-            if group_id in managed:
-                coord.validate_offset_commit(group_id, now_ms=clock())
-
-        routes = self._routes
-        if len(routes) >= ROUTES_CACHED:
-            routes.clear()  # a cache: groups come and go, and it must not grow without bound
-        route = routes[group_id] = (part, standalone)
-        return route
-
-    @staticmethod
-    def _fencing(part, group_id, generation_id, member_id, group_instance_id, now,
-                 transactional: bool = False) -> Callable[[], None]:
-        """The group coordinator's check of a commit, to run under the partition lock in the
-        same hold that queues it (see ``GroupCoordinator.validate_offset_commit``)."""
-        if not isinstance(generation_id, int) or isinstance(generation_id, bool):
-            raise IllegalGenerationError(f"generation_id must be an int, not {generation_id!r}")
-        if not isinstance(member_id, str):
-            raise UnknownMemberIdError(f"member_id must be a str, not {member_id!r}")
-        if group_instance_id is not None and not isinstance(group_instance_id, str):
-            raise UnknownMemberIdError(
-                f"group_instance_id must be a str or None, not {group_instance_id!r}")
-        coord = part.coordinator
-        # _prepare_commit takes the usual standalone call (generation -1 as a plain int, no
-        # member, no instance) the short way; an equal call of other types arrives here.
-        standalone = generation_id == -1 and not member_id and group_instance_id is None
-
-        def check() -> None:
-            if standalone and not coord.has_group(group_id):
-                return
-            coord.validate_offset_commit(group_id, member_id=member_id,
-                                         group_instance_id=group_instance_id,
-                                         generation_id=generation_id, now_ms=now,
-                                         transactional=transactional)
-
-        return check
 
     def commit_sync(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
                     *, generation_id: int = -1, member_id: str = "",
@@ -280,23 +214,8 @@ class OffsetStore:
         """
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
-        # _prepare_commit's checks, written out (it builds a queue item, which a run does not
-        # want). Sharing them through a helper returning (part, fields, nbytes, now,
-        # precheck) measured 0.931x of the bare pipeline against 0.949x written out (seven
-        # interleaved pairs each), where the async target has a few % to spare
-        if self._closed:
-            raise StoreClosedError(f"{self.path}: the store is closed")
-        route = self._routes.get(group_id) if group_id.__class__ is str else None
-        if route is None:
-            route = self._route(group_id)
-        part, precheck = route
-        now = self._clock()
-        fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
-                                              self._keys)
-        if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
-                and group_instance_id is None):
-            precheck = self._fencing(part, group_id, generation_id, member_id,
-                                     group_instance_id, now)
+        part, fields, nbytes, now, precheck = self._check_commit(
+            group_id, offsets, generation_id, member_id, group_instance_id)
         if not fields:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 precheck()
@@ -307,7 +226,7 @@ class OffsetStore:
                 else:
                     error = None
             if callback is not None:
-                self._writer.queue_callback(callback, offsets, error)
+                self._writer.callbacks.run_one(callback, offsets, error)
             return resolved_future() if error is None else failed_future(error)
         try:
             return self._writer.submit_async(part, fields, nbytes, now, precheck, callback,
@@ -316,7 +235,7 @@ class OffsetStore:
             # The commit was valid but cannot be written: that is its outcome, reported the
             # way every other outcome is (the future and the callback), not as a usage error.
             if callback is not None:
-                self._writer.queue_callback(callback, offsets, e)
+                self._writer.callbacks.run_one(callback, offsets, e)
             return failed_future(e)
 
     # -- reads ---------------------------------------------------------------------------
@@ -393,23 +312,10 @@ class OffsetStore:
         :raises TopicAlreadyExistsError: the topic is registered already
         """
         self._check_open()
-        if (not isinstance(name, str) or not 0 < len(name) <= 249 or name in (".", "..")
-                or not all(c.isascii() and (c.isalnum() or c in "._-") for c in name)):
-            raise InvalidTopicError(f"topic name {name!r}: 1-249 of [a-zA-Z0-9._-], not . or ..")
-        if not isinstance(partitions, int) or isinstance(partitions, bool) or not (
-                0 < partitions <= 1 << 20):
-            raise InvalidTopicError(f"topic {name!r}: partitions must be an int >= 1")
-        if not isinstance(topic_id, bytes) or len(topic_id) != 16 or not any(topic_id):
-            raise InvalidTopicError(f"topic {name!r}: topic_id must be 16 bytes, not all zero")
+        check_topic(name, partitions, topic_id)
         now = self._clock()
         value = {"partitions": partitions, "topic_id": topic_id, "created_timestamp": now}
-
-        def record(table: OffsetTable) -> tuple:
-            if name in table.topics:
-                raise TopicAlreadyExistsError(f"topic {name!r} already exists")
-            return (rec.topic(0, name, value),)
-
-        self._run_deferred(name, record, now)
+        self._run_deferred(name, deferred.topic_creation(name, value), now)
         return dict(value)
 
     # -- deletes and expiry --------------------------------------------------------------
@@ -427,40 +333,17 @@ class OffsetStore:
         self._check_open()
         check_group_id(group_id)
         tps = sorted(set(check_partition_list(partitions)))
-        now = self._clock()
         coordinator = self._parts[self.partition_of(group_id)].coordinator
-
-        def tombstones(table: OffsetTable) -> tuple:
-            # At the head of the queue, so against the group as of this call's place in it.
-            coordinator.check_offset_delete(group_id, tps)
-            # A tombstone also drops the key's pending transactional offsets.
-            present = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(
-                group_id)
-            return tuple(rec.offset_tombstone(i, group_id, t, p)
-                         for i, (t, p) in enumerate(tp for tp in tps if tp in present))
-
-        self._run_deferred(group_id, tombstones, now)
+        self._run_deferred(group_id, deferred.offset_deletes(coordinator, group_id, tps),
+                           self._clock())
 
     def delete_group(self, group_id: str) -> None:
         """Tombstone every offset of ``group_id`` (and its group metadata) in one batch."""
         self._check_open()
         check_group_id(group_id)
         now = self._clock()
-
-        part = self._parts[partition_for(group_id, self._partitions)]
-
-        def tombstones(table: OffsetTable) -> tuple:
-            # The coordinator refuses (NonEmptyGroupError) while the group has members.
-            result = part.coordinator.delete_group(group_id, now_ms=now)
-            # Pending transactional offsets go too: a tombstone drops them (docs/TRANSACTIONS.md)
-            keys = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
-            out = [rec.offset_tombstone(i, group_id, t, p)
-                   for i, (t, p) in enumerate(sorted(keys))]
-            for r in result.records:
-                out.append((len(out),) + tuple(r[1:]))
-            return tuple(out)
-
-        self._run_deferred(group_id, tombstones, now)
+        coordinator = self._parts[self.partition_of(group_id)].coordinator
+        self._run_deferred(group_id, deferred.group_delete(coordinator, group_id, now), now)
 
     def _run_deferred(self, group_id: str, producer, now: int):
         part = self._parts[partition_for(group_id, self._partitions)]
@@ -482,17 +365,7 @@ class OffsetStore:
             if not part.table.offsets:
                 continue
 
-            def expire(table: OffsetTable, coordinator=part.coordinator) -> tuple:
-                # KIP-211: standalone groups from their commits; managed groups by state
-                # (Empty since when, subscribed topics), and emptied groups are deleted.
-                # Keys with pending transactional offsets, and groups holding any, are left
-                # alone until their transactions complete.
-                result = coordinator.expire_offsets(table.offsets, now_ms=now,
-                                                    retention_ms=retention,
-                                                    pending=table.txn.keys)
-                return tuple(result.records)
-
-            item = Pending(None, now, deferred=expire)
+            item = Pending(None, now, deferred=deferred.expiry(part.coordinator, now, retention))
             self._writer.submit_sync(part, item, None)
             total += sum(1 for r in item.records or () if r[1] == rec.OFFSET_COMMIT)
         if total:
@@ -704,28 +577,13 @@ class OffsetStore:
         self._check_open()
         out = []
         for part in self._parts:
-            plog = part.log
             with part.lock:
                 out.append({"partition": part.index, "keys": len(part.table),
-                            "groups": len(part.table.groups()),
-                            "next_offset": plog.next_offset, "segments": len(plog.segments),
-                            "bytes": plog.size_bytes(), "dirty_ratio": plog.dirty_ratio(),
-                            "last_cleaned_ms": plog.last_cleaned_ms,
-                            "uncleanable": plog.uncleanable,
+                            "groups": len(part.table.groups()), **part.log.stats(),
                             **self._snapshots.stats(part.index)})
         return out
 
 
-def _open_signature() -> inspect.Signature:
-    """``open``'s signature as ``help()`` and editors show it: every setting of
-    ``StoreConfig`` as a keyword with its default, written once, there."""
-    P = inspect.Parameter
-    own = list(inspect.signature(OffsetStore.open.__func__).parameters.values())  # with cls
-    named = {p.name for p in own}
-    settings = [P(f.name, P.KEYWORD_ONLY, default=f.default, annotation=f.type)
-                for f in dataclasses.fields(StoreConfig) if f.name not in named]
-    return inspect.Signature([p for p in own if p.kind is not P.VAR_KEYWORD] + settings,
-                             return_annotation="OffsetStore")
 
-
-OffsetStore.open.__func__.__signature__ = _open_signature()  # type: ignore[attr-defined]
+OffsetStore.open.__func__.__signature__ = open_signature(  # type: ignore[attr-defined]
+    OffsetStore.open.__func__)  # type: ignore[attr-defined]

@@ -42,19 +42,33 @@ import threading
 from collections.abc import Mapping
 from typing import Callable, Iterable
 
+from offsetlog.errors import (
+    InvalidTxnStateError,
+    OffsetlogError,
+    ProducerFencedError,
+    TransactionTimeoutError,
+)
 from offsetlog.log import records as rec
-from offsetlog.errors import (InvalidTxnStateError, OffsetlogError, ProducerFencedError,
-                              TransactionTimeoutError)
-from offsetlog.validation import check_encodable
 from offsetlog.log.format import Attribute
 from offsetlog.partitioner import partition_for
-from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, MAX_EPOCH, ONGOING,
-                                 PREPARE_ABORT, PREPARE_COMMIT, PREPARED, TxnMetadata, next_epoch)
-from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, Pending
 from offsetlog.store.config import StoreConfig
 from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.txn.state import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    EMPTY,
+    MAX_EPOCH,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    PREPARED,
+    TxnMetadata,
+    next_epoch,
+)
+from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
+from offsetlog.validation import check_encodable
 
 #: the store's commit check: (group, offsets, generation, member, instance, transactional=)
 #: -> (its PartitionWriter, its queue item or None, the fencing check to run under its lock)

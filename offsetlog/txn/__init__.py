@@ -5,8 +5,17 @@ The store's side (locks, writes, the timeout timer) is ``offsetlog.store.transac
 users hold is ``offsetlog.store.transaction.Transaction``. Design: docs/TRANSACTIONS.md.
 """
 
-from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT,
-                                 PREPARE_COMMIT, PREPARED, STATES, TxnMetadata)
+from offsetlog.txn.state import (
+                                 COMPLETE_ABORT,
+                                 COMPLETE_COMMIT,
+                                 EMPTY,
+                                 ONGOING,
+                                 PREPARE_ABORT,
+                                 PREPARE_COMMIT,
+                                 PREPARED,
+                                 STATES,
+                                 TxnMetadata,
+)
 
 __all__ = ["COMPLETE_ABORT", "COMPLETE_COMMIT", "EMPTY", "ONGOING", "PREPARE_ABORT",
            "PREPARE_COMMIT", "PREPARED", "STATES", "TxnMetadata"]

@@ -23,17 +23,15 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from offsetlog.log import dirlock
-
-from offsetlog.log import naming, segment
 from offsetlog.errors import CorruptLogError
+from offsetlog.log import dirlock, naming, segment
 from offsetlog.log.format import HEADER_SIZE
 from offsetlog.log.framing import BatchReader, decode_payload
-from offsetlog.table import OffsetTable
-from offsetlog.recovery.tools.inspect import stored_partitions
 from offsetlog.recovery.replay import UNDECODABLE, recover_partition
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.recovery.swap import commit_swap, finish_swaps, write_cleaned
+from offsetlog.recovery.tools.inspect import stored_partitions
+from offsetlog.table import OffsetTable
 
 
 @dataclass(frozen=True)

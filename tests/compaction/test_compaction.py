@@ -7,10 +7,11 @@ import textwrap
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from offsetlog.compaction.cleaner import STEPS, clean_partition
 from offsetlog import OffsetAndMetadata, TopicPartition
+from offsetlog.compaction.cleaner import STEPS, clean_partition
 from offsetlog.log.naming import list_segments, partition_dir
 from offsetlog.recovery.tools.inspect import iter_records
 from support import stores

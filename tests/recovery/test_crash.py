@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.compaction.cleaner import STEPS
-from support.durability_helpers import Seeded
-from offsetlog.log import segment
 from offsetlog.cli import main as cli_main
+from offsetlog.compaction.cleaner import STEPS
+from offsetlog.log import segment
 from offsetlog.recovery.crashtest.harness import CrashTestConfig, run_crashtest
+from support.durability_helpers import Seeded
 
 
 def run(tmp_path, rng: Seeded, **settings):

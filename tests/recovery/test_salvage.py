@@ -10,13 +10,23 @@ import os
 import pytest
 
 import offsetlog.recovery.tools.salvage as salvage_mod
-from offsetlog.compaction.cleaner import STEPS
-from support.durability_helpers import (TP, CommitLog, copy_store, file_sizes, flip_byte, open_store,
-                                rebase, segment_files, store_state, truncate)
 from offsetlog.cli import main as cli_main
+from offsetlog.compaction.cleaner import STEPS
 from offsetlog.errors import CorruptLogError, StoreLockedError
 from offsetlog.recovery.tools.inspect import iter_records
 from offsetlog.recovery.tools.salvage import recover_store, salvage_store
+from support.durability_helpers import (
+    TP,
+    CommitLog,
+    copy_store,
+    file_sizes,
+    flip_byte,
+    open_store,
+    rebase,
+    segment_files,
+    store_state,
+    truncate,
+)
 
 
 def build(path, n=60) -> CommitLog:

@@ -19,13 +19,13 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from support.durability_helpers import Seeded, file_sizes, replace_sync
 from offsetlog import OffsetStore, TopicPartition
-from offsetlog.log import naming, segment
 from offsetlog.errors import SnapshotError, StoreFailedError
-from offsetlog.table import OffsetTable
-from offsetlog.recovery.tools import inspect
+from offsetlog.log import naming, segment
 from offsetlog.recovery import snapshot as snap
+from offsetlog.recovery.tools import inspect
+from offsetlog.table import OffsetTable
+from support.durability_helpers import Seeded, file_sizes, replace_sync
 from support.snapshots import open_store, tables
 
 TP = TopicPartition

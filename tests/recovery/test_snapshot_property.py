@@ -17,17 +17,17 @@ from __future__ import annotations
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-import pytest
-
-from support.durability_helpers import OAM, TP, ManualClock
 from offsetlog import OffsetStore
 from offsetlog.log import segment
-from offsetlog.table import OffsetTable
 from offsetlog.recovery.tools import inspect
+from offsetlog.table import OffsetTable
+from support.durability_helpers import OAM, TP, ManualClock
+
 PARTITIONS = 2
 GROUPS = ["orders", "billing", "g", "audit"]
 tps = st.builds(TP, st.sampled_from(["a", "b"]), st.integers(0, 3))

@@ -10,11 +10,11 @@ from collections import defaultdict
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.naming import list_partition_dirs, list_segments, snapshot_dir
-from offsetlog.partitioner import partition_for
 from offsetlog.log.records import TRANSACTION_STATE, transaction_state
-from offsetlog.spark.report import _Task, partition_report
-from offsetlog.recovery.tools.inspect import iter_records
+from offsetlog.partitioner import partition_for
 from offsetlog.recovery.snapshot import tombstone_floors
+from offsetlog.recovery.tools.inspect import iter_records
+from offsetlog.spark.report import _Task, partition_report
 from support.spark_report import MIN, cleaned_copy, dead_records
 
 PARTITIONS = 3

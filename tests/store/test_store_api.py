@@ -267,12 +267,12 @@ def test_the_per_group_route_cache_stays_bounded_and_correct(tmp_path, monkeypat
     """The commit path remembers each group's partition and fencing check; with groups
     coming and going it must not grow for ever, and a group whose entry was dropped is
     routed the same way again."""
-    import offsetlog.store.store as store_mod
-    monkeypatch.setattr(store_mod, "ROUTES_CACHED", 10)
+    import offsetlog.store.routing as routing
+    monkeypatch.setattr(routing, "ROUTES_CACHED", 10)
     with OffsetStore.open(tmp_path / "s", partitions=3) as s:
         for i in range(100):
             s.commit_sync(f"g{i}", {TopicPartition("t", 0): i})
-            assert len(s._routes) <= 10
+            assert len(s._router.routes) <= 10
         for i in range(100):
             s.commit_sync(f"g{i}", {TopicPartition("t", 0): i + 1})
             assert s.committed(f"g{i}", TopicPartition("t", 0)).offset == i + 1

@@ -21,6 +21,7 @@ import signal
 import sys
 
 from offsetlog import OffsetStore, TopicPartition
+
 KEY_G = TopicPartition("in", 0)
 KEY_H = TopicPartition("in", 1)
 TXN_VALUE = 10

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from support.durability_helpers import OAM, TP, ManualClock, open_store
 from offsetlog.errors import UnstableOffsetCommitError
+from support.durability_helpers import OAM, TP, ManualClock, open_store
 
 GROUPS = ["g", "billing"]
 TIDS = ["t0", "t1"]
