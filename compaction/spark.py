@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from offsetlog.compaction.cleaner import CleanResult, clean_partition
-from offsetlog.errors import OffsetlogError
+from offsetlog.errors import OffsetlogError, SparkCompactionError  # noqa: F401 - raised here
 from offsetlog.log import dirlock, naming
 from offsetlog.recovery.replay import recover_partition
 from offsetlog.recovery.snapshot import tombstone_floors
@@ -38,10 +38,6 @@ from offsetlog.spark.segments import find_stores, store_partitions
 from offsetlog.store.config import StoreConfig
 
 _DEFAULTS = StoreConfig()
-
-
-class SparkCompactionError(OffsetlogError):
-    """The Spark job failed; every store is as recovery will leave it (see the cause)."""
 
 
 @dataclass(frozen=True)

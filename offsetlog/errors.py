@@ -183,3 +183,8 @@ class SnapshotError(OffsetlogError):
     def __init__(self, message: str, *, failures: dict | None = None) -> None:
         super().__init__(message)
         self.failures = failures or {}
+
+
+class SparkCompactionError(OffsetlogError):
+    """A Spark compaction job failed; every store is as recovery will leave it (see the
+    cause)."""
