@@ -6,11 +6,7 @@ import subprocess
 import sys
 import tomllib
 
-import pytest
-
 from support.layers import REPO, lint_imports
-
-importlinter = pytest.importorskip("importlinter")
 
 
 def _view_text(path: str, extra: str) -> dict[str, str]:
