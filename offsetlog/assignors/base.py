@@ -109,18 +109,26 @@ Assignment = dict[str, list[TopicPartition]]
 
 class PartitionAssignor(ABC):
     """Base class of every assignor. Subclasses set :attr:`name`, optionally
-    :attr:`supported_protocols`, and implement :meth:`assign_partitions`.
+    :attr:`supported_protocols`, and override ``assign(partitions_per_topic, subscriptions)``
+    as in Kafka's ``AbstractPartitionAssignor``.
 
     Example (a custom assignor that gives everything to the first member by id)::
 
+        @register_assignor
         class FirstTakesAll(PartitionAssignor):
             name = "first-takes-all"
 
-            def assign_partitions(self, partitions_per_topic, subscriptions):
+            def assign(self, partitions_per_topic, subscriptions):
                 first = min(subscriptions)
                 return {first: [TopicPartition(t, p)
                                 for t in subscriptions[first].topics if t in partitions_per_topic
                                 for p in range(partitions_per_topic[t])]}
+
+    The checks stay around what a subclass writes: a class that defines ``assign`` (and inherits
+    no concrete :meth:`assign_partitions`) has it moved to :meth:`assign_partitions` when the
+    class is created, and the base class's ``assign`` (inputs checked, topics nobody subscribes to
+    dropped, the result checked, every member present, lists sorted) calls it. Overriding
+    :meth:`assign_partitions` instead (the built-ins do) is the same thing spelled directly.
     """
 
     #: the protocol name members vote on ("range", "roundrobin", ...)
@@ -158,6 +166,16 @@ class PartitionAssignor(ABC):
         :param subscriptions: member id -> subscription (a fresh dict the method may keep)
         :return: member id -> partitions; members left out get ``[]``; order does not matter
         """
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("assign")
+        inherited = getattr(cls, "assign_partitions", None)
+        if (own is not None and own is not PartitionAssignor.assign
+                and getattr(inherited, "__isabstractmethod__", False)):
+            # Kafka's spelling: the subclass's assign is the assignment itself.
+            cls.assign_partitions = own  # type: ignore[method-assign]
+            cls.assign = PartitionAssignor.assign  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -29,9 +29,10 @@ from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreFai
                               UnknownMemberIdError, UnstableOffsetCommitError)
 from offsetlog.store.futures import failed_future, resolved_future
 from offsetlog.group import GroupConfig, GroupCoordinator
+from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.store.groups import GroupRequests
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
-from offsetlog.store.opening import read_or_create_meta, recover
+from offsetlog.store.opening import check_store_path, read_or_create_meta, recover
 from offsetlog.store.snapshots import LoadedSnapshots, StoreSnapshots
 from offsetlog.table import OffsetTable
 from offsetlog.store.transactions import TransactionRequests
@@ -130,7 +131,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
              transaction_timeout_ms: int = 60_000,
              transaction_check_interval_ms: int = 10_000, snapshots: bool = True,
              snapshot_interval_records: int = 100_000, snapshot_interval_ms: int = 60_000,
-             snapshot_on_close: bool = True) -> "OffsetStore":
+             snapshot_on_close: bool = True, create: bool = True,
+             progress: Callable[[int], None] | None = None) -> "OffsetStore":
         """Open (creating if needed) the store in directory ``path`` and recover it.
 
         :param partitions: log partitions; fixed at creation. ``None`` means the stored count,
@@ -148,9 +150,13 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         :param snapshot_interval_ms: ... or this long after its last snapshot if it changed
             (0: not by time). Both 0: no background snapshots
         :param snapshot_on_close: snapshot every changed partition on a clean ``close()``
+        :param create: False: open an existing store only (tools pass it), never create one
+        :param progress: called with the byte size of each segment as recovery reads it
         :return: the open store; ``store.recovery_report`` says what recovery found
         :raises StoreLockedError: the directory is open elsewhere
         :raises StoreConfigError: bad options, or options that contradict the directory
+            (``path`` is a file, say)
+        :raises StoreNotFoundError: ``create=False`` and no store is at ``path``
         :raises CorruptLogError: corruption before the tail of a log
         """
         path = os.path.abspath(os.fspath(path))
@@ -171,6 +177,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                              snapshot_interval_records=snapshot_interval_records,
                              snapshot_interval_ms=snapshot_interval_ms,
                              snapshot_on_close=snapshot_on_close)
+        check_store_path(path, create=create)
         if not os.path.isdir(path):
             os.makedirs(path, exist_ok=True)
             segment.fsync_dir(os.path.dirname(path))
@@ -179,7 +186,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             stored = read_or_create_meta(path, partitions, config.partitions)
             if stored != config.partitions:
                 config = dataclasses.replace(config, partitions=stored)
-            parts, report, loaded = recover(path, config)
+            parts, report, loaded = recover(path, config, progress=progress)
         except BaseException:
             dirlock.release(path, lock_fd)
             raise
@@ -438,7 +445,11 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self._run_deferred(group_id, tombstones, now)
 
     def delete_group(self, group_id: str) -> None:
-        """Tombstone every offset of ``group_id`` (and its group metadata) in one batch."""
+        """Tombstone every offset of ``group_id`` (and its group metadata) in one batch.
+
+        :raises GroupIdNotFoundError: the store has neither offsets nor metadata of the group
+        :raises NonEmptyGroupError: the group has members
+        """
         self._check_open()
         check_group_id(group_id)
         now = self._clock()
@@ -454,6 +465,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                    for i, (t, p) in enumerate(sorted(keys))]
             for r in result.records:
                 out.append((len(out),) + tuple(r[1:]))
+            if not out and group_id not in table.group_metadata:
+                raise GroupIdNotFoundError(f"group {group_id!r} does not exist")
             return tuple(out)
 
         self._run_deferred(group_id, tombstones, now)
