@@ -26,6 +26,7 @@ from offsetlog.log.format import Attribute
 from offsetlog.log.records import (ABORT, GROUP_METADATA, TRANSACTION_MARKER,
                                    describe as describe_record)
 from offsetlog.recovery.tools import inspect
+from offsetlog.store.opening import check_store_path
 
 _CRCS = struct.Struct("<4xII")  # header_crc, crc: bytes 4-11 of a batch (docs/FORMAT.md)
 
@@ -135,6 +136,7 @@ def _header_line(h: dict) -> str:
 
 
 def cmd_dump(args: argparse.Namespace, out: Output) -> int:
+    check_store_path(args.dir, create=False)
     outcomes = transaction_outcomes(args.dir, args.partition)
     skipped: list = []
     crcs = _Crcs()

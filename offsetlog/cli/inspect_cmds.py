@@ -15,6 +15,7 @@ from offsetlog.cli.output import Output, Styled, ts
 from offsetlog.errors import OffsetlogError
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from offsetlog.recovery.tools import inspect
+from offsetlog.store.opening import check_store_path
 
 UNKNOWN_NOTE = ("LOG-END-OFFSET and LAG are '-': offsetlog stores the consumers' offsets, not "
                 "the topics' logs, so it cannot know where those end.")
@@ -63,6 +64,7 @@ class GroupView:
 
 def load_groups(out: Output, path: str) -> dict[str, GroupView]:
     """Every group of the store at ``path``, replayed read-only from its log."""
+    check_store_path(path, create=False)
     total = inspect.total_segment_bytes(path)
     with out.progress(total, "reading the log") as advance:
         _, tables = inspect.scan(path, salvage=False, tables=True, progress=advance)
@@ -219,6 +221,7 @@ def cmd_groups(args: argparse.Namespace, out: Output) -> int:
 # -- verify -------------------------------------------------------------------------------
 
 def cmd_verify(args: argparse.Namespace, out: Output) -> int:
+    check_store_path(args.dir, create=False)
     total = inspect.total_segment_bytes(args.dir)
     with out.progress(total, "verifying") as advance:
         # replayed as open replays: "ok" means open would load every record

@@ -9,16 +9,6 @@ from offsetlog.log.framing import BatchReader
 from offsetlog.log.naming import list_segments, partition_dir
 
 
-@pytest.fixture
-def populated(store_dir):
-    with OffsetStore.open(store_dir, partitions=3) as s:
-        s.commit_sync("alpha", {TopicPartition("orders", 0): 5,
-                                TopicPartition("orders", 1): OffsetAndMetadata(9, "note", 3)})
-        s.commit_sync("beta", {TopicPartition("clicks", 2): 11})
-        s.delete_offsets("beta", [TopicPartition("clicks", 2)])
-    return store_dir
-
-
 def records(text: str) -> list[str]:
     """The record lines of a dump (its other lines are segment and batch headers)."""
     return [line for line in text.splitlines() if line.startswith("| offset: ")]
