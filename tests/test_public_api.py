@@ -45,3 +45,24 @@ def test_error_names():
                  "ProducerFencedError", "InvalidTxnStateError", "TransactionTimeoutError",
                  "UnstableOffsetCommitError"):
         assert issubclass(getattr(errors, name), errors.OffsetlogError), name
+
+
+def test_every_error_class_imports_from_offsetlog():
+    """Every exception class offsetlog defines is in ``offsetlog.__all__`` and importable
+    from ``offsetlog`` (issue 15, item 14)."""
+    import importlib
+    import pkgutil
+
+    found = {}
+    for info in pkgutil.walk_packages(offsetlog.__path__, "offsetlog."):
+        if info.name.endswith(".errors") or info.name == "offsetlog.errors":
+            module = importlib.import_module(info.name)
+            for name, value in vars(module).items():
+                if (isinstance(value, type) and issubclass(value, errors.OffsetlogError)
+                        and value.__module__ == module.__name__):
+                    found[name] = value
+    assert {"OffsetlogError", "GroupIdNotFoundError", "UnknownAssignorError",
+            "MemberClosedError", "StoreNotFoundError"} <= set(found)
+    for name, cls in found.items():
+        assert name in offsetlog.__all__, name
+        assert getattr(offsetlog, name) is cls, name
