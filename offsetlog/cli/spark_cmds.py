@@ -24,16 +24,19 @@ POLL_S = 0.2
 
 
 @contextlib.contextmanager
-def spark_session(args: argparse.Namespace, out: Output) -> Iterator[Any]:
+def spark_session(args: argparse.Namespace, out: Output, *, sql: bool = True) -> Iterator[Any]:
+    """The command's SparkSession, or with ``sql=False`` only a SparkContext (RDD jobs need
+    no Spark SQL, whose start costs seconds)."""
     from pyspark.sql import SparkSession
 
-    from offsetlog.spark.session import local_session, stop
+    from offsetlog.spark.session import local_context, local_session, stop
     running = SparkSession.getActiveSession()
     if running is not None:
         yield running
         return
+    start = local_session if sql else local_context
     with out.progress(None, "starting Spark"):
-        spark = local_session(args.master or "local[*]", app_name=f"offsetlog {args.command}")
+        spark = start(args.master or "local[*]", app_name=f"offsetlog {args.command}")
     try:
         yield spark
     finally:
@@ -49,7 +52,7 @@ def job_progress(out: Output, spark: Any, label: str) -> Iterator[None]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
         TimeElapsedColumn
 
-    tracker = spark.sparkContext.statusTracker()
+    tracker = getattr(spark, "sparkContext", spark).statusTracker()
     stop = threading.Event()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), console=out.err_console, transient=True)
@@ -119,7 +122,7 @@ def cmd_report(args: argparse.Namespace, out: Output) -> int:
     from offsetlog.spark.segments import find_stores
 
     find_stores(args.dir)  # refuses a directory without a store before Spark starts
-    with spark_session(args, out) as spark:
+    with spark_session(args, out, sql=bool(args.out)) as spark:
         try:
             with job_progress(out, spark, "reading the logs"):
                 rows = collect(spark, args.dir, retention_ms=args.retention_ms,

@@ -182,13 +182,16 @@ def collect(spark, path: str, *, now_ms: int | None = None,
             retention_check_interval_ms: int = _DEFAULTS.retention_check_interval_ms,
             salvage: bool = False) -> ReportRows:
     """The rows of :func:`report` in one Spark job (one task per log partition), combined on
-    the driver: what ``offsetlog report`` prints. The rows are per group and per partition,
-    so they fit the driver even for a fleet; :func:`report` keeps them distributed instead.
+    the driver. ``spark`` is a SparkSession or only a SparkContext.
+
+    What ``offsetlog report`` prints, in one job where :func:`report` runs several and needs
+    Spark SQL. The rows are per group and per partition, so they fit the driver even for a
+    fleet; :func:`report` keeps them distributed instead.
     """
     now = int(time.time() * 1000) if now_ms is None else now_ms
     tasks = _plan(path, now, retention_ms, retention_check_interval_ms, salvage)
-    results = spark.sparkContext.parallelize(tasks, max(1, len(tasks))).map(
-        partition_report).collect()
+    sc = getattr(spark, "sparkContext", spark)  # a SparkSession or a SparkContext
+    results = sc.parallelize(tasks, max(1, len(tasks))).map(partition_report).collect()
     spans: dict[str, tuple[int, int]] = {}
     for r in results:
         first, last = r["first_ts"], r["last_ts"]
