@@ -14,6 +14,7 @@ from typing import Callable
 
 from offsetlog.errors import TopicAlreadyExistsError
 from offsetlog.group import GroupCoordinator
+from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.log import records as rec
 from offsetlog.table import OffsetTable
 from offsetlog.types import TopicPartition
@@ -36,13 +37,16 @@ def offset_deletes(coordinator: GroupCoordinator, group_id: str,
 
 def group_delete(coordinator: GroupCoordinator, group_id: str, now_ms: int) -> Producer:
     """Tombstones for every offset of ``group_id`` and its group metadata; the coordinator
-    refuses (``NonEmptyGroupError``) while the group has members."""
+    refuses (``NonEmptyGroupError``) while the group has members, and a group the partition
+    has neither offsets nor metadata of is ``GroupIdNotFoundError`` (Kafka's answer)."""
     def tombstones(table: OffsetTable) -> tuple:
         result = coordinator.delete_group(group_id, now_ms=now_ms)
         # Pending transactional offsets go too: a tombstone drops them (docs/TRANSACTIONS.md)
         keys = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
         out = [rec.offset_tombstone(i, group_id, t, p) for i, (t, p) in enumerate(sorted(keys))]
         out.extend((len(out) + i,) + tuple(r[1:]) for i, r in enumerate(result.records))
+        if not out and group_id not in table.group_metadata:
+            raise GroupIdNotFoundError(f"group {group_id!r} does not exist")
         return tuple(out)
     return tombstones
 

@@ -11,7 +11,7 @@ import json
 import os
 import time
 
-from offsetlog.errors import StoreConfigError, UnsupportedVersionError
+from offsetlog.errors import StoreConfigError, StoreNotFoundError, UnsupportedVersionError
 from offsetlog.log import dirlock, naming, segment
 from offsetlog.log.format import STORE_FORMAT_VERSION
 from offsetlog.log.partition_log import PartitionLog
@@ -27,11 +27,14 @@ from offsetlog.store.snapshots import (
 )
 
 
-def open_directory(path: str, config: StoreConfig, requested_partitions: int | None
+def open_directory(path: str, config: StoreConfig, requested_partitions: int | None, *,
+                   create: bool = True, progress=None
                    ) -> tuple[int, StoreConfig, list[PartitionWriter], RecoveryReport,
                               LoadedSnapshots]:
-    """Create ``path`` if needed, lock it and recover it: ``(lock fd, config with the stored
-    partition count, partitions, report, snapshots)``. On failure the lock is released."""
+    """Create ``path`` if needed (and ``create``), lock it and recover it: ``(lock fd, config
+    with the stored partition count, partitions, report, snapshots)``. On failure the lock is
+    released."""
+    check_store_path(path, create=create)
     if not os.path.isdir(path):
         os.makedirs(path, exist_ok=True)
         segment.fsync_dir(os.path.dirname(path))
@@ -40,11 +43,22 @@ def open_directory(path: str, config: StoreConfig, requested_partitions: int | N
         stored = read_or_create_meta(path, requested_partitions, config.partitions)
         if stored != config.partitions:
             config = dataclasses.replace(config, partitions=stored)
-        parts, report, loaded = recover(path, config)
+        parts, report, loaded = recover(path, config, progress=progress)
     except BaseException:
         dirlock.release(path, lock_fd)
         raise
     return lock_fd, config, parts, report, loaded
+
+
+def check_store_path(path: str, *, create: bool) -> None:
+    """Refuse, before anything is created or locked, a path that is a file, and without
+    ``create`` a directory that holds no store (``offsetlog compact`` pointed at a fleet's root
+    must not make it a store, hiding the stores below it)."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise StoreConfigError(f"{path} is not a directory: a store is a directory")
+    if not create and not os.path.isfile(naming.meta_path(path)):
+        what = "no such directory" if not os.path.isdir(path) else "not an offsetlog store (no meta.json)"
+        raise StoreNotFoundError(f"{path}: {what}", path=path)
 
 
 def read_or_create_meta(path: str, requested: int | None, default: int) -> int:
@@ -79,7 +93,7 @@ def read_or_create_meta(path: str, requested: int | None, default: int) -> int:
     return stored
 
 
-def recover(path: str, config: StoreConfig
+def recover(path: str, config: StoreConfig, *, progress=None
              ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
     started = time.perf_counter()
     # Replay allocates millions of small acyclic objects; with the cyclic GC on, every
@@ -88,13 +102,13 @@ def recover(path: str, config: StoreConfig
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _recover_all(path, config, started)
+        return _recover_all(path, config, started, progress)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _recover_all(path: str, config: StoreConfig, started: float
+def _recover_all(path: str, config: StoreConfig, started: float, progress=None
                  ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
     report = RecoveryReport()
     found = dict(naming.list_partition_dirs(path))
@@ -110,7 +124,7 @@ def _recover_all(path: str, config: StoreConfig, started: float
             directory = naming.partition_dir(path, p)
             snapshot = snapshots.get(p)
             table, result, used = recover_with_snapshot(path, directory, p, p in found,
-                                                        snapshot, report)
+                                                        snapshot, report, progress=progress)
             if used:
                 report.snapshots_loaded[p] = snapshot.offset
                 kept[p] = (snapshot.offset, snapshot.created_ms)

@@ -131,8 +131,8 @@ def _discard_environment(directory: str, reason: str) -> None:
 
 
 def recover_with_snapshot(path: str, directory: str, partition: int, has_log: bool,
-                          snapshot: snap.Snapshot | None, report: RecoveryReport
-                          ) -> tuple[OffsetTable, PartitionRecovery | None, bool]:
+                          snapshot: snap.Snapshot | None, report: RecoveryReport, *,
+                          progress=None) -> tuple[OffsetTable, PartitionRecovery | None, bool]:
     """The partition's table: its snapshot plus the log after it, or a full replay.
 
     :return: (table, what recovery read, whether the snapshot was used)
@@ -153,13 +153,14 @@ def recover_with_snapshot(path: str, directory: str, partition: int, has_log: bo
             return OffsetTable(), None, False
         first = recover_partition(directory, partition, apply_batches=table.apply_batches,
                                   start_offset=snapshot.offset,
-                                  start_position=snapshot.position)
+                                  start_position=snapshot.position, progress=progress)
         if not first.start_beyond_end:
             return table, first, True
     if not has_log:
         return OffsetTable(), None, False
     table = OffsetTable()
-    result = recover_partition(directory, partition, apply_batches=table.apply_batches)
+    result = recover_partition(directory, partition, apply_batches=table.apply_batches,
+                               progress=progress)
     if first is not None:
         discarded(path, report, partition, f"ahead of the log: snapshot at offset "
                                            f"{snapshot.offset}, log ends at offset "

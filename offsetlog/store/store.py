@@ -109,6 +109,7 @@ class OffsetStore:
     @classmethod
     def open(cls, path: str | os.PathLike, *, partitions: int | None = None,
              clock: Callable[[], int] | None = None, group_config: GroupConfig | None = None,
+             create: bool = True, progress: Callable[[int], None] | None = None,
              **settings: Any) -> "OffsetStore":
         """Open (creating if needed) the store in directory ``path`` and recover it.
 
@@ -117,6 +118,8 @@ class OffsetStore:
         :param clock: callable returning epoch ms; defaults to the system clock
         :param group_config: the group coordinator's settings (session timeout bounds,
             initial rebalance delay, group size limit)
+        :param create: False: open an existing store only (tools pass it), never create one
+        :param progress: called with the byte size of each segment as recovery reads it
         :param settings: any other field of ``StoreConfig``, which documents each with its
             unit and default: ``fsync`` (``"always"``, ``"interval"``, ``"never"``),
             ``retention_ms``, ``segment_bytes``, ``snapshots``, ... An unknown name is a
@@ -124,12 +127,15 @@ class OffsetStore:
         :return: the open store; ``store.recovery_report`` says what recovery found
         :raises StoreLockedError: the directory is open elsewhere
         :raises StoreConfigError: bad options, or options that contradict the directory
+            (``path`` is a file, say)
+        :raises StoreNotFoundError: ``create=False`` and no store is at ``path``
         :raises CorruptLogError: corruption before the tail of a log
         """
         path = os.path.abspath(os.fspath(path))
         config = StoreConfig(partitions=DEFAULT_PARTITIONS if partitions is None else partitions,
                              clock=clock if clock is not None else system_clock_ms, **settings)
-        lock_fd, config, parts, report, loaded = open_directory(path, config, partitions)
+        lock_fd, config, parts, report, loaded = open_directory(path, config, partitions,
+                                                                create=create, progress=progress)
         try:
             store = cls(path, config, _lock_fd=lock_fd, _parts=parts, _report=report,
                         _group_config=group_config, _snapshots=loaded)
@@ -338,7 +344,11 @@ class OffsetStore:
                            self._clock())
 
     def delete_group(self, group_id: str) -> None:
-        """Tombstone every offset of ``group_id`` (and its group metadata) in one batch."""
+        """Tombstone every offset of ``group_id`` (and its group metadata) in one batch.
+
+        :raises GroupIdNotFoundError: the store has neither offsets nor metadata of the group
+        :raises NonEmptyGroupError: the group has members
+        """
         self._check_open()
         check_group_id(group_id)
         now = self._clock()

@@ -203,8 +203,8 @@ def test_cli_recover(tmp_path, capsys):
     path, a, b = log.spans[4]
     flip_byte(path, a + 20)
     assert cli_main(["recover", str(tmp_path / "s")]) == 1
-    out = capsys.readouterr().out
-    assert "corrupt record batch" in out and str(a) in out
+    err = capsys.readouterr().err  # an error: on stderr
+    assert "corrupt record batch" in err and str(a) in err
     sizes = file_sizes(tmp_path / "s")
     assert cli_main(["recover", str(tmp_path / "s"), "--salvage"]) == 0
     out = capsys.readouterr().out

@@ -6,6 +6,7 @@ import pytest
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.errors import StoreClosedError, StoreConfigError, StoreLockedError
+from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.log.naming import list_segments, partition_dir
 from support import stores
 
@@ -150,7 +151,8 @@ def test_delete_group(store_dir):
         s.commit_sync("h", {TP0: 1})
         s.delete_group("g")
         assert s.fetch("g") == {} and s.groups() == ["h"]
-        s.delete_group("never-existed")
+        with pytest.raises(GroupIdNotFoundError):  # Kafka's GROUP_ID_NOT_FOUND
+            s.delete_group("never-existed")
     with open_store(store_dir) as s:
         assert s.groups() == ["h"]
 

@@ -2,15 +2,11 @@
 
 import pytest
 
-from offsetlog import OffsetAndMetadata as OAM
-from offsetlog import TopicPartition
-from offsetlog.errors import (
-    IllegalGenerationError,
-    RebalanceInProgressError,
-    StoreClosedError,
-    UnknownMemberIdError,
-)
-from offsetlog.group.errors import CoordinatorNotAvailableError, NonEmptyGroupError
+from offsetlog import OffsetAndMetadata as OAM, TopicPartition
+from offsetlog.errors import (IllegalGenerationError, RebalanceInProgressError, StoreClosedError,
+                              UnknownMemberIdError)
+from offsetlog.group.errors import (CoordinatorNotAvailableError, GroupIdNotFoundError,
+                                    NonEmptyGroupError)
 from support.groups import form_group
 from support.stores import open_group_store
 
@@ -134,7 +130,8 @@ def test_deleting_a_loaded_group_writes_exactly_one_metadata_tombstone(store_dir
     assert metadata_tombstones() == 1
     with open_store(store_dir, clock) as s:
         assert s.groups() == [] and s.describe_group("g") is None
-        s.delete_group("g")  # gone: nothing more is written
+        with pytest.raises(GroupIdNotFoundError):  # gone: Kafka's GROUP_ID_NOT_FOUND,
+            s.delete_group("g")                    # and nothing more is written
     assert metadata_tombstones() == 1
 
 
