@@ -22,7 +22,7 @@ from offsetlog.store import background
 from offsetlog.errors import StoreClosedError
 from offsetlog.group import GroupCoordinator, GroupDescription, MemberIdentity, Result
 from offsetlog.store.futures import running_future
-from offsetlog.validation import check_group_id
+from offsetlog.validation import check_group_id, check_time_ms
 
 if TYPE_CHECKING:  # pragma: no cover
     from offsetlog.store.commit_queue import PartitionWriter, Pending
@@ -105,7 +105,7 @@ class GroupRequests:
         """Fire the coordinators' due deadlines now (the timer thread does this on its own;
         tests with a manual clock call it after advancing the clock)."""
         self._check_open()
-        now = self._clock() if now_ms is None else now_ms
+        now = self._clock() if now_ms is None else check_time_ms(now_ms)
         for part in self._parts:
             deadline = part.coordinator.next_deadline()
             if deadline is not None and deadline <= now:

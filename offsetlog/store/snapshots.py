@@ -25,6 +25,7 @@ from offsetlog.store import background
 from offsetlog.log import naming
 from offsetlog.store.config import StoreConfig
 from offsetlog.errors import SnapshotError
+from offsetlog.validation import check_partition_numbers
 from offsetlog.table import OffsetTable
 from offsetlog.recovery import snapshot as snap
 from offsetlog.recovery.replay import recover_partition
@@ -85,6 +86,7 @@ def open_snapshots(path: str, config: StoreConfig, report: RecoveryReport
     try:
         store = snap.SnapshotStore(directory)
     except lmdb.Error as e:
+        report.snapshot_store_discarded = f"the snapshot store does not open ({e})"
         _discard_environment(directory, f"the snapshot store does not open ({e})")
         try:
             store = snap.SnapshotStore(directory)
@@ -94,6 +96,7 @@ def open_snapshots(path: str, config: StoreConfig, report: RecoveryReport
         raw = store.read_all()
     except lmdb.Error as e:
         store.close()
+        report.snapshot_store_discarded = f"the snapshot store is unreadable ({e})"
         _discard_environment(directory, f"the snapshot store is unreadable ({e})")
         return snap.SnapshotStore(directory), {}, []
     good: dict[int, snap.Snapshot] = {}
@@ -227,7 +230,7 @@ class StoreSnapshots:
         self._check_open()
         if self._snapshots is None:
             raise SnapshotError(f"{self.path}: snapshots are disabled for this store")
-        wanted = range(self._partitions) if partitions is None else partitions
+        wanted = check_partition_numbers(partitions, self._partitions)
         results, failures = [], {}
         for p in wanted:
             try:

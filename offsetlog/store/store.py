@@ -31,12 +31,13 @@ from offsetlog.store.futures import failed_future, resolved_future
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.store.groups import GroupRequests
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
-from offsetlog.store.opening import read_or_create_meta, recover
+from offsetlog.store.opening import create_store_dir, read_or_create_meta, recover
 from offsetlog.store.snapshots import LoadedSnapshots, StoreSnapshots
 from offsetlog.table import OffsetTable
 from offsetlog.store.transactions import TransactionRequests
 from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
-from offsetlog.validation import check_group_id, check_partition_list
+from offsetlog.validation import (check_group_id, check_partition_list, check_partition_numbers,
+                                  check_time_ms, check_timeout)
 from offsetlog.store.commit_queue import Commit, PartitionWriter, Pending
 from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.compaction.cleaner import CleanResult, clean_partition
@@ -171,9 +172,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                              snapshot_interval_records=snapshot_interval_records,
                              snapshot_interval_ms=snapshot_interval_ms,
                              snapshot_on_close=snapshot_on_close)
-        if not os.path.isdir(path):
-            os.makedirs(path, exist_ok=True)
-            segment.fsync_dir(os.path.dirname(path))
+        create_store_dir(path)  # never group/world-writable; errors name the path
         lock_fd = dirlock.acquire(path)
         try:
             stored = read_or_create_meta(path, partitions, config.partitions)
@@ -289,6 +288,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         :raises StoreFailedError: an earlier write or fsync failed; reopen the store
         :raises CommitTimeoutError: ``timeout`` seconds passed first (the commit stays queued)
         """
+        timeout = timeout if timeout is None else check_timeout(timeout)
         part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
                                                     group_instance_id)
         if item is not None:
@@ -471,7 +471,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         :return: how many offsets expired
         """
         self._check_open()
-        now = self._clock() if now_ms is None else now_ms
+        now = self._clock() if now_ms is None else check_time_ms(now_ms)
         retention = self.config.retention_ms
         total = 0
         for part in self._parts:
@@ -506,8 +506,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         :return: one ``CleanResult`` per partition that had closed segments
         """
         self._check_open()
-        now = self._clock() if now_ms is None else now_ms
-        wanted = range(self._partitions) if partitions is None else partitions
+        now = self._clock() if now_ms is None else check_time_ms(now_ms)
+        wanted = check_partition_numbers(partitions, self._partitions)
         results = []
         for p in wanted:
             r = self._clean(self._parts[p], now)

@@ -21,7 +21,7 @@ from offsetlog.store import background
 
 from offsetlog.log import records as rec
 from offsetlog.errors import InvalidTxnStateError
-from offsetlog.validation import check_encodable
+from offsetlog.validation import check_encodable, check_time_ms
 from offsetlog.log.format import Attribute
 from offsetlog.partitioner import partition_for
 from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, MAX_EPOCH, ONGOING,
@@ -148,7 +148,7 @@ class TransactionRequests:
         :return: how many transactions were aborted
         """
         self._check_open()
-        now = self._clock() if now_ms is None else now_ms
+        now = self._clock() if now_ms is None else check_time_ms(now_ms)
         due = []
         for part in self._parts:
             with part.lock:
