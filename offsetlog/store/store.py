@@ -22,7 +22,7 @@ from typing import Callable
 from offsetlog.log import dirlock
 from offsetlog.store import background
 
-from offsetlog.log import records as rec, segment
+from offsetlog.log import records as rec
 from offsetlog.log.records import offset_commit_fields
 from offsetlog.store.config import StoreConfig, system_clock_ms
 from offsetlog.errors import (IllegalGenerationError, StoreClosedError, StoreFailedError,
