@@ -99,14 +99,16 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
 
     # Pass 1: the latest offset of every key in the closed segments, and the transactions.
     scan = _scan(closed)
+    clean_end = active_base  # base of the segment after the last one cleaned: the last swap's end
     while scan.first_unstable is not None:
         # Clean only what lies wholly before the first undecided transaction, and scan that
         # again: what is "latest" depends on the range, and a transaction decided by a marker
         # beyond the new end is undecided within it (so this may shrink the range again).
         if result.first_unstable_offset is None:
             result.first_unstable_offset = scan.first_unstable
-        ends = [b for b, _ in closed[1:]] + [active_base]
-        closed = [seg for seg, end in zip(closed, ends) if end <= scan.first_unstable]
+        ends = [b for b, _ in closed[1:]] + [clean_end]
+        kept = [(seg, end) for seg, end in zip(closed, ends) if end <= scan.first_unstable]
+        closed, clean_end = [seg for seg, _ in kept], kept[-1][1] if kept else clean_end
         if not closed:
             result.duration_s = time.perf_counter() - started
             return result
@@ -127,7 +129,7 @@ def clean_partition(directory: str, partition: int, *, active_base: int, now_ms:
     result.segments_before = len(closed)
 
     for gi, group in enumerate(groups):
-        end = groups[gi + 1][0][0] if gi + 1 < len(groups) else active_base
+        end = groups[gi + 1][0][0] if gi + 1 < len(groups) else clean_end
         first_base = group[0][0]
 
         def cleaned(group=group):

@@ -40,8 +40,12 @@ from typing import Any, TypeVar
 
 from offsetlog.errors import OffsetlogError
 from offsetlog.group import GroupDescription, MemberIdentity
-from offsetlog.group.responses import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
-                                       SyncGroupResponse)
+from offsetlog.group.responses import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    SyncGroupResponse,
+)
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.store import OffsetStore
 from offsetlog.store.snapshots import SnapshotResult

@@ -20,6 +20,12 @@ class InvalidCommitError(OffsetlogError, ValueError):
     """
 
 
+class InvalidArgumentError(OffsetlogError, ValueError):
+    """An argument of a store call other than a commit's offsets is invalid (``now_ms``,
+    ``timeout``, a list of log partitions): refused before anything happens. Also a
+    ``ValueError``."""
+
+
 class InvalidGroupIdError(InvalidCommitError):
     code = 24
 
@@ -197,3 +203,70 @@ class SnapshotError(OffsetlogError):
 class SparkCompactionError(OffsetlogError):
     """A Spark compaction job failed; every store is as recovery will leave it (see the
     cause)."""
+# -- the store's files on disk (docs/FORMAT.md, docs/RECOVERY.md) ----------------------------
+
+class StoreFileError(OffsetlogError):
+    """A file or directory of a store is not what the store expects, or cannot be used.
+
+    :ivar path: the file or directory
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class SymlinkError(StoreFileError):
+    """A symbolic link where the store expects a file or directory of its own. The store never
+    opens anything through a link: whoever can plant one could make it truncate or overwrite
+    any file the process may write."""
+
+
+class StoreIOError(StoreFileError, OSError):
+    """The operating system refused an operation on a store file while the store was being
+    opened or recovered (permission denied, a read-only file system, an I/O error).
+
+    Also an ``OSError``: ``errno`` and ``filename`` are set.
+    """
+
+    def __init__(self, message: str, *, path: str, errno: int | None = None) -> None:
+        super().__init__(message, path=path)
+        self.message = message
+        self.errno = errno
+        self.filename = path
+
+    def __str__(self) -> str:  # OSError's would print "[Errno n] None"
+        return self.message
+
+
+class MetaFileError(StoreConfigError):
+    """``meta.json`` is unreadable, malformed or fails its checksum.
+
+    :ivar path: the file
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class PartitionMismatchError(CorruptLogError):
+    """A log partition holds records of a group (or transactional id) that hashes to another
+    partition: the partition count in ``meta.json`` is not the one the log was written with,
+    or segments were moved between partitions. Never silently re-hashed."""
+
+
+class BatchTooLargeError(InvalidCommitError):
+    """A commit call whose records would not fit in one record batch (the format's limit,
+    ``offsetlog.log.format.MAX_BATCH_BYTES``). Nothing was written.
+
+    :ivar size: an upper bound of the call's encoded records, in bytes
+    :ivar limit: the most bytes a call may take
+    """
+
+    code = 10  # MESSAGE_TOO_LARGE
+
+    def __init__(self, message: str, *, size: int, limit: int) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit

@@ -4,9 +4,12 @@ so a rejected call writes nothing; one bad offset rejects the whole call (see do
 
 from __future__ import annotations
 
+import math
+import threading
 from collections.abc import Iterable, Mapping
 
 from offsetlog.errors import (
+    InvalidArgumentError,
     InvalidCommitError,
     InvalidGroupIdError,
     InvalidTopicError,
@@ -139,3 +142,53 @@ def check_topic(name, partitions, topic_id) -> None:
         raise InvalidTopicError(f"topic {name!r}: partitions must be an int >= 1")
     if not isinstance(topic_id, bytes) or len(topic_id) != 16 or not any(topic_id):
         raise InvalidTopicError(f"topic {name!r}: topic_id must be 16 bytes, not all zero")
+# -- arguments other than commits ------------------------------------------------------------
+
+#: the most a ``now_ms`` (or any epoch-ms time a caller hands in) may be: batch headers pack
+#: timestamps as int64, and a leader that fails to frame a batch poisons the store
+MAX_TIME_MS = (1 << 63) - 1
+
+
+def check_time_ms(value, name: str = "now_ms") -> int:
+    """An epoch-ms time a caller passes (``expire_offsets(now_ms=...)``): an int from 0 to
+    2**63 - 1, never a bool. Checked before anything is queued, so a bad one can never reach
+    (and fail) the writer."""
+    if not _is_int(value) or not 0 <= value <= MAX_TIME_MS:
+        raise InvalidArgumentError(
+            f"{name} must be None or an int of epoch milliseconds from 0 to {MAX_TIME_MS}, "
+            f"not {value!r}")
+    return int.__index__(value)
+
+
+def check_timeout(timeout) -> float | None:
+    """``commit_sync(timeout=...)``: None (wait as long as it takes) or a number of seconds
+    >= 0. NaN and negative numbers are refused; infinity, or more than the platform can wait
+    in one go (``threading.TIMEOUT_MAX``), means no timeout."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise InvalidArgumentError(f"timeout must be None or a number of seconds, not "
+                                   f"{timeout!r}")
+    timeout = float(timeout)
+    if math.isnan(timeout) or timeout < 0:
+        raise InvalidArgumentError(f"timeout must be None or a number of seconds >= 0, not "
+                                   f"{timeout!r}")
+    return None if timeout > threading.TIMEOUT_MAX else timeout
+
+
+def check_partition_numbers(partitions, count: int) -> list[int] | range:
+    """``compact(partitions)`` / ``snapshot(partitions)``: None (every log partition) or an
+    iterable of log partition numbers, each an int (not a bool) from 0 to ``count`` - 1.
+    Negative numbers are refused, not taken from the end as a list index would."""
+    if partitions is None:
+        return range(count)
+    if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Iterable):
+        raise InvalidArgumentError(f"partitions must be None or an iterable of log partition "
+                                   f"numbers, not {partitions!r}")
+    out = []
+    for p in partitions:
+        if not _is_int(p) or not 0 <= p < count:
+            raise InvalidArgumentError(f"log partition {p!r} does not exist: the store has "
+                                       f"partitions 0 to {count - 1}")
+        out.append(int.__index__(p))
+    return out

@@ -14,7 +14,7 @@ from typing import Callable
 
 import msgpack
 
-from offsetlog.errors import CorruptLogError
+from offsetlog.errors import CorruptLogError, PartitionMismatchError
 from offsetlog.log import naming, segment
 from offsetlog.log.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
 from offsetlog.log.framing import BatchReader
@@ -222,3 +222,27 @@ def _from_offset(chunk: list, start_offset: int) -> list:
     kept = [r for r in records if base + r[0] >= start_offset]
     head = [(base, kept, attributes, producer_id, producer_epoch)] if kept else []
     return head + chunk[1:]
+
+
+def check_placement(table, partition: int, partitions: int, directory: str) -> None:
+    """Every group (and transactional id) whose records ``table`` replayed from log partition
+    ``partition`` must hash to it (``partition_for``, as the store placed it). One that does
+    not means the partition count in meta.json is not the one the log was written with, or
+    segments were moved between partitions: an error, never a silent re-hash (which would
+    hide the group's offsets).
+
+    One dictionary walk per group (``partition_for`` caches its hashes), after replay.
+
+    :raises PartitionMismatchError: naming the partition directory and the first such group
+    """
+    from offsetlog.partitioner import partition_for  # a pure leaf module
+
+    for kind, names in (("group", table.offsets), ("group", table.group_metadata),
+                        ("group", table.txn.keys), ("transactional id", table.txn.states)):
+        for name in names:
+            home = partition_for(name, partitions)
+            if home != partition:
+                raise PartitionMismatchError(
+                    directory, 0, f"log partition {partition} holds records of {kind} "
+                                  f"{name!r}, which belongs in partition {home} of {partitions}: "
+                                  "meta.json's partition count does not match the log")

@@ -44,6 +44,9 @@ class RecoveryReport:
     snapshots_loaded: dict[int, int] = field(default_factory=dict)
     #: partition -> why its snapshot was discarded (the log was replayed from the start)
     snapshots_discarded: dict[int, str] = field(default_factory=dict)
+    #: why the whole snapshot store (``<store>/snapshots``) was found damaged and discarded
+    #: (it did not open, was unreadable, or its data.mdb was empty); None if it was not
+    snapshot_store_discarded: str | None = None
 
     @property
     def records(self) -> int:
@@ -67,7 +70,10 @@ class RecoveryReport:
 
     @property
     def clean(self) -> bool:
-        return not self.truncations and not self.skipped
+        """Nothing was truncated, skipped or found damaged (a damaged snapshot store is a
+        damaged file, though the log alone brought every table back)."""
+        return (not self.truncations and not self.skipped
+                and self.snapshot_store_discarded is None)
 
     def __str__(self) -> str:
         lines = [f"recovered {self.records} records in {self.batches} batches "
@@ -75,6 +81,8 @@ class RecoveryReport:
                  f"in {self.duration_s:.3f}s"]
         if self.snapshots_loaded:
             lines.append(f"loaded {len(self.snapshots_loaded)} snapshots")
+        if self.snapshot_store_discarded is not None:
+            lines.append(f"discarded every snapshot: {self.snapshot_store_discarded}")
         lines += [f"discarded the snapshot of partition {p}: {why}"
                   for p, why in sorted(self.snapshots_discarded.items())]
         lines += [f"truncated torn tail: {t}" for t in self.truncations]

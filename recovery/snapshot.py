@@ -27,6 +27,8 @@ from typing import Callable, NamedTuple
 import lmdb
 import msgpack
 
+from offsetlog.log import segment
+
 log = logging.getLogger("offsetlog.snapshot")
 
 MAGIC = b"OLSN"
@@ -156,6 +158,35 @@ def decode(data: bytes, partition: int, *, partitions: int | None = None) -> Sna
 
 # -- the LMDB environment ------------------------------------------------------------------
 
+#: the files of an LMDB environment (``subdir=True``)
+LMDB_FILES = ("data.mdb", "lock.mdb")
+
+
+class EmptyEnvironmentError(lmdb.Error):
+    """``data.mdb`` exists but holds nothing: LMDB would silently start a new, empty
+    environment over it, and the snapshots it held would vanish without a word. Raised as an
+    ``lmdb.Error`` so callers discard (and report) it like any environment that does not
+    open."""
+
+
+def check_environment(path: str) -> None:
+    """Refuse what LMDB would follow or silently replace: the environment directory or one of
+    its files being a symbolic link (LMDB cannot be given ``O_NOFOLLOW``), and an empty
+    ``data.mdb`` (a crash while it was created, or a file emptied by hand).
+
+    :raises SymlinkError: a link
+    :raises EmptyEnvironmentError: an empty ``data.mdb``
+    """
+    if not os.path.lexists(path):
+        return
+    segment.check_dir(path)
+    for name in LMDB_FILES:
+        segment.check_not_symlink(os.path.join(path, name))
+    data = os.path.join(path, LMDB_FILES[0])
+    if os.path.lexists(data) and os.lstat(data).st_size == 0:
+        raise EmptyEnvironmentError(f"{data} is empty (0 bytes)")
+
+
 class SnapshotStore:
     """The LMDB environment of one store's snapshots.
 
@@ -172,6 +203,7 @@ class SnapshotStore:
         self.path = path
         self.readonly = readonly
         self._lock = threading.Lock()
+        check_environment(path)
         if readonly:
             try:
                 if not _lock_file_writable(path):
@@ -189,9 +221,9 @@ class SnapshotStore:
             except lmdb.NotFoundError:
                 self.db = None  # created but never written
         else:
-            os.makedirs(path, exist_ok=True)
+            segment.make_dir(path)  # never group/world-writable; refuses a link
             self.env = lmdb.open(path, subdir=True, map_size=map_size, max_dbs=1,
-                                 sync=True, metasync=True)
+                                 sync=True, metasync=True, mode=segment.FILE_MODE)
             self.db = self.env.open_db(DB_NAME)
 
     def read_all(self) -> dict[int, bytes]:

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from offsetlog.log import naming, segment
+from offsetlog.log import manifest, naming, segment
 
 log = logging.getLogger("offsetlog.recovery")
 
@@ -34,12 +34,14 @@ class SwapPlan:
     discard: list[str] = field(default_factory=list)  # uncommitted .cleaned files
     delete: list[str] = field(default_factory=list)  # old segments a committed swap replaces
     renames: list[tuple[str, str]] = field(default_factory=list)  # swap -> segment
+    swaps: list[tuple[int, int, str]] = field(default_factory=list)  # (base, end, swap path)
 
 
 def plan_swaps(directory: str) -> SwapPlan:
     plan = SwapPlan(discard=naming.list_cleaned(directory))
     segments = naming.list_segments(directory)
-    for base, end, swap in naming.list_swaps(directory):
+    plan.swaps = naming.list_swaps(directory)
+    for base, end, swap in plan.swaps:
         replaced = [(b, p) for b, p in segments if base <= b < end]
         plan.delete += [p for _, p in replaced]
         segments = [(b, p) for b, p in segments if not base <= b < end] + [(base, swap)]
@@ -58,7 +60,7 @@ def write_cleaned(directory: str, base: int, chunks: Iterable[bytes]) -> tuple[s
     :return: the file's path and the bytes written
     """
     path = naming.cleaned_path(directory, base)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = segment.open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     written = 0
     try:
         try:
@@ -90,6 +92,9 @@ def commit_swap(directory: str, cleaned: str, base: int, end: int, sources: list
     swap = naming.swap_path(directory, base, end)
     os.replace(cleaned, swap)
     segment.fsync_dir(directory)  # the commit point
+    # Before the swap file is renamed into place: until then recovery redoes this update
+    # (finish_swaps), so the manifest never lags behind the segments.
+    manifest.swapped(directory, base, end, os.lstat(swap).st_size)
     hook("swap-renamed")
     for path in sources:
         os.unlink(path)
@@ -109,6 +114,8 @@ def finish_swaps(directory: str) -> list[tuple[int, str]]:
     for path in plan.discard:
         log.warning("discarding an unfinished cleaning: %s", path)
         os.unlink(path)
+    for base, end, swap in plan.swaps:  # the manifest first, while the swap files still exist
+        manifest.swapped(directory, base, end, os.lstat(swap).st_size)
     for path in plan.delete:
         os.unlink(path)
     final = {}

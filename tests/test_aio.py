@@ -118,8 +118,8 @@ def test_the_facade_covers_the_sync_store():
     import inspect
 
     from offsetlog import OffsetStore
-    from offsetlog.store.transactions import Transaction
     from offsetlog.aio import AsyncTransaction
+    from offsetlog.store.transactions import Transaction
 
     for cls, facade in ((OffsetStore, AsyncOffsetStore), (Transaction, AsyncTransaction)):
         public = {n for n in dir(cls) if not n.startswith("_")} - {"open"}
@@ -136,8 +136,8 @@ def test_the_facade_covers_the_sync_store():
 
 
 def test_groups_and_transactions_awaited(store_dir, clock):
-    from offsetlog.group.consumer_protocol import encode_assignment, encode_subscription
     from offsetlog import GroupIdNotFoundError, UnstableOffsetCommitError
+    from offsetlog.group.consumer_protocol import encode_assignment, encode_subscription
 
     async def main():
         async with await AsyncOffsetStore.open(store_dir, partitions=2, clock=clock,

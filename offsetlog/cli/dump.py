@@ -20,11 +20,10 @@ import struct
 from typing import Any
 
 from offsetlog.cli.output import Output
-from offsetlog.group.consumer_protocol import (PROTOCOL_TYPE, decode_assignment,
-                                               decode_subscription)
+from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from offsetlog.log.format import Attribute
-from offsetlog.log.records import (ABORT, GROUP_METADATA, TRANSACTION_MARKER,
-                                   describe as describe_record)
+from offsetlog.log.records import ABORT, GROUP_METADATA, TRANSACTION_MARKER
+from offsetlog.log.records import describe as describe_record
 from offsetlog.recovery.tools import inspect
 from offsetlog.store.opening import check_store_path
 

@@ -49,8 +49,7 @@ def job_progress(out: Output, spark: Any, label: str) -> Iterator[None]:
     if not out.err_terminal:
         yield
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
-        TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     tracker = getattr(spark, "sparkContext", spark).statusTracker()
     stop = threading.Event()

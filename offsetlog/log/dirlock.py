@@ -15,8 +15,8 @@ import os
 import threading
 from typing import Iterator
 
-from offsetlog.errors import StoreLockedError
-from offsetlog.log import naming
+from offsetlog.errors import StoreIOError, StoreLockedError
+from offsetlog.log import naming, segment
 
 _held: set[str] = set()
 _held_lock = threading.Lock()
@@ -26,11 +26,20 @@ def acquire(path: str) -> int:
     """Take the lock of the store at ``path`` (absolute); returns the fd to ``release``.
 
     :raises StoreLockedError: it is held, in this process or another
+    :raises SymlinkError: ``LOCK`` is a symbolic link (never written through: its target
+        would be truncated)
+    :raises StoreIOError: the lock file cannot be created or opened (a read-only store)
     """
     with _held_lock:
         if path in _held:
             raise StoreLockedError(f"{path} is already open in this process", path=path)
-        fd = os.open(naming.lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+        lock_file = naming.lock_path(path)
+        try:
+            fd = segment.open_fd(lock_file, os.O_RDWR | os.O_CREAT)
+        except OSError as e:
+            raise StoreIOError(f"{lock_file}: cannot open the store's lock file for writing "
+                               f"({e.strerror}); is the store read-only?", path=lock_file,
+                               errno=e.errno) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from offsetlog.errors import StoreFileError, SymlinkError
 from offsetlog.log.format import (
     CLEANED_SUFFIX,
     LOCK_FILE,
@@ -56,27 +57,45 @@ def parse_swap_name(name: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def list_swaps(directory: str) -> list[tuple[int, int, str]]:
-    """(base, end, path) of every swap file, by base."""
+def _entries(directory: str, match, *, want_dir: bool = False) -> list[tuple[object, str]]:
+    """``(match(name), path)`` of the entries of ``directory`` that ``match`` accepts (a
+    missing directory has none), each checked without following links: a store's own files
+    and directories are never symbolic links, and a file where a directory belongs (or the
+    reverse: a directory named like a segment) is an error naming it, never skipped or read.
+
+    :raises SymlinkError: an entry is a symbolic link
+    :raises StoreFileError: an entry is not a regular file (``want_dir``: not a directory)
+    """
     try:
-        names = os.listdir(directory)
+        it = os.scandir(directory)
     except FileNotFoundError:
         return []
     out = []
-    for name in names:
-        r = parse_swap_name(name)
-        if r is not None:
-            out.append((r[0], r[1], os.path.join(directory, name)))
-    out.sort()
+    with it:
+        for entry in it:
+            m = match(entry.name)
+            if m is None:
+                continue
+            if entry.is_symlink():
+                raise SymlinkError(f"{entry.path} is a symbolic link: a store never opens its "
+                                   "files through one", path=entry.path)
+            if want_dir and not entry.is_dir(follow_symlinks=False):
+                raise StoreFileError(f"{entry.path} is named like a log partition directory "
+                                     "but is not a directory", path=entry.path)
+            if not want_dir and not entry.is_file(follow_symlinks=False):
+                raise StoreFileError(f"{entry.path} is named like a store file but is not a "
+                                     "regular file", path=entry.path)
+            out.append((m, entry.path))
     return out
 
 
+def list_swaps(directory: str) -> list[tuple[int, int, str]]:
+    """(base, end, path) of every swap file, by base."""
+    return sorted((r[0], r[1], path) for r, path in _entries(directory, parse_swap_name))
+
+
 def list_cleaned(directory: str) -> list[str]:
-    try:
-        return sorted(os.path.join(directory, n) for n in os.listdir(directory)
-                      if _CLEANED_RE.match(n))
-    except FileNotFoundError:
-        return []
+    return sorted(path for _, path in _entries(directory, _CLEANED_RE.match))
 
 
 def parse_partition_dir(name: str) -> int | None:
@@ -85,18 +104,12 @@ def parse_partition_dir(name: str) -> int | None:
 
 
 def list_segments(directory: str) -> list[tuple[int, str]]:
-    """(base_offset, path) of every segment in ``directory``, oldest first."""
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    found = []
-    for name in names:
-        base = parse_segment_name(name)
-        if base is not None:
-            found.append((base, os.path.join(directory, name)))
-    found.sort()
-    return found
+    """(base_offset, path) of every segment in ``directory``, oldest first.
+
+    :raises SymlinkError, StoreFileError: an entry named like a segment is a link or not a
+        regular file
+    """
+    return sorted(_entries(directory, parse_segment_name))
 
 
 def with_limits(segments: list[tuple[int, str]]):
@@ -108,13 +121,14 @@ def with_limits(segments: list[tuple[int, str]]):
 
 
 def list_partition_dirs(root: str) -> list[tuple[int, str]]:
-    found = []
-    for name in os.listdir(root):
-        p = parse_partition_dir(name)
-        if p is not None and os.path.isdir(os.path.join(root, name)):
-            found.append((p, os.path.join(root, name)))
-    found.sort()
-    return found
+    """(partition, directory) of every log partition directory of the store at ``root``.
+
+    :raises SymlinkError, StoreFileError: an entry named like a partition directory is a link
+        or not a directory
+    """
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"{root}: no such directory")
+    return sorted(_entries(root, parse_partition_dir, want_dir=True))
 
 
 def meta_path(root: str) -> str:

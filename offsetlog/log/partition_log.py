@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import os
 
-from offsetlog.log import naming, segment
+from offsetlog.log import manifest, naming, segment
 from offsetlog.log.segment import SegmentFile
 
 
 class PartitionLog:
     def __init__(self, directory: str, partition: int, *, segments: list[tuple[int, str]],
-                 next_offset: int, segment_bytes: int) -> None:
+                 next_offset: int, segment_bytes: int, keep_manifest: bool = False) -> None:
         self.directory = directory
+        #: record each roll in the store's MANIFEST (offsetlog.log.manifest)
+        self.keep_manifest = keep_manifest
         self.partition = partition
         self.segment_bytes = segment_bytes
         #: (base_offset, path) of every segment, oldest first; the last is the active one
@@ -38,11 +40,17 @@ class PartitionLog:
         return self._active  # type: ignore[return-value]
 
     def _roll(self) -> None:
-        """Start a new segment at ``next_offset``; the old one is made durable first."""
+        """Start a new segment at ``next_offset``; the old one is made durable first, and the
+        manifest records both before the new file exists (a crash between leaves a listed,
+        empty segment without a file, which recovery accepts; never an unlisted file)."""
+        closed = None
         if self._active is not None:
             self._active.trim()  # a closed segment holds exactly its batches
             self._active.sync()
+            closed = (self._active.base_offset, self._active.size)
             self._active.close()
+        if self.keep_manifest:
+            manifest.rolled(self.directory, self.partition, closed, self.next_offset)
         segment.make_dir(self.directory)
         path = naming.segment_path(self.directory, self.next_offset)
         self._active = SegmentFile.create(path, self.next_offset, limit=self.segment_bytes)

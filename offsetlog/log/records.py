@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from offsetlog.errors import UnsupportedVersionError
-from offsetlog.log.format import Record, RecordType
+from offsetlog.errors import BatchTooLargeError, UnsupportedVersionError
+from offsetlog.log.format import HEADER_AFTER_LENGTH, MAX_BATCH_BYTES, Record, RecordType
 from offsetlog.log.framing import encode_payload
 from offsetlog.types import TopicPartition
 from offsetlog.validation import MAX_INT32, MAX_OFFSET, check_offsets
@@ -106,6 +106,24 @@ def offset_commit(delta: int, group: str, topic: str, partition: int, offset: in
 PLAIN_COMMIT_BOUND = 1 + 5 + 1 + 1 + (1 + 6 + 5 + 6 + 5 + 10 + 5) + (1 + 7 + 9 + 17 + 9)
 
 
+def max_call_bytes(max_batch_bytes: int = MAX_BATCH_BYTES) -> int:
+    """The most bytes (as ``offset_commit_fields`` bounds them) one commit call's records may
+    take: it is written as (at most) one batch, whose ``length`` field (44 header bytes +
+    payload) a reader refuses beyond ``max_batch_bytes``."""
+    return max_batch_bytes - HEADER_AFTER_LENGTH
+
+
+def call_too_large(nbytes: int, limit: int) -> BatchTooLargeError:
+    return BatchTooLargeError(
+        f"the commit call's records take up to {nbytes} bytes, over the {limit} one record "
+        f"batch can hold (docs/FORMAT.md: a batch is at most {limit + HEADER_AFTER_LENGTH + 4} "
+        "bytes); split it into smaller calls", size=nbytes, limit=limit)
+
+
+#: the most one commit call may take; a larger call is refused before anything is written,
+#: never written and then refused by the reader (docs/FORMAT.md, "Limits")
+MAX_CALL_BYTES = max_call_bytes()
+
 #: key maps a ``keys`` cache (see ``offset_commit_fields``) holds before it starts over
 KEYS_CACHED = 8192
 
@@ -146,9 +164,11 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
                     key = keys.get((group_id, topic, partition)) if keys else None
                     if key is None:
                         key = _key_map(keys, group_id, topic, partition)
-                    return ((key, value, commit_timestamp),
-                            PLAIN_COMMIT_BOUND + len(topic)
-                            + (len(group_id) if group_id.isascii() else len(group_id.encode())))
+                    n = PLAIN_COMMIT_BOUND + len(topic) + (
+                        len(group_id) if group_id.isascii() else len(group_id.encode()))
+                    if n > MAX_CALL_BYTES:
+                        raise call_too_large(n, MAX_CALL_BYTES)
+                    return (key, value, commit_timestamp), n
         out = []
         text = 0
         for tp, value in offsets.items():
@@ -167,7 +187,10 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
             break  # not the usual shape: check it all below
         else:
             group_bytes = len(group_id) if group_id.isascii() else len(group_id.encode())
-            return tuple(out), text + len(out) // 3 * (PLAIN_COMMIT_BOUND + group_bytes)
+            n = text + len(out) // 3 * (PLAIN_COMMIT_BOUND + group_bytes)
+            if n > MAX_CALL_BYTES:
+                raise call_too_large(n, MAX_CALL_BYTES)
+            return tuple(out), n
     records = [offset_commit(0, group_id, topic, partition, offset, metadata=metadata,
                              leader_epoch=epoch, commit_timestamp=commit_timestamp)
                for topic, partition, offset, metadata, epoch
@@ -182,7 +205,10 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
             fields += (key, value, None)
     # encoded with delta 0; in a run a delta takes up to 4 bytes more (uint32), and so may
     # the array's header
-    return tuple(fields), len(encode_payload(records)) + 4 * len(records) + 4
+    n = len(encode_payload(records)) + 4 * len(records) + 4
+    if n > MAX_CALL_BYTES:
+        raise call_too_large(n, MAX_CALL_BYTES)
+    return tuple(fields), n
 
 
 def records_from_fields(fields) -> list[Record]:

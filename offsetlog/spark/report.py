@@ -161,8 +161,8 @@ def partition_report(task: _Task) -> dict:
 
 def _plan(path: str, now: int, retention_ms: int, retention_check_interval_ms: int,
           salvage: bool) -> list[_Task]:
-    from offsetlog.spark.segments import find_stores, store_partitions
     from offsetlog.recovery.snapshot import tombstone_floors
+    from offsetlog.spark.segments import find_stores, store_partitions
 
     tasks = []
     for store in find_stores(path):

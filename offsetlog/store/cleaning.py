@@ -21,6 +21,7 @@ from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.store.config import StoreConfig
 from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.validation import check_partition_numbers, check_time_ms
 
 log = logging.getLogger("offsetlog.store")
 
@@ -51,8 +52,8 @@ class Cleaning:
 
     def compact(self, partitions: Iterable[int] | None, now_ms: int | None) -> list[CleanResult]:
         self._check_open()
-        now = self._clock() if now_ms is None else now_ms
-        wanted = range(len(self._parts)) if partitions is None else partitions
+        now = self._clock() if now_ms is None else check_time_ms(now_ms)
+        wanted = check_partition_numbers(partitions, len(self._parts))
         results = []
         for p in wanted:
             r = self.clean(self._parts[p], now)

@@ -25,7 +25,7 @@ from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, Pending
 from offsetlog.store.futures import running_future
 from offsetlog.store.group_commit import GroupCommitter
-from offsetlog.validation import check_group_id
+from offsetlog.validation import check_group_id, check_time_ms
 
 #: real-time seconds between the timer thread's looks at the coordinators' deadlines; the
 #: deadlines themselves are in the store clock's time
@@ -129,7 +129,7 @@ class Groups:
         """Fire the coordinators' due deadlines now (the timer thread does this on its own;
         tests with a manual clock call it after advancing the clock)."""
         self._check_open()
-        now = self._clock() if now_ms is None else now_ms
+        now = self._clock() if now_ms is None else check_time_ms(now_ms)
         for part in self._parts:
             deadline = part.coordinator.next_deadline()
             if deadline is not None and deadline <= now:

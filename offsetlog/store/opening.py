@@ -1,22 +1,32 @@
 """Opening a store directory: creating it, taking its lock, its meta.json (the partition count,
-fixed at creation) and the recovery of every log partition, from its snapshot where one is
-usable. ``OffsetStore.open`` calls ``open_directory`` and builds the store on what it returns.
+fixed at creation), the MANIFEST check and the recovery of every log partition, from its
+snapshot where one is usable. ``OffsetStore.open`` calls ``open_directory`` and builds the store
+on what it returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
-import json
+import logging
 import os
 import time
+from typing import Iterator
 
-from offsetlog.errors import StoreConfigError, StoreNotFoundError, UnsupportedVersionError
-from offsetlog.log import dirlock, naming, segment
-from offsetlog.log.format import STORE_FORMAT_VERSION
+from offsetlog.errors import (
+    CorruptLogError,
+    OffsetlogError,
+    StoreConfigError,
+    StoreIOError,
+    StoreNotFoundError,
+)
+from offsetlog.log import dirlock, manifest, meta, naming, segment
 from offsetlog.log.partition_log import PartitionLog
+from offsetlog.recovery.replay import check_placement
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.recovery.snapshot import partition_key as snapshot_key
+from offsetlog.recovery.swap import plan_swaps
 from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.store.config import StoreConfig
 from offsetlog.store.snapshots import (
@@ -25,6 +35,23 @@ from offsetlog.store.snapshots import (
     open_snapshots,
     recover_with_snapshot,
 )
+
+log = logging.getLogger("offsetlog.store")
+
+
+@contextlib.contextmanager
+def io_errors(path: str) -> Iterator[None]:
+    """Turn an ``OSError`` met while opening the store at ``path`` into a ``StoreIOError``
+    naming the file (a read-only store, a permission, EIO): every failure the store meets on
+    disk is an ``OffsetlogError``. (Still an ``OSError``, with its ``errno``.)"""
+    try:
+        yield
+    except OffsetlogError:
+        raise
+    except OSError as e:
+        where = e.filename or path
+        raise StoreIOError(f"{where}: {e.strerror or e} (opening the store {path})",
+                           path=where, errno=e.errno) from e
 
 
 def open_directory(path: str, config: StoreConfig, requested_partitions: int | None, *,
@@ -35,9 +62,7 @@ def open_directory(path: str, config: StoreConfig, requested_partitions: int | N
     with the stored partition count, partitions, report, snapshots)``. On failure the lock is
     released."""
     check_store_path(path, create=create)
-    if not os.path.isdir(path):
-        os.makedirs(path, exist_ok=True)
-        segment.fsync_dir(os.path.dirname(path))
+    create_store_dir(path)
     lock_fd = dirlock.acquire(path)
     try:
         stored = read_or_create_meta(path, requested_partitions, config.partitions)
@@ -57,35 +82,37 @@ def check_store_path(path: str, *, create: bool) -> None:
     if os.path.exists(path) and not os.path.isdir(path):
         raise StoreConfigError(f"{path} is not a directory: a store is a directory")
     if not create and not os.path.isfile(naming.meta_path(path)):
-        what = "no such directory" if not os.path.isdir(path) else "not an offsetlog store (no meta.json)"
+        what = ("no such directory" if not os.path.isdir(path)
+                else "not an offsetlog store (no meta.json)")
         raise StoreNotFoundError(f"{path}: {what}", path=path)
 
 
+def create_store_dir(path: str) -> None:
+    """Create the store directory (and missing parents) with ``segment.DIR_MODE``, never
+    group- or world-writable whatever the umask. An existing directory is left as it is.
+
+    :raises StoreFileError: ``path`` exists and is not a directory
+    :raises StoreIOError: it cannot be created
+    """
+    with io_errors(path):
+        if not os.path.isdir(path):
+            segment.make_dirs(path)
+
+
 def read_or_create_meta(path: str, requested: int | None, default: int) -> int:
-    """The store's partition count: from meta.json, or written there for a new store."""
-    meta_file = naming.meta_path(path)
-    try:
-        with open(meta_file, "rb") as f:
-            meta = json.load(f)
-    except FileNotFoundError:
-        if naming.list_partition_dirs(path):
-            raise StoreConfigError(
-                f"{path} holds log partitions but no {os.path.basename(meta_file)}; refusing "
-                "to guess its partition count") from None
-        meta = {"format": "offsetlog", "version": STORE_FORMAT_VERSION, "partitions": default}
-        segment.atomic_write(meta_file, (json.dumps(meta, indent=2) + "\n").encode())
-        return default
-    except (ValueError, OSError) as e:
-        raise StoreConfigError(f"{meta_file} is unreadable: {e}") from None
-    if meta.get("format") != "offsetlog":
-        raise StoreConfigError(f"{meta_file} does not describe an offsetlog store")
-    if meta.get("version", 0) > STORE_FORMAT_VERSION:
-        raise UnsupportedVersionError(
-            f"{path} is store format {meta['version']}, newer than this offsetlog reads "
-            f"({STORE_FORMAT_VERSION})")
-    stored = meta.get("partitions")
-    if not isinstance(stored, int) or stored < 1:
-        raise StoreConfigError(f"{meta_file} has no valid partition count")
+    """The store's partition count: from meta.json, or written there for a new store (with
+    an empty MANIFEST, written first: meta.json says the store keeps one)."""
+    with io_errors(path):
+        stored = meta.read(path)
+        if stored is None:
+            if naming.list_partition_dirs(path):
+                raise StoreConfigError(
+                    f"{path} holds log partitions but no {os.path.basename(naming.meta_path(path))}"
+                    "; refusing to guess its partition count")
+            manifest.write(path, {})
+            meta.write(path, default)
+            return default
+    stored = stored.partitions
     if requested is not None and requested != stored:
         raise StoreConfigError(
             f"{path} was created with {stored} partitions, not {requested}: groups are placed "
@@ -94,7 +121,9 @@ def read_or_create_meta(path: str, requested: int | None, default: int) -> int:
 
 
 def recover(path: str, config: StoreConfig, *, progress=None
-             ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
+            ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
+    """Recover every log partition of the (locked) store at ``path``; ``progress`` is called
+    with the byte size of each segment as it is read."""
     started = time.perf_counter()
     # Replay allocates millions of small acyclic objects; with the cyclic GC on, every
     # collection re-scans the growing table (measured: ~15% of replay time at 1M records).
@@ -102,7 +131,8 @@ def recover(path: str, config: StoreConfig, *, progress=None
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _recover_all(path, config, started, progress)
+        with io_errors(path):
+            return _recover_all(path, config, started, progress)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -116,6 +146,8 @@ def _recover_all(path: str, config: StoreConfig, started: float, progress=None
     if extra:
         raise StoreConfigError(
             f"{path} has log partitions {extra} beyond its partition count {config.partitions}")
+    stored = meta.read(path)
+    entries = read_manifest(path, stored, config.partitions)
     snapshot_store, snapshots, discard = open_snapshots(path, config, report)
     try:
         parts = []
@@ -123,8 +155,25 @@ def _recover_all(path: str, config: StoreConfig, started: float, progress=None
         for p in range(config.partitions):
             directory = naming.partition_dir(path, p)
             snapshot = snapshots.get(p)
+            check = None
+            if entries is not None:
+                plan = plan_swaps(directory)  # read-only; recovery finishes the swaps
+                check = manifest.check_partition(directory, p, entries.get(p, []),
+                                                 plan.segments, plan.swaps)
+                for problem in check.problems:
+                    if problem.listing:  # before recovery reads (or repairs) anything
+                        raise problem.error()
             table, result, used = recover_with_snapshot(path, directory, p, p in found,
                                                         snapshot, report, progress=progress)
+            if check is not None:
+                # After it: a closed segment cut inside a batch is recovery's error, naming
+                # the batch; one cut at a batch boundary, or a short active segment, is this.
+                lost = check.problems + [manifest.check_active_end(
+                    check, result.segments if result is not None else [])]
+                for problem in lost:
+                    if problem is not None:
+                        raise problem.error()
+            check_placement(table, p, config.partitions, directory)
             if used:
                 report.snapshots_loaded[p] = snapshot.offset
                 kept[p] = (snapshot.offset, snapshot.created_ms)
@@ -136,12 +185,55 @@ def _recover_all(path: str, config: StoreConfig, started: float, progress=None
             else:
                 segments, next_offset = [], 0
             plog = PartitionLog(directory, p, segments=segments, next_offset=next_offset,
-                                segment_bytes=config.segment_bytes)
+                                segment_bytes=config.segment_bytes, keep_manifest=True)
             parts.append(PartitionWriter(p, plog, table))
         delete_discarded(snapshot_store, discard)
+        settle(path, stored, entries)
     except BaseException:
         if snapshot_store is not None:
             snapshot_store.close()
         raise
     report.duration_s = time.perf_counter() - started
     return parts, report, LoadedSnapshots(snapshot_store, kept)
+
+
+def read_manifest(path: str, stored: meta.StoreMeta | None, partitions: int
+                  ) -> manifest.Entries | None:
+    """The store's MANIFEST, checked against meta.json; None for a store from before
+    manifests (opening creates one).
+
+    :raises CorruptLogError: it is missing although meta.json says the store keeps one, does
+        not decode, or lists partitions the store does not have
+    """
+    entries = manifest.read(path)
+    if entries is None:
+        if stored is not None and stored.manifest:
+            raise CorruptLogError(manifest.manifest_path(path), 0,
+                                  "missing: meta.json says this store keeps a MANIFEST, so "
+                                  "segments may be missing unnoticed (`offsetlog recover "
+                                  "--salvage` rebuilds it from the directory)")
+        return None
+    extra = sorted(p for p in entries if p >= partitions)
+    if extra:
+        raise CorruptLogError(manifest.manifest_path(path), 0,
+                              f"lists log partitions {extra} of a store with {partitions}")
+    return entries
+
+
+def settle(path: str, stored: meta.StoreMeta | None, entries: manifest.Entries | None) -> None:
+    """After recovery: record what the directory now holds in the MANIFEST (the active
+    segments' recovered sizes, swaps finished, a store's first manifest) if it changed, then
+    give an older meta.json its checksum and manifest flag (in that order: meta.json never
+    promises a manifest that is not there)."""
+    now = manifest.from_directory(path)
+    try:
+        if now != entries:
+            manifest.write(path, now)
+        if stored is not None and not (stored.manifest and stored.checksummed):
+            meta.write(path, stored.partitions)
+    except OSError as e:
+        # Nothing here is needed to open safely: the manifest on disk is consistent (rolls and
+        # swaps keep it so), only less informed; an old meta.json stays as it was. A store
+        # opened on a full disk (repairing a torn tail needs no space) must still open.
+        log.warning("%s: could not update MANIFEST / meta.json (%s); the store opens without "
+                    "it", path, e)

@@ -31,6 +31,7 @@ from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.store.config import StoreConfig
 from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.table import OffsetTable
+from offsetlog.validation import check_partition_numbers
 
 log = logging.getLogger("offsetlog.snapshot")
 
@@ -87,6 +88,7 @@ def open_snapshots(path: str, config: StoreConfig, report: RecoveryReport
     try:
         store = snap.SnapshotStore(directory)
     except lmdb.Error as e:
+        report.snapshot_store_discarded = f"the snapshot store does not open ({e})"
         _discard_environment(directory, f"the snapshot store does not open ({e})")
         try:
             store = snap.SnapshotStore(directory)
@@ -96,6 +98,7 @@ def open_snapshots(path: str, config: StoreConfig, report: RecoveryReport
         raw = store.read_all()
     except lmdb.Error as e:
         store.close()
+        report.snapshot_store_discarded = f"the snapshot store is unreadable ({e})"
         _discard_environment(directory, f"the snapshot store is unreadable ({e})")
         return snap.SnapshotStore(directory), {}, []
     good: dict[int, snap.Snapshot] = {}
@@ -239,7 +242,7 @@ class Snapshots:
         self._check_open()
         if self._db is None:
             raise SnapshotError(f"{self.path}: snapshots are disabled for this store")
-        wanted = range(len(self._parts)) if partitions is None else partitions
+        wanted = check_partition_numbers(partitions, len(self._parts))
         results, failures = [], {}
         for p in wanted:
             try:

@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from offsetlog.compaction.cleaner import CleanResult
-from offsetlog.errors import StoreClosedError, StoreFailedError, UnstableOffsetCommitError
+from offsetlog.errors import StoreClosedError, StoreFailedError
 from offsetlog.group import GroupConfig, GroupCoordinator, GroupDescription, MemberIdentity
 from offsetlog.log import dirlock
 from offsetlog.log import records as rec
@@ -38,7 +38,13 @@ from offsetlog.store.snapshots import LoadedSnapshots, SnapshotResult, Snapshots
 from offsetlog.store.transactions import Transaction, Transactions
 from offsetlog.txn.state import TxnMetadata
 from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
-from offsetlog.validation import check_group_id, check_partition_list, check_topic
+from offsetlog.validation import (
+    check_group_id,
+    check_partition_list,
+    check_time_ms,
+    check_timeout,
+    check_topic,
+)
 
 log = logging.getLogger("offsetlog.store")
 
@@ -193,6 +199,7 @@ class OffsetStore:
         :raises StoreFailedError: an earlier write or fsync failed; reopen the store
         :raises CommitTimeoutError: ``timeout`` seconds passed first (the commit stays queued)
         """
+        timeout = timeout if timeout is None else check_timeout(timeout)
         part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
                                                     group_instance_id)
         if item is not None:
@@ -262,7 +269,7 @@ class OffsetStore:
         part = self._parts[partition_for(group_id, self._partitions)]
         with part.lock:
             if require_stable:
-                self._check_stable(part, group_id, wanted)
+                part.table.txn.check_stable(group_id, wanted)
             entries = part.table.offsets.get(group_id)
             if not entries:
                 return {}
@@ -271,17 +278,6 @@ class OffsetStore:
             else:
                 items = [(tp, entries[tp]) for tp in sorted(set(wanted)) if tp in entries]
         return committed_view(items)
-
-    @staticmethod
-    def _check_stable(part, group_id: str, wanted) -> None:
-        pending = part.table.txn.pending_partitions(group_id)
-        if wanted is not None:
-            pending &= set(wanted)
-        if pending:
-            tps = sorted(TopicPartition(t, p) for t, p in pending)
-            raise UnstableOffsetCommitError(
-                f"group {group_id!r} has transactional offsets pending for {tps}",
-                group_id=group_id, partitions=tps)
 
     def committed(self, group_id: str, tp: TopicPartition, *,
                   require_stable: bool = False) -> OffsetAndMetadata | None:
@@ -368,7 +364,7 @@ class OffsetStore:
         :return: how many offsets expired
         """
         self._check_open()
-        now = self._clock() if now_ms is None else now_ms
+        now = self._clock() if now_ms is None else check_time_ms(now_ms)
         retention = self.config.retention_ms
         total = 0
         for part in self._parts:

@@ -68,7 +68,7 @@ from offsetlog.txn.state import (
     next_epoch,
 )
 from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
-from offsetlog.validation import check_encodable
+from offsetlog.validation import check_encodable, check_time_ms
 
 #: the store's commit check: (group, offsets, generation, member, instance, transactional=)
 #: -> (its PartitionWriter, its queue item or None, the fencing check to run under its lock)
@@ -204,7 +204,7 @@ class Transactions:
         :return: how many transactions were aborted
         """
         self.check_open()
-        now = self._clock() if now_ms is None else now_ms
+        now = self._clock() if now_ms is None else check_time_ms(now_ms)
         due = []
         for part in self._parts:
             with part.lock:

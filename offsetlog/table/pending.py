@@ -23,6 +23,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from offsetlog.errors import UnstableOffsetCommitError
+from offsetlog.types import TopicPartition
+
 ENTRY, LOG_OFFSET, SUPERSEDED = range(3)
 
 
@@ -106,6 +109,21 @@ class PendingTransactions:
     def pending_partitions(self, group: str) -> set[tuple[str, int]]:
         """The (topic, partition)s of ``group`` with pending offsets."""
         return set(self.keys.get(group, ()))
+
+    def check_stable(self, group: str, wanted=None) -> None:
+        """``fetch(require_stable=True)`` (KIP-447): refuse while any of ``wanted`` (all of
+        ``group``'s partitions when None) has transactional offsets pending.
+
+        :raises UnstableOffsetCommitError: naming the pending partitions
+        """
+        pending = self.pending_partitions(group)
+        if wanted is not None:
+            pending &= set(wanted)
+        if pending:
+            tps = sorted(TopicPartition(t, p) for t, p in pending)
+            raise UnstableOffsetCommitError(
+                f"group {group!r} has transactional offsets pending for {tps}",
+                group_id=group, partitions=tps)
 
     def offsets_of(self, producer_id: int) -> dict[str, dict[tuple[str, int], tuple]]:
         """group -> tp -> entry of ``producer_id``'s pending offsets here (superseded or not)."""

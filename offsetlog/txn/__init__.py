@@ -6,8 +6,17 @@ timer) and the ``Transaction`` handle users hold are ``offsetlog.store.transacti
 Design: docs/TRANSACTIONS.md.
 """
 
-from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT,
-                                 PREPARE_COMMIT, PREPARED, STATES, TxnMetadata)
+from offsetlog.txn.state import (
+                                 COMPLETE_ABORT,
+                                 COMPLETE_COMMIT,
+                                 EMPTY,
+                                 ONGOING,
+                                 PREPARE_ABORT,
+                                 PREPARE_COMMIT,
+                                 PREPARED,
+                                 STATES,
+                                 TxnMetadata,
+)
 
 __all__ = ["COMPLETE_ABORT", "COMPLETE_COMMIT", "EMPTY", "ONGOING", "PREPARE_ABORT",
            "PREPARE_COMMIT", "PREPARED", "STATES", "TxnMetadata"]

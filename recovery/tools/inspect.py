@@ -6,32 +6,63 @@ reported as a torn tail, exactly as recovery would see it after a crash at that 
 
 from __future__ import annotations
 
-import json
 import os
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import lmdb
 
-from offsetlog.errors import StoreConfigError
-from offsetlog.log import naming
+from offsetlog.errors import CorruptLogError, StoreConfigError
+from offsetlog.log import manifest, meta, naming
 from offsetlog.log.framing import BatchReader
 from offsetlog.log.segment import read_file
 from offsetlog.recovery import snapshot
-from offsetlog.recovery.replay import recover_partition
+from offsetlog.recovery.replay import check_placement, recover_partition
 from offsetlog.recovery.report import DroppedRange, PartitionRecovery, RecoveryReport
 from offsetlog.recovery.swap import plan_swaps
 from offsetlog.table import OffsetTable
 
 
 def stored_partitions(path: str) -> int:
-    try:
-        with open(naming.meta_path(path), "rb") as f:
-            return int(json.load(f)["partitions"])
-    except FileNotFoundError:
-        raise StoreConfigError(f"{path} is not an offsetlog store (no meta.json)") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise StoreConfigError(f"{naming.meta_path(path)} is unreadable: {e}") from None
+    """The store's partition count, from its meta.json, checked as open checks it.
+
+    :raises StoreConfigError: no meta.json (``MetaFileError``: a malformed or damaged one)
+    """
+    stored = meta.read(path)
+    if stored is None:
+        raise StoreConfigError(f"{path} is not an offsetlog store (no meta.json)")
+    return stored.partitions
+
+
+def read_manifest(path: str) -> manifest.Entries | None:
+    """The store's MANIFEST for a read-only check; None for a store from before manifests.
+
+    :raises CorruptLogError: it is missing although meta.json says the store keeps one, or
+        does not decode
+    """
+    entries = manifest.read(path)
+    stored = meta.read(path)
+    if entries is None and stored is not None and stored.manifest:
+        raise CorruptLogError(manifest.manifest_path(path), 0,
+                              "missing: meta.json says this store keeps a MANIFEST")
+    return entries
+
+
+def manifest_problems(directory: str, partition: int, rows: list, result: PartitionRecovery,
+                      check: manifest.PartitionCheck) -> list[DroppedRange]:
+    """What a read-only scan of ``directory`` (``result``) found missing against the
+    manifest, as dropped ranges (``offsetlog verify`` fails on them)."""
+    problems = list(check.problems)
+    if result.segments:
+        last = result.segments[-1][1]
+        if result.truncated is not None:
+            end = result.truncated.position
+        else:
+            end = os.lstat(last).st_size - result.preallocated
+        problems.append(manifest.check_active_end(check, result.segments, end))
+    return [DroppedRange(m.path, m.position, m.bytes_missing, m.reason)
+            for m in problems if m is not None]
 
 
 def data_size(segment_path: str) -> int:
@@ -58,6 +89,8 @@ def total_segment_bytes(path: str) -> int:
 
 #: times a partition is scanned again when a segment vanished under the scan
 SCAN_ATTEMPTS = 10
+#: ... or when it differs from the manifest (which a live store rewrites as it rolls)
+MANIFEST_ATTEMPTS = 3
 
 
 def scan(path: str, *, salvage: bool = True, tables: bool = False, replay: bool = False,
@@ -70,16 +103,34 @@ def scan(path: str, *, salvage: bool = True, tables: bool = False, replay: bool 
         refuse in a record that decodes (an unknown type, a missing field) raises
         ``CorruptLogError`` here too, without holding every table at once
     """
-    stored_partitions(path)
+    partitions = stored_partitions(path)
+    entries = read_manifest(path)
     report = RecoveryReport()
     out: dict[int, OffsetTable] = {}
-    for p, directory in naming.list_partition_dirs(path):
+    dirs = dict(naming.list_partition_dirs(path))
+    for p in sorted(set(dirs) | set(entries or ())):
+        directory = dirs.get(p) or naming.partition_dir(path, p)
         for attempt in range(SCAN_ATTEMPTS):
             table = OffsetTable() if tables or replay else None
             try:
-                report.partitions[p] = recover_partition(
+                check = None
+                if entries is not None:
+                    plan = plan_swaps(directory)
+                    check = manifest.check_partition(directory, p, entries.get(p, []),
+                                                     plan.segments, plan.swaps)
+                result = recover_partition(
                     directory, p, apply_batches=table.apply_batches if table is not None else None,
                     repair=False, salvage=salvage, progress=progress)
+                if check is not None:
+                    lost = manifest_problems(directory, p, entries.get(p, []), result, check)
+                    if lost and attempt < MANIFEST_ATTEMPTS - 1:
+                        # A store open elsewhere may have rolled or swapped between reading
+                        # its manifest and its directory: look again before reporting.
+                        time.sleep(0.05)
+                        entries = read_manifest(path) or {}
+                        continue
+                    result.skipped += lost
+                report.partitions[p] = result
                 break
             except FileNotFoundError:
                 # The store is open elsewhere and its cleaner swapped segments between the
@@ -87,6 +138,8 @@ def scan(path: str, *, salvage: bool = True, tables: bool = False, replay: bool 
                 # and after, so the partition is read again from its new listing.
                 if attempt == SCAN_ATTEMPTS - 1:
                     raise
+        if table is not None:
+            check_placement(table, p, partitions, directory)
         if tables:
             out[p] = table
     return report, out

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from offsetlog.errors import CorruptLogError
-from offsetlog.log import dirlock, naming, segment
+from offsetlog.log import dirlock, manifest, meta, naming, segment
 from offsetlog.log.format import HEADER_SIZE
 from offsetlog.log.framing import BatchReader, decode_payload
-from offsetlog.recovery.replay import UNDECODABLE, recover_partition
+from offsetlog.recovery.replay import UNDECODABLE, check_placement, recover_partition
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.recovery.swap import commit_swap, finish_swaps, write_cleaned
 from offsetlog.recovery.tools.inspect import stored_partitions
@@ -101,13 +101,18 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False,
     :return: what was dropped, rewritten and kept
     """
     path = os.path.abspath(os.fspath(path))
-    stored_partitions(path)  # refuses a directory that is not a store
+    count = stored_partitions(path)  # refuses a directory that is not a store
     report = SalvageReport()
     with dirlock.held(path):
         partitions = naming.list_partition_dirs(path)
+        for p, directory in partitions:
+            finish_swaps(directory)  # (updates the manifest for the swaps it completes)
+        entries = _manifest_or_region(path, salvage, report)
+        # Segments missing from (or unknown to) the manifest: an error as on open; salvage
+        # reports them and goes on (the manifest is rebuilt from the directory at the end).
+        _check_manifest(path, entries, partitions, salvage, report, listing=True)
         plans = {}
         for p, directory in partitions:
-            finish_swaps(directory)
             if salvage:
                 plans[p] = plan_salvage(directory)
         if any(rewrites for rewrites, _ in plans.values()):
@@ -119,15 +124,79 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False,
                 report.rewritten.append(source)
         for p, directory in partitions:
             # Replayed into a table, as open does: what open refuses is refused here too.
+            table = OffsetTable()
             result = recover_partition(directory, p, repair=True,
-                                       apply_batches=OffsetTable().apply_batches,
+                                       apply_batches=table.apply_batches,
                                        progress=progress)
+            check_placement(table, p, count, directory)
             report.recovery.partitions[p] = result
             t = result.truncated
             if t is not None:
                 report.regions.append(SalvagedRegion(t.path, t.position, t.bytes_dropped,
                                                       t.reason, None, "truncated"))
+        if entries is not None:  # re-read: salvage's rewrites (swaps) updated it
+            _check_manifest(path, manifest.read_quietly(path) or {}, partitions, salvage,
+                            report, listing=False)
+        _settle(path)
     return report
+
+
+def _manifest_or_region(path: str, salvage: bool, report: SalvageReport):
+    """The store's MANIFEST; None for a store without one. A missing (where meta.json says
+    there is one) or damaged manifest is an error, or with salvage a region, and then {}:
+    every segment of the directory is taken as it is, and the manifest rebuilt."""
+    stored = meta.read(path)
+    where = manifest.manifest_path(path)
+    try:
+        entries = manifest.read(path)
+    except CorruptLogError as e:
+        if not salvage:
+            raise
+        report.regions.append(SalvagedRegion(where, 0, 0, e.reason, None, "rebuilt"))
+        return None
+    if entries is None and stored is not None and stored.manifest:
+        if not salvage:
+            raise CorruptLogError(where, 0, "missing: meta.json says this store keeps a "
+                                            "MANIFEST (`offsetlog recover --salvage` rebuilds it)")
+        report.regions.append(SalvagedRegion(where, 0, 0, "MANIFEST missing", None, "rebuilt"))
+    return entries
+
+
+def _check_manifest(path: str, entries, partitions, salvage: bool, report: SalvageReport, *,
+                    listing: bool) -> None:
+    """Compare each partition with the manifest: before salvage's rewrites the listing
+    (missing and unknown segments), after recovery the sizes. Without salvage the first
+    difference is raised (``CorruptLogError``, as open raises it); with salvage each is a
+    region of the report."""
+    if entries is None:
+        return
+    dirs = dict(partitions)
+    for p in sorted(set(dirs) | set(entries)):
+        directory = dirs.get(p) or naming.partition_dir(path, p)
+        plan_segments = naming.list_segments(directory)
+        check = manifest.check_partition(directory, p, entries.get(p, []), plan_segments, [])
+        found = [m for m in check.problems if m.listing == listing]
+        if not listing:
+            found.append(manifest.check_active_end(check, plan_segments))
+        for m in found:
+            if m is None:
+                continue
+            if not salvage:
+                raise m.error()
+            action = {"missing": "missing", "unlisted": "kept"}.get(m.kind, "dropped")
+            report.regions.append(SalvagedRegion(m.path, m.position, m.bytes_missing, m.reason,
+                                                 None, action))
+
+
+def _settle(path: str) -> None:
+    """Record the directory as recovery left it in the MANIFEST, and give an older
+    meta.json its checksum and manifest flag (as opening the store does)."""
+    now = manifest.from_directory(path)
+    if manifest.read_quietly(path) != now:
+        manifest.write(path, now)
+    stored = meta.read(path)
+    if stored is not None and not (stored.manifest and stored.checksummed):
+        meta.write(path, stored.partitions)
 
 
 def remove_snapshots(path: str) -> str | None:

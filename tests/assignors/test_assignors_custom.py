@@ -4,10 +4,15 @@
 import pytest
 
 from offsetlog import TopicPartition
-from offsetlog.assignors import (InvalidAssignmentError, PartitionAssignor, RangeAssignor,
-                                 Subscription, get_assignor, register_assignor)
-from offsetlog.assignors import registry
-
+from offsetlog.assignors import (
+    InvalidAssignmentError,
+    PartitionAssignor,
+    RangeAssignor,
+    Subscription,
+    get_assignor,
+    register_assignor,
+    registry,
+)
 from support.member_harness import Harness, partitions
 
 

@@ -5,7 +5,6 @@ import pytest
 
 from offsetlog import OffsetAndMetadata, TopicPartition
 from offsetlog.group.consumer_protocol import encode_assignment, encode_subscription
-
 from support.stores import open_store
 
 T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))

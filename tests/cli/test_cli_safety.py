@@ -11,7 +11,6 @@ import pytest
 
 from offsetlog import TopicPartition
 from offsetlog.cli import main
-
 from support.stores import open_store
 
 READ_COMMANDS = (["dump"], ["describe"], ["groups"], ["verify"])

@@ -11,7 +11,6 @@ import pytest
 from offsetlog import TopicPartition
 from offsetlog.cli import main
 from offsetlog.cli import output as cli_output
-
 from support.stores import open_store
 
 WORKLOAD = '''

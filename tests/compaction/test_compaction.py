@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from offsetlog import OffsetAndMetadata, TopicPartition
 from offsetlog.compaction.cleaner import STEPS, clean_partition
+from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.log.naming import list_segments, partition_dir
 from offsetlog.recovery.tools.inspect import iter_records
 from support import stores
-from offsetlog.group.errors import GroupIdNotFoundError
 
 DAY = 24 * 3600 * 1000
 

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from offsetlog import OffsetStore
+from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.log import segment
 from offsetlog.recovery.tools import inspect
-from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.table import OffsetTable
 from support.durability_helpers import OAM, TP, ManualClock
 

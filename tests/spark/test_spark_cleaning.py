@@ -9,6 +9,7 @@ import os
 from collections import defaultdict
 
 from offsetlog import OffsetStore, TopicPartition
+from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.naming import list_partition_dirs, list_segments, snapshot_dir
 from offsetlog.log.records import TRANSACTION_STATE, transaction_state
@@ -17,7 +18,6 @@ from offsetlog.recovery.snapshot import tombstone_floors
 from offsetlog.recovery.tools.inspect import iter_records
 from offsetlog.spark.report import _Task, partition_report
 from support.spark_report import MIN, cleaned_copy, dead_records
-from offsetlog.group.errors import GroupIdNotFoundError
 
 PARTITIONS = 3
 #: each takes a fraction of a second; raise by hand for a longer search

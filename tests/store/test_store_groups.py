@@ -2,11 +2,19 @@
 
 import pytest
 
-from offsetlog import OffsetAndMetadata as OAM, TopicPartition
-from offsetlog.errors import (IllegalGenerationError, RebalanceInProgressError, StoreClosedError,
-                              UnknownMemberIdError)
-from offsetlog.group.errors import (CoordinatorNotAvailableError, GroupIdNotFoundError,
-                                    NonEmptyGroupError)
+from offsetlog import OffsetAndMetadata as OAM
+from offsetlog import TopicPartition
+from offsetlog.errors import (
+    IllegalGenerationError,
+    RebalanceInProgressError,
+    StoreClosedError,
+    UnknownMemberIdError,
+)
+from offsetlog.group.errors import (
+    CoordinatorNotAvailableError,
+    GroupIdNotFoundError,
+    NonEmptyGroupError,
+)
 from support.groups import form_group
 from support.stores import open_group_store
 

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.log import records as rec
 from offsetlog.log.framing import encode_batch
-from offsetlog.group.errors import GroupIdNotFoundError
 from support.durability_helpers import OAM, TP, ManualClock, open_store, segment_files
 
 GROUPS = ["orders-service", "billing", "g", "γ-unicode", "audit-7", "x" * 40]

@@ -5,9 +5,13 @@ import os
 
 import pytest
 
-from offsetlog import (GroupIdNotFoundError, OffsetStore, StoreConfigError, StoreNotFoundError,
-                       TopicPartition)
-
+from offsetlog import (
+    GroupIdNotFoundError,
+    OffsetStore,
+    StoreConfigError,
+    StoreNotFoundError,
+    TopicPartition,
+)
 from support.stores import open_store
 
 

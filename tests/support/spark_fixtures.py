@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+
 from offsetlog.group.errors import GroupIdNotFoundError
 
 

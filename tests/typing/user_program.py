@@ -7,8 +7,15 @@ import asyncio
 from collections.abc import Mapping
 from concurrent.futures import Future
 
-from offsetlog import (GroupIdNotFoundError, OffsetAndMetadata, OffsetlogError, OffsetStore,
-                       StoreNotFoundError, TopicPartition, UnstableOffsetCommitError)
+from offsetlog import (
+    GroupIdNotFoundError,
+    OffsetAndMetadata,
+    OffsetlogError,
+    OffsetStore,
+    StoreNotFoundError,
+    TopicPartition,
+    UnstableOffsetCommitError,
+)
 from offsetlog.aio import AsyncOffsetStore
 from offsetlog.assignors import PartitionAssignor, Subscription, register_assignor
 from offsetlog.partitioner import partition_for
