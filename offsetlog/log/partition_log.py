@@ -64,13 +64,14 @@ class PartitionLog:
             active = self._active  # type: ignore[assignment]
         return active
 
-    def append(self, data, record_count_after: int) -> None:
-        """Append framed batches that end at log offset ``record_count_after`` (exclusive)."""
+    def append(self, data, next_offset: int) -> None:
+        """Append framed batches; the log's next offset is then ``next_offset`` (the batches'
+        last offset + 1)."""
         self._segment_for(len(data)).append(data)
-        self.next_offset = record_count_after
+        self.next_offset = next_offset
         self.dirty = True
 
-    def append_durable(self, data, record_count_after: int) -> None:
+    def append_durable(self, data, next_offset: int) -> None:
         """``append`` then ``sync``: ``data`` (which may be empty) and everything appended
         before it are durable on return. When nothing earlier is waiting for a sync, the
         write and the sync are one system call (``SegmentFile.append_durable``)."""
@@ -78,11 +79,11 @@ class PartitionLog:
             self.sync()
             return
         if self.dirty:  # an earlier unsynced append (fsync="interval"/"never"): sync it too
-            self.append(data, record_count_after)
+            self.append(data, next_offset)
             self.sync()
             return
         self._segment_for(len(data)).append_durable(data)
-        self.next_offset = record_count_after
+        self.next_offset = next_offset
 
     def sync(self) -> None:
         if self.dirty and self._active is not None:
