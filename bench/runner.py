@@ -80,8 +80,8 @@ CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assig
 #: sizes of a full run (~10 minutes on 2 cores) and of --quick (~1-2 minutes)
 FULL = {
     "latency_rounds": 10, "latency_per_round": 1000, "latency_warmup": 50,
-    "threads": [1, 8, 32], "thread_duration_s": 3.0, "thread_warmup_s": 0.5,
-    "thread_reps": 3,
+    "threads": [1, 8, 32], "thread_duration_s": 2.0, "thread_warmup_s": 0.3,
+    "thread_reps": 5,
     "async_records": 200_000, "async_reps": 3,
     "recovery_records": 2_000_000, "recovery_groups": 10_000, "recovery_topics": 10,
     "recovery_partitions_per_topic": 10, "recovery_reps": 5,
@@ -197,18 +197,27 @@ class Runner:
                                         for k, r in runs.items()},
                                "bytes_per_write": len(data), **kw}
         at = {k: dict(zip(threads, v)) for k, v in results.items()}
-        reps = f"{kw['duration_s']}s windows, median of {s['thread_reps']} per side, interleaved"
+
+        def spread(key: str, base: str, n: int) -> str:
+            """The range of the ratios of the windows run next to each other (same rep)."""
+            pairs = [a / b for a, b in zip(runs[key][n], runs[base][n])]
+            self.raw["threads"].setdefault("paired_ratios", {})[f"{key}/{base}@{n}"] = pairs
+            return f"vs {base}, paired windows {min(pairs):.2f}-{max(pairs):.2f}×"
+
+        reps = (f"{kw['duration_s']}s windows, median of {s['thread_reps']} per side, "
+                f"interleaved; {spread('many', 'lock', 8)}")
         for n in (8, 32):
             self.rows.append(Row(f"many groups, {n} threads, commit_sync", f"{n} threads lock+fsync",
                                  at["many"][n], at["lock"][n], "commits/s", HIGHER,
                                  TARGETS[("lock", n)], note=reps if n == 8 else ""))
+        self.rows[-1].note = spread("many", "lock", 32)
         self.rows.append(Row("many groups, 32 threads, commit_sync",
                              "32 threads, own file each, one DSYNC write per commit",
                              at["many"][32], at["own"][32], "commits/s", HIGHER,
-                             TARGETS[("own", 32)]))
+                             TARGETS[("own", 32)], note=spread("many", "own", 32)))
         self.rows.append(Row("many groups, 32 threads, commit_sync", "sqlite3 WAL FULL, 32 conns",
                              at["many"][32], at["sqlite"][32], "commits/s", HIGHER,
-                             TARGETS[("sqlite", 32)]))
+                             TARGETS[("sqlite", 32)], note=spread("many", "sqlite", 32)))
         self.rows.append(Row("many groups, 8 threads (info)",
                              "8 threads, own file each, one DSYNC write per commit",
                              at["many"][8], at["own"][8], "commits/s", HIGHER))
@@ -263,7 +272,9 @@ class Runner:
                              "lean pipeline: pack+CRC+frame per record, dict, 1,000-record "
                              "chunks to a write+fsync thread", median(store), median(bare),
                              "records/s", HIGHER, TARGETS["async"],
-                             note=f"{n:,} records, median of {len(store)}, interleaved"))
+                             note=f"{n:,} records, median of {len(store)}, interleaved; paired "
+                                  f"runs {min(a / b for a, b in zip(store, bare)):.2f}-"
+                                  f"{max(a / b for a, b in zip(store, bare)):.2f}×"))
 
     # -- 4 ---------------------------------------------------------------------------------
 
@@ -298,12 +309,15 @@ class Runner:
             raise RuntimeError("recovery: the sides disagree on the number of keys")
         self.raw["recovery"] = {"log": shape, "runs": runs}
         med = {k: median(r["records_per_s"] for r in v) for k, v in runs.items()}
+        pairs = [a["records_per_s"] / b["records_per_s"]
+                 for a, b in zip(runs["store"], runs["lean"])]
         self.rows.append(Row(f"full replay on open (snapshots off), {n:,} records",
                              "lean loop: 1,000-pair msgpack arrays, one CRC each, into a dict",
                              med["store"], med["lean"], "records/s", HIGHER, TARGETS["recovery"],
                              note=f"{shape['batches']:,} batches, {runs['store'][0]['keys']:,} "
                                   f"keys, warm page cache, fresh process per run, median of "
-                                  f"{len(runs['store'])}, interleaved"))
+                                  f"{len(runs['store'])}, interleaved; paired runs "
+                                  f"{min(pairs):.2f}-{max(pairs):.2f}×"))
         self.rows.append(Row(f"full replay on open, {n:,} records (info)",
                              "bare read+CRC+decode loop over the engine's format",
                              med["store"], med["bare"], "records/s", HIGHER))

@@ -187,10 +187,13 @@ class OffsetStore:
         :raises StoreFailedError: an earlier write or fsync failed; reopen the store
         :raises CommitTimeoutError: ``timeout`` seconds passed first (the commit stays queued)
         """
-        part, item, precheck = self._prepare_commit(group_id, offsets, generation_id, member_id,
-                                                    group_instance_id)
-        if item is not None:
-            self._writer.submit_sync(part, item, timeout, precheck)
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: the store is closed")
+        # _prepare_commit's steps, inline: two calls fewer per commit on the hot path
+        part, fields, nbytes, now, precheck = self._router.check(
+            group_id, offsets, generation_id, member_id, group_instance_id)
+        if fields:
+            self._writer.submit_sync(part, Commit(fields, nbytes, now), timeout, precheck)
         else:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 self._writer.check_usable()
@@ -214,7 +217,9 @@ class OffsetStore:
         """
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
-        part, fields, nbytes, now, precheck = self._check_commit(
+        if self._closed:  # _check_commit, inline (one call fewer per commit_async)
+            raise StoreClosedError(f"{self.path}: the store is closed")
+        part, fields, nbytes, now, precheck = self._router.check(
             group_id, offsets, generation_id, member_id, group_instance_id)
         if not fields:  # nothing to write: the checks alone, a failed store included
             with part.lock:
