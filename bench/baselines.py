@@ -1,9 +1,11 @@
 """The baselines: the least a program must do to get each result, without offsetlog's engine.
 
-Each is what the project's issue names, written plainly and fairly (no deliberately slow
+Each is what the project's issues name, written plainly and fairly (no deliberately slow
 code): the bare ``write`` + ``fsync`` loop, threads that ``write`` + ``fsync`` under one lock,
-sqlite3 in WAL mode with ``synchronous=FULL``, a two-thread encode/write pipeline, a bare replay
-loop, and (in ``memory_child``) a plain dict.
+threads that each write their own file with one ``RWF_DSYNC`` write per commit, sqlite3 in WAL
+mode with ``synchronous=FULL``, issue 16's lean pipeline (pack + CRC + frame per record, dict,
+1 000-record chunks to a writer thread) and lean replay loop, a bare replay loop over the
+engine's own format, and (in ``memory_child``) a plain dict.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from offsetlog.bench.workload import (
     FIRST_OFFSET,
     GROUP,
     TOPIC,
+    LeanWriter,
+    many_group,
+    many_partition,
     now_ms,
     thread_group,
     thread_partitions,
@@ -31,8 +36,6 @@ from offsetlog.bench.workload import (
 from offsetlog.log import format as fmt
 from offsetlog.log import naming
 from offsetlog.log.format import BATCH_HEADER, CRC_START, HEADER_SIZE, LENGTH_SIZE
-from offsetlog.log.framing import encode_batch
-from offsetlog.log.records import offset_commit
 
 
 def _append_fd(path: str) -> int:
@@ -75,71 +78,43 @@ def lock_fsync_threads(path: str, n: int, data: bytes, **window) -> float:
     return calls / (ns / 1e9)
 
 
-def writer_thread_threads(path: str, n: int, **window) -> float:
-    """Commits/s of ``n`` threads over a plain writer-thread group commit (a reference design).
+#: bytes each thread of ``own_file_dsync_threads`` preallocates (it wraps around past them)
+OWN_FILE_BYTES = 8 << 20
 
-    Not a target baseline: the issue quotes this design's ratios over lock+fsync (about 3.5x
-    at 8 threads, 6.5x at 32), so measuring it in the same run shows what the machine allows
-    at that moment. Each committer frames its record (``encode_batch``), queues it with a
-    locked lock and blocks on that lock; one writer thread takes everything queued, writes
-    it with one ``write``, ``fdatasync``s once, applies the entries to a dict and releases
-    the committers. No validation, no futures, no per-key ordering rules.
+
+def own_file_dsync_threads(directory: str, n: int, data: bytes, **window) -> float:
+    """Commits/s of ``n`` threads that each write ``data`` to a preallocated file of their own
+    with one ``pwritev(..., RWF_DSYNC)`` per commit (issue 16): what the disk allows when no
+    two committers share anything. No lock, no framing, no table.
+
+    Each file is ``posix_fallocate``d as the engine's active segment is (writes land in
+    reserved, never-written space, as the engine's do); a thread that reaches its end wraps
+    around to the start.
     """
-    fd = _append_fd(path)
-    pending: list = []
-    cv = threading.Condition()
-    stop = [False]
-    table: dict = {}
-    sync = getattr(os, "fdatasync", os.fsync)
-
-    def writer() -> None:
-        while True:
-            with cv:
-                while not pending and not stop[0]:
-                    cv.wait()
-                if not pending:
-                    return
-                batch = pending[:]
-                pending.clear()
-            os.write(fd, b"".join(item[0] for item in batch))
-            sync(fd)
-            for _, key, entry, done in batch:
-                table[key] = entry
-                done.release()
-
-    wt = threading.Thread(target=writer, name="reference-writer", daemon=True)
-    wt.start()
+    dsync = getattr(os, "RWF_DSYNC", None)
+    size = len(data)
 
     def make_op(i: int):
-        group = GROUP
-        parts = thread_partitions(i)
-        state = [FIRST_OFFSET]
-        Lock = threading.Lock
+        fd = os.open(os.path.join(directory, f"own-{i}.log"), os.O_WRONLY | os.O_CREAT, 0o644)
+        os.posix_fallocate(fd, 0, OWN_FILE_BYTES)
+        state = [0]
+        pwritev, buffers, limit = os.pwritev, [data], OWN_FILE_BYTES - size
 
-        def op() -> None:
-            off = state[0]
-            state[0] = off + 1
-            p = parts[off % len(parts)]
-            ts = now_ms()
-            data = encode_batch(0, (offset_commit(0, group, TOPIC, p, off, commit_timestamp=ts),),
-                                timestamp=ts)
-            done = Lock()
-            done.acquire()
-            with cv:
-                pending.append((data, (group, TOPIC, p), (off, "", None, ts, None), done))
-                cv.notify()
-            done.acquire()
+        if dsync is None:  # no pwritev2 here: write + fdatasync, as the engine falls back
+            def op() -> None:
+                pos = state[0]
+                os.pwrite(fd, data, pos)
+                os.fdatasync(fd)
+                state[0] = pos + size if pos < limit else 0
+        else:
+            def op() -> None:
+                pos = state[0]
+                pwritev(fd, buffers, pos, dsync)
+                state[0] = pos + size if pos < limit else 0
 
-        return op, lambda: None
+        return op, lambda: os.close(fd)
 
-    try:
-        calls, ns = run_threads(n, make_op, **window)
-    finally:
-        with cv:
-            stop[0] = True
-            cv.notify()
-        wt.join()
-        os.close(fd)
+    calls, ns = run_threads(n, make_op, **window)
     return calls / (ns / 1e9)
 
 
@@ -160,11 +135,13 @@ ON CONFLICT (grp, topic, part) DO UPDATE SET
 """
 
 
-def sqlite_threads(path: str, n: int, *, one_group: bool = True, **window) -> float:
+def sqlite_threads(path: str, n: int, *, one_group: bool = True, many_groups: bool = False,
+                   **window) -> float:
     """Commits/s of ``n`` threads, each with its own connection to one sqlite3 file.
 
     WAL journal, ``synchronous=FULL`` (fsync on every commit), autocommit: one upsert per
-    transaction. Each thread commits its own partitions, as the offsetlog threads do. The busy
+    transaction. Each thread commits its own partitions, as the offsetlog threads do
+    (``many_groups``: thread k commits ``group-k``, partition ``k % 8``). The busy
     timeout is long so that contention waits instead of failing. ``window``: see
     ``run_threads``.
     """
@@ -178,8 +155,10 @@ def sqlite_threads(path: str, n: int, *, one_group: bool = True, **window) -> fl
                                check_same_thread=True)
         conn.execute("PRAGMA synchronous=FULL")  # per connection
         execute = conn.execute
-        group = thread_group(i, one_group=one_group)
-        parts = thread_partitions(i)
+        if many_groups:
+            group, parts = many_group(i), [many_partition(i)]
+        else:
+            group, parts = thread_group(i, one_group=one_group), thread_partitions(i)
         state = [FIRST_OFFSET]
 
         def op() -> None:
@@ -194,16 +173,16 @@ def sqlite_threads(path: str, n: int, *, one_group: bool = True, **window) -> fl
     return calls / (ns / 1e9)
 
 
-# -- 3. async: a bare encode -> write+fsync pipeline -------------------------------------------
+# -- 3. async: the lean pipeline ---------------------------------------------------------------
 
-def bare_pipeline(path: str, n_records: int, keys: list[tuple[str, int]], *,
+def lean_pipeline(path: str, n_records: int, keys: list[tuple[str, int]], *,
                   chunk: int = 1000) -> tuple[float, dict]:
-    """Records/s of a two-thread pipeline with nothing else in it.
+    """Records/s of the lean two-thread pipeline of issue 16, with nothing else in it.
 
-    The calling thread builds each record, frames it with offsetlog's own ``encode_batch``
-    (msgpack + CRC + header, one batch per record), applies it to a dict and hands every
-    ``chunk`` framed records to a writer thread, which writes and fsyncs each chunk. The clock
-    stops when the last chunk is durable.
+    The calling thread, per record: msgpack-packs ``(key, value)``, takes its CRC-32, frames
+    it (``length u32 | crc u32`` + payload) and puts the value in a dict; every ``chunk``
+    framed records go, joined, to a writer thread that writes and fsyncs them. The clock stops
+    when the last chunk is durable.
 
     :return: (records/s, the dict)
     """
@@ -222,24 +201,29 @@ def bare_pipeline(path: str, n_records: int, keys: list[tuple[str, int]], *,
             fsync(fd)
 
     table: dict = {}
-    t = threading.Thread(target=writer, name="bare-pipeline-writer", daemon=True)
+    t = threading.Thread(target=writer, name="lean-pipeline-writer", daemon=True)
     t.start()
     nkeys = len(keys)
     group = GROUP
     put = handoff.put
+    pack = msgpack.Packer(use_bin_type=True).pack
+    header = LeanWriter.HEADER.pack
+    crc32 = zlib.crc32
     try:
         t0 = time.perf_counter_ns()
         buf: list[bytes] = []
+        append = buf.append
         for i in range(n_records):
             topic, partition = keys[i % nkeys]
-            offset = FIRST_OFFSET + i
-            ts = now_ms()
-            rec = offset_commit(0, group, topic, partition, offset, commit_timestamp=ts)
-            buf.append(encode_batch(i, (rec,), timestamp=ts))
-            table[(group, topic, partition)] = (offset, "", None, ts, None)
+            key = (group, topic, partition)
+            value = (FIRST_OFFSET + i, "", None, now_ms(), None)
+            payload = pack((key, value))
+            append(header(len(payload), crc32(payload)) + payload)
+            table[key] = value
             if len(buf) == chunk:
                 put(b"".join(buf))
                 buf = []
+                append = buf.append
         if buf:
             put(b"".join(buf))
         put(None)
@@ -252,7 +236,35 @@ def bare_pipeline(path: str, n_records: int, keys: list[tuple[str, int]], *,
     return n_records / (elapsed / 1e9), table
 
 
-# -- 4. recovery: a bare replay loop -----------------------------------------------------------
+# -- 4. recovery: the lean replay loop and a bare loop over the engine's format -----------------------------------------------------------
+
+def lean_replay(path: str) -> tuple[int, int, dict]:
+    """The lean replay loop of issue 16 over a ``workload.LeanWriter`` file: read it, check
+    each chunk's CRC, unpack its ``(key, value)`` pairs and put them in a dict.
+
+    :return: (records, chunks, dict)
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    mv = memoryview(data)
+    unpack = LeanWriter.HEADER.unpack_from
+    crc32, unpackb = zlib.crc32, msgpack.unpackb
+    table: dict = {}
+    records = chunks = pos = 0
+    end = len(data)
+    while pos + 8 <= end:
+        length, crc = unpack(mv, pos)
+        stop = pos + 8 + length
+        payload = mv[pos + 8:stop]
+        if stop > end or crc32(payload) != crc:
+            break
+        pairs = unpackb(payload, use_list=False, raw=False)
+        table.update(pairs)
+        records += len(pairs)
+        chunks += 1
+        pos = stop
+    return records, chunks, table
+
 
 def bare_replay(root: str) -> tuple[int, int, dict]:
     """Read every segment of a store directory, CRC-check and decode each batch into a dict.

@@ -89,9 +89,9 @@ ASYNC_RECORDS = 10_000
 
 
 @pytest.mark.benchmark(group="async: 10k records, 1 offset per record")
-def test_bare_pipeline(benchmark, bench_dir):
+def test_lean_pipeline(benchmark, bench_dir):
     path = os.path.join(bench_dir, "bare.log")
-    benchmark.pedantic(lambda: baselines.bare_pipeline(path, ASYNC_RECORDS, ASYNC_KEYS),
+    benchmark.pedantic(lambda: baselines.lean_pipeline(path, ASYNC_RECORDS, ASYNC_KEYS),
                        rounds=3, iterations=1)
 
 

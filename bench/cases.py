@@ -12,7 +12,15 @@ from collections.abc import Callable
 
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.bench.common import run_threads
-from offsetlog.bench.workload import FIRST_OFFSET, GROUP, TOPIC, thread_group, thread_partitions
+from offsetlog.bench.workload import (
+    FIRST_OFFSET,
+    GROUP,
+    TOPIC,
+    many_group,
+    many_partition,
+    thread_group,
+    thread_partitions,
+)
 
 
 def open_store(path: str, **options) -> OffsetStore:
@@ -40,16 +48,20 @@ def commit_sync_op(store: OffsetStore, group: str = GROUP,
 
 # -- 2. throughput: N threads ------------------------------------------------------------------
 
-def commit_sync_threads(path: str, n: int, *, one_group: bool, **window) -> float:
+def commit_sync_threads(path: str, n: int, *, one_group: bool, many_groups: bool = False,
+                        **window) -> float:
     """Commits/s of ``n`` threads calling ``commit_sync`` on one store.
 
     Each thread commits its own partitions (one offset per call, in turn), either all of one
-    group (one log partition, the consumers of one group) or each of its own group.
-    ``window``: see ``run_threads``.
+    group (one log partition, the consumers of one group) or each of its own group;
+    ``many_groups`` is issue 16's shape: thread k commits group ``group-k``, partition
+    ``k % 8``. ``window``: see ``run_threads``.
     """
     store = open_store(path)
     try:
         def make_op(i: int):
+            if many_groups:
+                return commit_sync_op(store, many_group(i), [many_partition(i)]), lambda: None
             return commit_sync_op(store, thread_group(i, one_group=one_group),
                                   thread_partitions(i)), lambda: None
 

@@ -4,9 +4,11 @@ Each side runs in its own process so that neither inherits the other's heap (who
 changes what every garbage collection costs) and both start as a reopening service does.
 
     python -m offsetlog.bench.recovery_child store|bare|bare-nogc STORE_DIR
+    python -m offsetlog.bench.recovery_child lean LEAN_FILE
 
-``bare-nogc`` is the bare loop with the cyclic garbage collector paused, as the engine pauses it
-during recovery: information, to separate that effect from the rest of the engine's cost.
+``lean`` is issue 16's lean replay loop over the same records in its own file
+(``baselines.lean_replay``), with the cyclic collector paused as the engine pauses it; ``bare`` a bare loop over the engine's format; ``bare-nogc`` the
+bare loop with the cyclic garbage collector paused, as the engine pauses it during recovery.
 
 prints one JSON line: side, records, batches, keys, seconds, records_per_s, peak_rss_bytes.
 """
@@ -35,6 +37,14 @@ def main(argv: list[str]) -> int:
         if not report.clean:
             raise SystemExit(f"recovery was not clean: {report}")
         store.close()
+    elif side == "lean":
+        from offsetlog.bench.baselines import lean_replay
+
+        gc.disable()  # as the engine pauses it during recovery: the stronger baseline
+        t0 = time.perf_counter_ns()
+        records, batches, table = lean_replay(root)
+        elapsed = time.perf_counter_ns() - t0
+        keys = len(table)
     elif side in ("bare", "bare-nogc"):
         from offsetlog.bench.baselines import bare_replay
 

@@ -11,10 +11,17 @@ missed target makes the exit status 1).
 Cases (and what each compares):
 
 ``latency``    commit_sync p50, 1 thread, fsync=always  vs  os.write + os.fsync of the same bytes
-``threads``    commit_sync commits/s, N threads, one group  vs  N threads write+fsync under a
-               lock, and vs sqlite3 (WAL, synchronous=FULL, one upsert per transaction)
-``async``      commit_async records/s, 1 thread  vs  a bare encode -> write+fsync pipeline
-``recovery``   OffsetStore.open on a large log, records/s  vs  a bare read+CRC+decode loop
+``threads``    commit_sync commits/s, N threads, many groups (thread k: group-k, partition k % 8)
+               vs  N threads write+fsync under a lock, vs N threads each writing its own file
+               with one pwritev(RWF_DSYNC) per commit, and vs sqlite3 (WAL, synchronous=FULL,
+               one upsert per transaction, connection per thread); one group as information
+``async``      commit_async records/s, 1 thread, one group, 1 000 partitions  vs  issue 16's lean
+               pipeline (msgpack pack + CRC + frame per record, dict, 1 000-record chunks to a
+               writer thread that writes and fsyncs)
+``recovery``   OffsetStore.open (snapshots off: a full replay) on a large log, records/s  vs
+               issue 16's lean replay loop over the same records (msgpack arrays of 1 000
+               (key, value) pairs, one CRC each), and (information) a bare loop over the
+               engine's own format
 ``snapshot``   reopen with a snapshot at 99% of the log  vs  a full replay of it (seconds)
 ``memory``     OffsetTable RSS for N keys  vs  a plain dict with interned strings
 ``assignors``  offsetlog.bench.assignors.run_assignor_benchmark(), when that module exists
@@ -61,11 +68,11 @@ from offsetlog.bench.report import (
 )
 from offsetlog.bench.workload import (
     GROUP,
-    PARTITIONS_PER_THREAD,
     TOPIC,
     framed_commit,
     generate_log,
-    thread_partitions,
+    many_group,
+    many_partition,
 )
 
 CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
@@ -74,27 +81,27 @@ CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assig
 #: sizes of a full run (~10 minutes on 2 cores) and of --quick (~1-2 minutes)
 FULL = {
     "latency_rounds": 10, "latency_per_round": 1000, "latency_warmup": 50,
-    "threads": [1, 2, 4, 8, 16, 32], "thread_duration_s": 3.0, "thread_warmup_s": 0.5,
-    "thread_reps": 3,
+    "threads": [1, 8, 32], "thread_duration_s": 2.0, "thread_warmup_s": 0.3,
+    "thread_reps": 5,
     "async_records": 200_000, "async_reps": 3,
-    "recovery_records": 5_000_000, "recovery_groups": 10_000, "recovery_topics": 10,
+    "recovery_records": 2_000_000, "recovery_groups": 10_000, "recovery_topics": 10,
     "recovery_partitions_per_topic": 10, "recovery_reps": 5,
     "snapshot_records": 5_000_000, "snapshot_reps": 5,
     "memory_groups": 1000, "memory_topics": 10, "memory_partitions": 100,
 }
 QUICK = {
     "latency_rounds": 4, "latency_per_round": 300, "latency_warmup": 30,
-    "threads": [1, 8, 32], "thread_duration_s": 1.5, "thread_warmup_s": 0.3, "thread_reps": 1,
+    "threads": [8, 32], "thread_duration_s": 1.5, "thread_warmup_s": 0.3, "thread_reps": 1,
     "async_records": 50_000, "async_reps": 1,
-    "recovery_records": 500_000, "recovery_groups": 2000, "recovery_topics": 10,
+    "recovery_records": 300_000, "recovery_groups": 2000, "recovery_topics": 10,
     "recovery_partitions_per_topic": 10, "recovery_reps": 1,
     "snapshot_records": 500_000, "snapshot_reps": 1,
     "memory_groups": 200, "memory_topics": 10, "memory_partitions": 100,
 }
-#: the targets of the project's issue (ratio offsetlog / baseline)
+#: the targets of issue 16 (ratio offsetlog / baseline)
 TARGETS = {
     "latency": 1.1,  # <=
-    ("lock", 8): 3.5, ("lock", 32): 6.5, ("sqlite", 32): 5.0,  # >=
+    ("lock", 8): 3.5, ("lock", 32): 6.5, ("own", 32): 0.8, ("sqlite", 32): 5.0,  # >=
     "async": 0.9, "recovery": 0.9,  # >=
     "memory": 1.1,  # <=
 }
@@ -138,7 +145,7 @@ class Runner:
         self.raw["latency"] = {"bytes_per_write": len(data), "engine_bytes_per_commit": written,
                                "samples_per_side": len(us["bare"]), **summary}
         n = len(us["bare"])
-        self.rows.append(Row("commit_sync p50, 1 thread, fsync=always",
+        self.rows.append(Row("sync p50, one committer, fsync=always",
                              f"os.write+os.fsync append, {len(data)} B",
                              summary["offsetlog"]["p50"], summary["bare"]["p50"], "us", LOWER,
                              TARGETS["latency"],
@@ -151,70 +158,78 @@ class Runner:
     def threads(self) -> None:
         s = self.sizes
         threads = sorted(set(s["threads"]) | {8, 32})
-        names = {"one": "offsetlog commit_sync, one group",
-                 "many": "offsetlog commit_sync, group per thread",
+        names = {"many": "offsetlog commit_sync, group per thread (group-k, partition k % 8)",
+                 "one": "offsetlog commit_sync, one group",
                  "lock": "threads: lock + write + fsync",
-                 "sqlite": "sqlite3 WAL FULL, connection per thread",
-                 "writer": "reference: plain writer-thread group commit"}
-        results: dict[str, list[float]] = {k: [] for k in names}
+                 "own": "threads: own file each, one pwritev(RWF_DSYNC) per commit",
+                 "sqlite": "sqlite3 WAL FULL, connection per thread (group-k, partition k % 8)"}
+        results: dict[str, list[float | None]] = {k: [] for k in names}
         runs: dict[str, dict[int, list[float]]] = {k: {} for k in names}
-        data = framed_commit(partition=thread_partitions(31)[-1])
+        data = framed_commit(group=many_group(31), partition=many_partition(31))
         kw = {"duration_s": s["thread_duration_s"], "warmup_s": s["thread_warmup_s"]}
         for n in threads:
+            # one thread: the engine and its two disk baselines only (information)
+            keys = [k for k in names if n > 1 or k in ("many", "lock", "own")]
             for r in range(s["thread_reps"]):
-                order = list(names) if (n + r) % 2 else list(names)[::-1]
+                order = keys if (n + r) % 2 else keys[::-1]  # interleaved, alternating
                 for key in order:
                     with case_dir(self.data_dir, f"threads-{key}-{n}") as d:
-                        if key == "one":
+                        if key in ("many", "one"):
                             v = cases.commit_sync_threads(os.path.join(d, "store"), n,
-                                                          one_group=True, **kw)
-                        elif key == "many":
-                            v = cases.commit_sync_threads(os.path.join(d, "store"), n,
-                                                          one_group=False, **kw)
+                                                          one_group=key == "one",
+                                                          many_groups=key == "many", **kw)
                         elif key == "lock":
                             v = baselines.lock_fsync_threads(os.path.join(d, "lock.log"), n,
                                                              data, **kw)
-                        elif key == "sqlite":
-                            v = baselines.sqlite_threads(os.path.join(d, "offsets.db"), n, **kw)
+                        elif key == "own":
+                            v = baselines.own_file_dsync_threads(d, n, data, **kw)
                         else:
-                            v = baselines.writer_thread_threads(os.path.join(d, "ref.log"), n,
-                                                                **kw)
+                            v = baselines.sqlite_threads(os.path.join(d, "offsets.db"), n,
+                                                         many_groups=True, **kw)
                     runs[key].setdefault(n, []).append(v)
             for key in names:
-                results[key].append(median(runs[key][n]))
+                results[key].append(median(runs[key][n]) if n in runs[key] else None)
             self.log(f"threads={n}: " + ", ".join(f"{k} {results[k][-1]:,.0f}/s"
-                                                  for k in names))
+                                                  for k in keys))
         self.series = {"threads": threads,
                        "commits_per_s": {names[k]: results[k] for k in names}}
         self.raw["threads"] = {"threads": threads, "commits_per_s": results,
                                "runs": {k: {str(n): v for n, v in r.items()}
                                         for k, r in runs.items()},
-                               "bytes_per_write": len(data),
-                               "partitions_per_thread": PARTITIONS_PER_THREAD, **kw}
+                               "bytes_per_write": len(data), **kw}
         at = {k: dict(zip(threads, v)) for k, v in results.items()}
+
+        def spread(key: str, base: str, n: int) -> str:
+            """The range of the ratios of the windows run next to each other (same rep)."""
+            pairs = [a / b for a, b in zip(runs[key][n], runs[base][n])]
+            self.raw["threads"].setdefault("paired_ratios", {})[f"{key}/{base}@{n}"] = pairs
+            return (f"vs {base}, windows run side by side: median {median(pairs):.2f}×, "
+                    f"range {min(pairs):.2f}-{max(pairs):.2f}×")
+
+        reps = (f"{kw['duration_s']}s windows, median of {s['thread_reps']} per side, "
+                f"interleaved; {spread('many', 'lock', 8)}")
         for n in (8, 32):
-            self.rows.append(Row(f"commit_sync {n} threads, one group", f"{n} threads lock+fsync",
-                                 at["one"][n], at["lock"][n], "commits/s", HIGHER,
-                                 TARGETS[("lock", n)],
-                                 note=f"{kw['duration_s']}s windows, median of "
-                                      f"{s['thread_reps']} per side" if n == 8 else ""))
-        self.rows.append(Row("commit_sync 32 threads, one group", "sqlite3 WAL FULL, 32 conns",
-                             at["one"][32], at["sqlite"][32], "commits/s", HIGHER,
-                             TARGETS[("sqlite", 32)]))
+            self.rows.append(Row(f"many groups, {n} threads, commit_sync", f"{n} threads lock+fsync",
+                                 at["many"][n], at["lock"][n], "commits/s", HIGHER,
+                                 TARGETS[("lock", n)], note=reps if n == 8 else ""))
+        self.rows[-1].note = spread("many", "lock", 32)
+        self.rows.append(Row("many groups, 32 threads, commit_sync",
+                             "32 threads, own file each, one DSYNC write per commit",
+                             at["many"][32], at["own"][32], "commits/s", HIGHER,
+                             TARGETS[("own", 32)], note=spread("many", "own", 32)))
+        self.rows.append(Row("many groups, 32 threads, commit_sync", "sqlite3 WAL FULL, 32 conns",
+                             at["many"][32], at["sqlite"][32], "commits/s", HIGHER,
+                             TARGETS[("sqlite", 32)], note=spread("many", "sqlite", 32)))
+        self.rows.append(Row("many groups, 8 threads (info)",
+                             "8 threads, own file each, one DSYNC write per commit",
+                             at["many"][8], at["own"][8], "commits/s", HIGHER))
         for n in (8, 32):
-            self.rows.append(Row(f"commit_sync {n} threads, group per thread (info)",
-                                 f"{n} threads lock+fsync", at["many"][n], at["lock"][n],
+            self.rows.append(Row(f"one group, {n} threads, commit_sync (info)",
+                                 f"{n} threads lock+fsync", at["one"][n], at["lock"][n],
                                  "commits/s", HIGHER))
-        self.rows.append(Row("commit_sync 8 threads, one group (info)",
-                             "sqlite3 WAL FULL, 8 conns", at["one"][8], at["sqlite"][8],
+        self.rows.append(Row("own file per thread, 32 threads (info: the disk's headroom)",
+                             "32 threads lock+fsync", at["own"][32], at["lock"][32],
                              "commits/s", HIGHER))
-        for n in (8, 32):
-            self.rows.append(Row(f"reference writer-thread GC, {n} threads (info)",
-                                 f"{n} threads lock+fsync", at["writer"][n], at["lock"][n],
-                                 "commits/s", HIGHER,
-                                 note="what a minimal group commit reaches in this run: the "
-                                      "issue quotes ~3.5x at 8 and ~6.5x at 32"
-                                      if n == 8 else ""))
 
     # -- transactions (information: no target) ------------------------------------------
 
@@ -245,19 +260,24 @@ class Runner:
             for side in (("bare", "store") if r % 2 == 0 else ("store", "bare")):
                 with case_dir(self.data_dir, f"async-{side}") as d:
                     if side == "bare":
-                        v, table = baselines.bare_pipeline(os.path.join(d, "bare.log"), n,
+                        v, table = baselines.lean_pipeline(os.path.join(d, "lean.log"), n,
                                                            ASYNC_KEYS)
                         del table
                         bare.append(v)
                     else:
                         store.append(cases.commit_async_stream(os.path.join(d, "store"), n,
                                                                ASYNC_KEYS))
-            self.log(f"async rep {r}: offsetlog {store[-1]:,.0f}/s, bare {bare[-1]:,.0f}/s")
+            self.log(f"async rep {r}: offsetlog {store[-1]:,.0f}/s, lean {bare[-1]:,.0f}/s")
         self.raw["async"] = {"records": n, "offsetlog_records_per_s": store,
-                             "bare_records_per_s": bare}
-        self.rows.append(Row("commit_async 1 thread, 1 offset/call", "bare encode→write+fsync "
-                             "pipeline", median(store), median(bare), "records/s", HIGHER,
-                             TARGETS["async"], note=f"{n:,} records, median of {len(store)}"))
+                             "lean_records_per_s": bare}
+        self.rows.append(Row("async, one group, 1,000 partitions, 1 offset/call",
+                             "lean pipeline: pack+CRC+frame per record, dict, 1,000-record "
+                             "chunks to a write+fsync thread", median(store), median(bare),
+                             "records/s", HIGHER, TARGETS["async"],
+                             note=f"{n:,} records, median of {len(store)}, interleaved; paired "
+                                  f"runs {min(a / b for a, b in zip(store, bare)):.2f}-"
+                                  f"{max(a / b for a, b in zip(store, bare)):.2f}× (median "
+                                  f"{median(a / b for a, b in zip(store, bare)):.2f}×)"))
 
     # -- 4 ---------------------------------------------------------------------------------
 
@@ -266,39 +286,45 @@ class Runner:
         n = s["recovery_records"]
         with case_dir(self.data_dir, "recovery") as d:
             t0 = time.perf_counter()
-            shape = generate_log(d, n, groups=s["recovery_groups"], topics=s["recovery_topics"],
-                                 partitions_per_topic=s["recovery_partitions_per_topic"])
+            store_dir, lean = os.path.join(d, "store"), os.path.join(d, "lean.bin")
+            shape = generate_log(store_dir, n, groups=s["recovery_groups"],
+                                 topics=s["recovery_topics"],
+                                 partitions_per_topic=s["recovery_partitions_per_topic"],
+                                 lean_path=lean)
             self.log(f"recovery: generated {shape['records']:,} records in "
                      f"{shape['batches']:,} batches ({shape['bytes'] / 2**20:,.0f} MiB) in "
                      f"{time.perf_counter() - t0:.1f}s")
-            warm_page_cache(d)  # both sides read from the page cache
-            runs: dict[str, list[dict]] = {"bare": [], "store": [], "bare-nogc": []}
+            warm_page_cache(d)  # every side reads from the page cache
+            runs: dict[str, list[dict]] = {"lean": [], "store": [], "bare": []}
             for r in range(s["recovery_reps"]):
-                # the GC-paused bare loop is information only: three runs of it are enough
-                sides = ("bare", "store", "bare-nogc") if r < 3 else ("bare", "store")
+                # the bare loop over the engine's format is information only: three runs
+                sides = ("lean", "store", "bare") if r < 3 else ("lean", "store")
                 for side in (sides if r % 2 == 0 else sides[::-1]):
-                    res = run_child("offsetlog.bench.recovery_child", side, d)
+                    res = run_child("offsetlog.bench.recovery_child", side,
+                                    lean if side == "lean" else store_dir)
                     if res["records"] != shape["records"]:
-                        raise RuntimeError(
-                            f"recovery {side}: {res['records']} records, expected "
-                            f"{shape['records']}" + (" (does offsetlog.bench.baselines.bare_replay "
-                                                     "follow the on-disk format?)"
-                                                     if side.startswith("bare") else ""))
+                        raise RuntimeError(f"recovery {side}: {res['records']} records, "
+                                           f"expected {shape['records']}")
                     runs[side].append(res)
                 self.log(f"recovery rep {r}: offsetlog {runs['store'][-1]['records_per_s']:,.0f}"
-                         f"/s, bare {runs['bare'][-1]['records_per_s']:,.0f}/s")
+                         f"/s, lean {runs['lean'][-1]['records_per_s']:,.0f}/s")
         if len({r["keys"] for v in runs.values() for r in v}) != 1:
-            raise RuntimeError("recovery: the two sides disagree on the number of keys")
+            raise RuntimeError("recovery: the sides disagree on the number of keys")
         self.raw["recovery"] = {"log": shape, "runs": runs}
         med = {k: median(r["records_per_s"] for r in v) for k, v in runs.items()}
-        self.rows.append(Row(f"recovery (reopen), {n:,} records", "bare read+CRC+decode loop",
-                             med["store"], med["bare"], "records/s", HIGHER, TARGETS["recovery"],
+        pairs = [a["records_per_s"] / b["records_per_s"]
+                 for a, b in zip(runs["store"], runs["lean"])]
+        self.rows.append(Row(f"full replay on open (snapshots off), {n:,} records",
+                             "lean loop: 1,000-pair msgpack arrays, one CRC each, into a dict",
+                             med["store"], med["lean"], "records/s", HIGHER, TARGETS["recovery"],
                              note=f"{shape['batches']:,} batches, {runs['store'][0]['keys']:,} "
                                   f"keys, warm page cache, fresh process per run, median of "
-                                  f"{len(runs['store'])}"))
-        self.rows.append(Row(f"recovery (reopen), {n:,} records (info)",
-                             "bare loop, cyclic GC paused like the engine", med["store"],
-                             med["bare-nogc"], "records/s", HIGHER))
+                                  f"{len(runs['store'])}, interleaved; paired runs "
+                                  f"{min(pairs):.2f}-{max(pairs):.2f}× (median "
+                                  f"{median(pairs):.2f}×)"))
+        self.rows.append(Row(f"full replay on open, {n:,} records (info)",
+                             "bare read+CRC+decode loop over the engine's format",
+                             med["store"], med["bare"], "records/s", HIGHER))
 
     # -- 4b --------------------------------------------------------------------------------
 
@@ -325,7 +351,7 @@ class Runner:
         res = {side: run_child("offsetlog.bench.memory_child", side, *args) for side in ("dict", "table")}
         keys = res["table"]["keys"]
         self.raw["memory"] = res
-        self.rows.append(Row(f"OffsetTable RSS, {keys:,} keys", "plain dict, interned strings",
+        self.rows.append(Row(f"table RSS, {keys:,} keys", "dict of tuples, interned strings",
                              res["table"]["rss_delta"], res["dict"]["rss_delta"], "bytes", LOWER,
                              TARGETS["memory"], note="RSS delta over the build, fresh process "
                                                      "per side"))
@@ -458,7 +484,7 @@ def _run(args, console, only) -> int:
             if name == "assignors":
                 runner.assignors(args.quick)
             elif name == "wire":
-                from bench.wire import run_wire_benchmark
+                from offsetlog.bench.wire import run_wire_benchmark
                 runner.rows.extend(run_wire_benchmark(runner.data_dir, quick=args.quick))
             else:
                 getattr(runner, "async_" if name == "async" else name)()

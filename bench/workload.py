@@ -10,7 +10,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import struct
 import time
+import zlib
+
+import msgpack
 
 from offsetlog.log import naming
 from offsetlog.log.format import STORE_FORMAT_VERSION
@@ -40,6 +44,16 @@ def thread_partitions(thread: int) -> list[int]:
     return [thread * PARTITIONS_PER_THREAD + k for k in range(PARTITIONS_PER_THREAD)]
 
 
+def many_group(thread: int) -> str:
+    """The group of thread ``thread`` in the many-groups case (issue 16): ``group-k``."""
+    return f"group-{thread}"
+
+
+def many_partition(thread: int) -> int:
+    """The one topic partition thread ``thread`` commits in the many-groups case: ``k % 8``."""
+    return thread % 8
+
+
 def framed_commit(group: str = GROUP, topic: str = TOPIC, partition: int = 0,
                   offset: int = FIRST_OFFSET) -> bytes:
     """The bytes the engine appends for one single-offset commit (one framed batch)."""
@@ -67,7 +81,8 @@ def write_meta(root: str, partitions: int = DEFAULT_PARTITIONS) -> None:
 def generate_log(root: str, n_records: int, *, groups: int, topics: int,
                  partitions_per_topic: int, max_batch: int = 4,
                  log_partitions: int = DEFAULT_PARTITIONS,
-                 segment_bytes: int = 100 * 1024 * 1024, seed: int = 0) -> dict:
+                 segment_bytes: int = 100 * 1024 * 1024, seed: int = 0,
+                 lean_path: str | None = None) -> dict:
     """Write a store directory holding ``n_records`` offset commits, without a store.
 
     Batches go straight into segment files in the engine's layout (``meta.json``,
@@ -77,6 +92,8 @@ def generate_log(root: str, n_records: int, *, groups: int, topics: int,
     (1+max_batch)/2) of the next consecutive partitions of its group's ``topics`` x
     ``partitions_per_topic`` keys, so every key is overwritten about ``n_records / keys`` times.
 
+    :param lean_path: also write the same records, in the same order, to this file in the
+        lean replay baseline's format (``LeanWriter``; read by ``baselines.lean_replay``)
     :return: counts: records, batches, keys (at most), bytes
     """
     os.makedirs(root, exist_ok=True)
@@ -93,6 +110,7 @@ def generate_log(root: str, n_records: int, *, groups: int, topics: int,
     written = batches = total_bytes = 0
     i = 0
     randint = random.Random(seed).randint
+    lean = None if lean_path is None else LeanWriter(lean_path)
     try:
         while written < n_records:
             g = i % groups
@@ -107,6 +125,9 @@ def generate_log(root: str, n_records: int, *, groups: int, topics: int,
                 recs.append(offset_commit(d, group, topic_names[key // partitions_per_topic],
                                           key % partitions_per_topic, offset,
                                           commit_timestamp=ts))
+                if lean is not None:
+                    lean.add((group, topic_names[key // partitions_per_topic],
+                              key % partitions_per_topic), (offset, "", None, ts, None))
             cursor[g] = (c + k) % keys_per_group
             base = next_offset[home]
             data = encode_batch(base, recs, timestamp=ts)
@@ -129,8 +150,38 @@ def generate_log(root: str, n_records: int, *, groups: int, topics: int,
     finally:
         for f in files.values():
             _close_durably(f)
+        if lean is not None:
+            lean.close()
     return {"records": written, "batches": batches,
             "keys": min(groups * keys_per_group, written), "bytes": total_bytes}
+
+
+class LeanWriter:
+    """The lean replay baseline's file (issue 16): msgpack arrays of up to ``chunk``
+    ``(key, value)`` pairs, each framed as ``length u32 | crc32 u32 | payload`` (little-endian)."""
+
+    HEADER = struct.Struct("<II")
+
+    def __init__(self, path: str, chunk: int = 1000) -> None:
+        self.f = open(path, "wb", buffering=1 << 20)
+        self.chunk = chunk
+        self.pairs: list = []
+        self.pack = msgpack.Packer(use_bin_type=True).pack
+
+    def add(self, key: tuple, value: tuple) -> None:
+        self.pairs.append((key, value))
+        if len(self.pairs) >= self.chunk:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pairs:
+            payload = self.pack(self.pairs)
+            self.f.write(self.HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
+            self.pairs = []
+
+    def close(self) -> None:
+        self._flush()
+        _close_durably(self.f)
 
 
 def _close_durably(f) -> None:

@@ -14,6 +14,7 @@ for a batch.
 
 from __future__ import annotations
 
+import struct
 import threading
 import zlib
 from typing import Callable, Iterator, NamedTuple, Sequence
@@ -38,7 +39,11 @@ from offsetlog.log.format import (
 
 _LEN = LENGTH_SIZE
 
-_pack_header = BATCH_HEADER.pack
+#: BATCH_HEADER in its three parts: the length, the checksums, the fields after them
+_pack_length = struct.Struct("<I").pack
+_pack_head = struct.Struct("<III").pack
+_pack_tail = struct.Struct("<" + BATCH_HEADER.format[4:]).pack
+assert struct.calcsize("<" + BATCH_HEADER.format[4:]) == HEADER_SIZE - CRC_START
 _unpack_header = BATCH_HEADER.unpack_from
 _new_header = tuple.__new__  # a BatchHeader from the tuple unpack gives, without a copy
 _crc32 = zlib.crc32
@@ -74,12 +79,12 @@ def frame_batch(base_offset: int, payload: bytes, record_count: int, last_offset
                 timestamp: int, attributes: int, producer_id: int, producer_epoch: int) -> bytes:
     """``frame`` with positional arguments, for the writer's per-batch loop."""
     length = HEADER_AFTER_LENGTH + len(payload)
-    header = _pack_header(length, 0, 0, MAGIC, attributes, base_offset, last_offset_delta,
-                          record_count, timestamp, producer_id, producer_epoch)
-    # Packing again with the checksums filled in is cheaper than splicing them in.
-    return _pack_header(length, _crc32(header[CRC_START:], _crc32(header[:_LEN])),
-                        _crc32(payload), MAGIC, attributes, base_offset, last_offset_delta,
-                        record_count, timestamp, producer_id, producer_epoch) + payload
+    # The fields the header CRC covers after the length, packed once: cheaper than packing
+    # the whole header twice and slicing it for the CRC (the same bytes either way).
+    tail = _pack_tail(MAGIC, attributes, base_offset, last_offset_delta, record_count,
+                      timestamp, producer_id, producer_epoch)
+    return b"".join((_pack_head(length, _crc32(tail, _crc32(_pack_length(length))),
+                                _crc32(payload)), tail, payload))
 
 
 def header_checksum(data, pos: int) -> int:

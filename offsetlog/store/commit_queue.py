@@ -192,8 +192,17 @@ def frame_round(group: list[Pending]) -> tuple[list[bytes], list[tuple]]:
     nothing, and a round of them costs one header and two CRCs, not one per call. Their
     records are built here, by the leader, from the offsets each call queued.
     """
-    frames = []
-    batches = []
+    frames: list[bytes] = []
+    batches: list[tuple] = []
+    if len(group) == 1:
+        # A round of one commit call (a committer alone in its partition): its batch without
+        # the loop below
+        item = group[0]
+        fields = item.fields
+        if fields is not None and not item.attributes:
+            item.fields = None
+            _frame_commits((fields,), item.base_offset, item.timestamp, frames, batches)
+            return frames, batches
     plain = None  # the fields of the commit calls since the last batch of another kind
     for item in group:
         fields = item.fields

@@ -127,8 +127,21 @@ class GroupCommitter:
             # takes the partition, or leaves it to the leader it finds, whose round end hands
             # on what is queued (_hand_on), so nothing waits for nobody.
             lead = not (part.leader_active or part.exclusive_waiting or part.async_scheduled)
-            if not lead:
+            if lead:
+                # Lead in the same lock hold that queued the item: a committer alone in its
+                # partition (many groups, each committing on its own) takes the lock twice
+                # per commit, not three times.
+                group = self._lead(part)
+            else:
                 waiter = self._enlist(item, deadline)
+        if lead:
+            self._complete(group)
+            if item.done:
+                if item.error is not None:
+                    raise item.error
+                return item.result
+            if deadline is not None and time.monotonic() >= deadline:
+                raise self._timeout(timeout)
         while True:
             if lead:
                 with part.lock:
