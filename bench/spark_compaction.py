@@ -31,7 +31,7 @@ import time
 
 from offsetlog.compaction.spark import PartitionTask, compact, compact_partition
 from offsetlog.log import naming
-from offsetlog.log.framing import encode_payload, frame
+from offsetlog.log.framing import encode_payload, frame_payload
 from offsetlog.partitioner import partition_for
 
 PARTITIONS = 50
@@ -74,7 +74,7 @@ def generate(path: str, records: int, *, seed: int = 1) -> dict:
                   {"offset": rng.randrange(1 << 40), "commit_timestamp": ts})
                  for i, (t, p) in enumerate(chosen)]
         st = state[lp]
-        data = frame(st[2], encode_payload(batch), record_count=n, last_offset_delta=n - 1,
+        data = frame_payload(st[2], encode_payload(batch), record_count=n, last_offset_delta=n - 1,
                      timestamp=ts)
         if st[1] and st[1] + len(data) > SEGMENT_BYTES:
             os.close(st[0])
@@ -91,7 +91,7 @@ def generate(path: str, records: int, *, seed: int = 1) -> dict:
         st = state[lp]
         os.close(st[0])
         g = by_partition[lp][0]
-        data = frame(st[2], encode_payload([(0, 1, 0, {"group": g, "topic": "events-0",
+        data = frame_payload(st[2], encode_payload([(0, 1, 0, {"group": g, "topic": "events-0",
                                                        "partition": 0},
                                              {"offset": 0, "commit_timestamp": ts})]),
                      record_count=1, last_offset_delta=0, timestamp=ts)

@@ -24,7 +24,7 @@ from offsetlog.compaction.rules import LatestScan, horizon_passed, is_commit_mar
 from offsetlog.errors import CorruptLogError
 from offsetlog.log import naming, segment
 from offsetlog.log.format import Attribute
-from offsetlog.log.framing import BatchReader, encode_payload, frame
+from offsetlog.log.framing import BatchReader, encode_payload, frame_payload
 from offsetlog.recovery.swap import commit_swap, finish_swaps, plan_swaps, write_cleaned
 
 log = logging.getLogger("offsetlog.cleaner")
@@ -265,7 +265,7 @@ def _reframe(batch, kept: list, attributes: int, timestamp: int) -> bytes:
     """``batch`` with only the ``kept`` records, at its own base offset and last offset delta
     (so the offsets of what follows stay where they were), its producer and the given
     attributes and timestamp."""
-    return frame(batch.base_offset, encode_payload(kept), record_count=len(kept),
+    return frame_payload(batch.base_offset, encode_payload(kept), record_count=len(kept),
                  last_offset_delta=batch.last_offset_delta, timestamp=timestamp,
                  attributes=attributes, producer_id=batch.producer_id,
                  producer_epoch=batch.producer_epoch)

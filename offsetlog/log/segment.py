@@ -96,8 +96,8 @@ _REFUSED_ERRNOS = frozenset((errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errn
 
 #: Space the active segment reserves ahead of its end. Appending changes the file size, and a
 #: size change makes every fdatasync commit the filesystem journal too; writing into space
-#: allocated earlier does not (measured here: 205 µs per append + fdatasync, 138 µs per write
-#: into fallocated space + fdatasync). The reserve reads back as zeros, which recovery treats
+#: allocated earlier does not, which makes a sync about a third cheaper on the disks measured
+#: (bench/RESULTS.md). The reserve reads back as zeros, which recovery treats
 #: as the end of the log (docs/FORMAT.md, "Preallocated space"), and is cut off when the
 #: segment is rolled or closed.
 PREALLOCATE_BYTES = 1 << 20

@@ -1,7 +1,7 @@
 """What a log partition's group-commit queue holds, and how a round of it becomes batches
 (``offsetlog.store.group_commit`` runs the protocol).
 
-``Pending`` is one queued batch or deferred operation and its outcome; ``Commit`` is one
+``QueueItem`` is one queued batch or deferred operation and its outcome; ``Commit`` is one
 ``commit_sync`` call and ``AsyncRun`` a run of back-to-back ``commit_async`` calls, both queued
 as their offsets, which the leader builds into records (``frame_round``); ``PartitionWriter``
 is a log partition's queue, lock, table and log; and committers sleep on the wake-up locks
@@ -17,7 +17,7 @@ from itertools import chain
 from typing import Any, Callable
 
 from offsetlog.log.format import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from offsetlog.log.framing import encode_payload, frame_batch
+from offsetlog.log.framing import encode_payload, frame_payload
 from offsetlog.log.partition_log import PartitionLog
 from offsetlog.log.records import records_from_fields
 from offsetlog.store.futures import running_future
@@ -47,7 +47,7 @@ def new_waiter():
 Deferred = Callable[[OffsetTable], tuple]
 
 
-class Pending:
+class QueueItem:
     """One queued batch (or deferred operation) and its outcome.
 
     Fields most items never change are class-level defaults: a commit sets three fields on
@@ -75,7 +75,7 @@ class Pending:
     base_offset = -1
     result: Any = None
     #: called with the item once it is durable or failed, by the thread that led it
-    on_done: Callable[["Pending"], None] | None = None
+    on_done: Callable[["QueueItem"], None] | None = None
     #: a synchronous committer's wake-up: a lock held until its batch is done
     waiter: Any = None
     #: the committer's waiter is woken by the one before it in its round (see _complete)
@@ -101,12 +101,11 @@ class Pending:
             self.producer_epoch = producer_epoch
 
 
-class Commit(Pending):
+class Commit(QueueItem):
     """One ``commit_sync`` call (or a transaction's offsets), queued as its offsets: the
     leader builds their records, and frames back-to-back calls as one batch
-    (``frame_round``). Building and encoding its record in each committer's thread,
-    while the others wait for the GIL, bounded the rate at 32 threads: 38.5k -> 42.4k commits/s
-    with the leader doing it once per round (docs/DESIGN.md)."""
+    (``frame_round``): building and encoding records in each committer's thread, while the
+    others wait for the GIL, bounds the rate more than the leader doing it once per round."""
 
     def __init__(self, fields, nbytes: int, timestamp: int) -> None:
         self.fields = fields
@@ -114,16 +113,15 @@ class Commit(Pending):
         self.timestamp = timestamp
 
 
-class AsyncRun(Pending):
+class AsyncRun(QueueItem):
     """Back-to-back ``commit_async`` calls, coalesced into one queue item with one future,
     framed in one batch (with the other commit calls of their round: ``Commit``).
 
     Kafka's coordinator runtime appends the records of many writes to its current batch until
     it is full or another kind of write comes; so does this. Every call lands whole in one
     batch (still all-or-nothing), and the calls of a run are durable, or fail, together, which
-    is what their shared future reports. A batch per call cost a header, two CRCs and a
-    queue item per offset: 6.3 us per one-offset call against 3.2 us in runs when they came
-    (fsync="always", one thread; 2.5 us since, see docs/DESIGN.md).
+    is what their shared future reports. A batch per call would cost a header, two CRCs and
+    a queue item per offset, more than the commit itself.
     """
 
     def __init__(self) -> None:
@@ -155,7 +153,7 @@ class PartitionWriter:
         self.table = table
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
-        self.queue: deque[Pending] = deque()
+        self.queue: deque[QueueItem] = deque()
         self.leader_active = False
         #: handed to the async thread and not yet found empty by it: no need to wake it again
         self.async_scheduled = False
@@ -183,7 +181,7 @@ class PartitionWriter:
 
 # -- a round as batches ----------------------------------------------------------------------
 
-def frame_round(group: list[Pending]) -> tuple[list[bytes], list[tuple]]:
+def frame_round(group: list[QueueItem]) -> tuple[list[bytes], list[tuple]]:
     """The batches of a round (offsets given): their bytes, and what the table applies
     once they are durable.
 
@@ -227,7 +225,7 @@ def frame_round(group: list[Pending]) -> tuple[list[bytes], list[tuple]]:
         if records:
             attributes, producer_id, producer_epoch = (item.attributes, item.producer_id,
                                                        item.producer_epoch)
-            frames.append(frame_batch(item.base_offset, payload, len(records),
+            frames.append(frame_payload(item.base_offset, payload, len(records),
                                       records[-1][0], item.timestamp, attributes,
                                       producer_id, producer_epoch))
             batches.append((item.base_offset, records, attributes, producer_id,
@@ -242,6 +240,6 @@ def _frame_commits(plain: list, base: int, timestamp: int, frames: list, batches
     fields = plain[0] if len(plain) == 1 else list(chain.from_iterable(plain))
     records = records_from_fields(fields)
     n = len(records)
-    frames.append(frame_batch(base, encode_payload(records), n, n - 1, timestamp, 0,
+    frames.append(frame_payload(base, encode_payload(records), n, n - 1, timestamp, 0,
                               NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
     batches.append((base, records, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))

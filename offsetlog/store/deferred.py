@@ -2,7 +2,7 @@
 
 Each function here returns a *producer*: a function of the partition's ``OffsetTable`` that
 the group-commit leader calls when the queue item reaches the head of the queue, alone in its
-round (``Pending(deferred=...)``). So the records see every earlier commit, and a retention
+round (``QueueItem(deferred=...)``). So the records see every earlier commit, and a retention
 pass can never tombstone an offset committed a moment before it. Producers read the table
 and the coordinator and return records; they change nothing themselves (the leader applies
 what they return, like any other batch). Raising refuses the item: nothing is written.
@@ -41,7 +41,7 @@ def group_delete(coordinator: GroupCoordinator, group_id: str, now_ms: int) -> P
     has neither offsets nor metadata of is ``GroupIdNotFoundError`` (Kafka's answer)."""
     def tombstones(table: OffsetTable) -> tuple:
         result = coordinator.delete_group(group_id, now_ms=now_ms)
-        # Pending transactional offsets go too: a tombstone drops them (docs/TRANSACTIONS.md)
+        # QueueItem transactional offsets go too: a tombstone drops them (docs/TRANSACTIONS.md)
         keys = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
         out = [rec.offset_tombstone(i, group_id, t, p) for i, (t, p) in enumerate(sorted(keys))]
         out.extend((len(out) + i,) + tuple(r[1:]) for i, r in enumerate(result.records))

@@ -45,7 +45,7 @@ from offsetlog.store.callbacks import CallbackRunner
 from offsetlog.store.commit_queue import (
     AsyncRun,
     PartitionWriter,
-    Pending,
+    QueueItem,
     chained_waiter,
     frame_round,
     new_waiter,
@@ -104,7 +104,7 @@ class GroupCommitter:
                 f"the store failed earlier ({self.failure!r}) and must be reopened",
                 cause=self.failure)
 
-    def submit_sync(self, part: PartitionWriter, item: Pending, timeout: float | None,
+    def submit_sync(self, part: PartitionWriter, item: QueueItem, timeout: float | None,
                     precheck: Callable[[], None] | None = None) -> Any:
         """Queue ``item`` and return once it is applied (durable per the fsync policy).
 
@@ -122,8 +122,7 @@ class GroupCommitter:
             part.queue.append(item)
             # The async writer thread, once told to lead what is queued (async_scheduled), is
             # left to do it: a committer that led instead made the thread's wake-up wasted and
-            # passed leadership back and forth between rounds (measured at 32 threads, six
-            # interleaved pairs: 33.6k -> 37.4k commits/s median, all six faster). It always
+            # passed leadership back and forth between rounds, which is slower. It always
             # takes the partition, or leaves it to the leader it finds, whose round end hands
             # on what is queued (_hand_on), so nothing waits for nobody.
             lead = not (part.leader_active or part.exclusive_waiting or part.async_scheduled)
@@ -189,7 +188,7 @@ class GroupCommitter:
             raise item.error
         return item.result
 
-    def _lead_until_done(self, part: PartitionWriter, item: Pending, deadline: float | None,
+    def _lead_until_done(self, part: PartitionWriter, item: QueueItem, deadline: float | None,
                          timeout: float | None) -> None:
         """Wait, as ``drain`` does, until no one leads ``part``, then lead rounds until
         ``item`` is done (for the async writer thread, which nobody hands work to)."""
@@ -214,7 +213,7 @@ class GroupCommitter:
         finally:
             part.lock.acquire()
 
-    def _enlist(self, item: Pending, deadline: float | None):
+    def _enlist(self, item: QueueItem, deadline: float | None):
         """Give a synchronous committer its wake-up lock (``part.lock`` held); ``_complete``
         releases it, or has the committer before it in the round release it (``chained``:
         only a sleep that nothing but that release can end)."""
@@ -272,15 +271,15 @@ class GroupCommitter:
             # A caller committing in a loop holds the GIL for the whole switch interval (5 ms)
             # while the writer thread, back from its write, waits for it; rounds grow, what
             # they hold lives long enough to reach the collector's oldest generation, and the
-            # full collections that follow cost more than the commits (measured with a queue
-            # item per call: 1.3 of 6.9 us per call). Stepping aside keeps rounds small.
+            # full collections that follow cost a sizeable share of each call. Stepping aside
+            # keeps rounds small.
             time.sleep(0)
         else:
             self._wake_async(part)
         return run.future
 
     def submit_computed(self, part: PartitionWriter, compute: Callable[[], tuple[list, Any]],
-                        timestamp: int, on_done: Callable[[Pending], None]) -> None:
+                        timestamp: int, on_done: Callable[[QueueItem], None]) -> None:
         """Run ``compute()`` under the partition lock and queue the records it returns in the
         same lock hold, so the log order is the order in which ``compute`` ran (the group
         coordinator's calls). ``on_done(item)`` runs once they are durable (or failed), with
@@ -288,7 +287,7 @@ class GroupCommitter:
         with part.lock:
             self.check_usable()
             records, result = compute()
-            item = Pending(tuple(records) or None, timestamp)
+            item = QueueItem(tuple(records) or None, timestamp)
             item.result = result
             item.on_done = on_done
             part.queue.append(item)
@@ -304,10 +303,10 @@ class GroupCommitter:
 
     # -- the leader ------------------------------------------------------------------------
 
-    def _lead(self, part: PartitionWriter) -> list[Pending]:
+    def _lead(self, part: PartitionWriter) -> list[QueueItem]:
         """One round. Called, and returns, with ``part.lock`` held; releases it for I/O."""
         part.leader_active = True
-        group: list[Pending] = []
+        group: list[QueueItem] = []
         try:
             q = part.queue
             if self.failure is not None:
@@ -398,9 +397,8 @@ class GroupCommitter:
 
         Under contention the async writer thread leads round after round without sleeping,
         like a dedicated log writer; waking a sleeping committer to lead instead puts a thread
-        wake-up and a GIL hand-off between every two fsyncs (measured: 2.6x vs 3.2x the
-        lock+fsync rate at 8 threads). An idle committer still leads itself, so a single
-        thread pays no hand-off at all.
+        wake-up and a GIL hand-off between every two fsyncs. An idle committer still leads
+        itself, so a single thread pays no hand-off at all.
         """
         if part.idle_waiters:  # drain/exclusive waiters only: committers sleep on their own
             part.cond.notify_all()
@@ -415,7 +413,7 @@ class GroupCommitter:
             self.failure = error
             log.error("store poisoned by a failed write or sync: %r", error)
 
-    def _complete(self, group: list[Pending]) -> None:
+    def _complete(self, group: list[QueueItem]) -> None:
         """Wake the committers, resolve the futures and queue the callbacks of a finished
         round (outside any lock). Committers first: a future's done-callback may block, and
         must not hold up a committer it could be waiting for."""
@@ -435,10 +433,9 @@ class GroupCommitter:
         if first is not None:
             # Wake the round's chained committers one after another, each by the one before
             # it, rather than all at once: woken together they fight for the GIL, and most go
-            # back to sleep on it at once (measured at 32 threads: 2.85 -> 1.9 voluntary and
-            # 0.88 -> 0.5 involuntary context switches per commit). Links are all made before
-            # the first wake; a chained committer sleeps with no deadline, outside the main
-            # thread (no signal can interrupt it), so it always wakes and passes it on.
+            # back to sleep on it at once, costing context switches per commit. Links are all
+            # made before the first wake; a chained committer sleeps with no deadline, outside
+            # the main thread (no signal can interrupt it), so it always wakes and passes it on.
             first.release()
         callbacks = []
         for item in group:

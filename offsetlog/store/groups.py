@@ -22,7 +22,7 @@ from offsetlog.errors import StoreClosedError
 from offsetlog.group import GroupCoordinator, GroupDescription, MemberIdentity, Result
 from offsetlog.partitioner import partition_for
 from offsetlog.store import background
-from offsetlog.store.commit_queue import PartitionWriter, Pending
+from offsetlog.store.commit_queue import PartitionWriter, QueueItem
 from offsetlog.store.futures import running_future
 from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.validation import check_group_id, check_time_ms
@@ -162,7 +162,7 @@ class Groups:
                 raise
             fut.set_exception(e)
 
-    def _deliver(self, part: PartitionWriter, item: Pending) -> None:
+    def _deliver(self, part: PartitionWriter, item: QueueItem) -> None:
         result: Result = item.result
         if result is None:
             return

@@ -27,7 +27,7 @@ from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.store import background, deferred
 from offsetlog.store.cleaning import Cleaning
-from offsetlog.store.commit_queue import Commit, PartitionWriter, Pending
+from offsetlog.store.commit_queue import Commit, PartitionWriter, QueueItem
 from offsetlog.store.config import StoreConfig, open_signature, system_clock_ms
 from offsetlog.store.futures import failed_future, resolved_future
 from offsetlog.store.group_commit import GroupCommitter
@@ -176,7 +176,7 @@ class OffsetStore:
 
     def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id,
                         transactional: bool = False
-                        ) -> tuple[PartitionWriter, Pending | None, Callable[[], None]]:
+                        ) -> tuple[PartitionWriter, QueueItem | None, Callable[[], None]]:
         """``_check_commit``, as ``(part, its queue item or None for no offsets, precheck)``:
         for ``commit_sync`` and transactions."""
         part, fields, nbytes, now, precheck = self._check_commit(
@@ -355,7 +355,7 @@ class OffsetStore:
 
     def _run_deferred(self, group_id: str, producer, now: int):
         part = self._parts[partition_for(group_id, self._partitions)]
-        return self._writer.submit_sync(part, Pending(None, now, deferred=producer), None)
+        return self._writer.submit_sync(part, QueueItem(None, now, deferred=producer), None)
 
     def expire_offsets(self, now_ms: int | None = None) -> int:
         """Run the retention pass now (KIP-211 rules; see ``offsetlog.group.expiry``).
@@ -373,7 +373,7 @@ class OffsetStore:
             if not part.table.offsets:
                 continue
 
-            item = Pending(None, now, deferred=deferred.expiry(part.coordinator, now, retention))
+            item = QueueItem(None, now, deferred=deferred.expiry(part.coordinator, now, retention))
             self._writer.submit_sync(part, item, None)
             total += sum(1 for r in item.records or () if r[1] == rec.OFFSET_COMMIT)
         if total:
@@ -506,7 +506,7 @@ class OffsetStore:
         self._check_open()
         now = self._clock()
         for part in self._parts:  # a barrier per partition: FIFO queues make it wait its turn
-            self._writer.submit_sync(part, Pending(None, now, force_sync=True), None)
+            self._writer.submit_sync(part, QueueItem(None, now, force_sync=True), None)
 
     def close(self) -> None:
         """Finish queued commits, fsync, stop background threads and release the directory.

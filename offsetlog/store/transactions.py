@@ -52,7 +52,7 @@ from offsetlog.log import records as rec
 from offsetlog.log.format import Attribute
 from offsetlog.partitioner import partition_for
 from offsetlog.store import background
-from offsetlog.store.commit_queue import PartitionWriter, Pending
+from offsetlog.store.commit_queue import PartitionWriter, QueueItem
 from offsetlog.store.config import StoreConfig
 from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.txn.state import (
@@ -271,7 +271,7 @@ class Transactions:
             values.insert(0, owed.to_value())
         records = tuple(rec.transaction_state(i, tid, v) for i, v in enumerate(values))
         self._writer.submit_sync(self._part_of(tid),
-                                 Pending(records, meta.update_timestamp,
+                                 QueueItem(records, meta.update_timestamp,
                                          force_sync=force_sync), None)
         self._txn_owed.pop(tid, None)
 
@@ -281,7 +281,7 @@ class Transactions:
             return  # every write was synced before it was acknowledged
         now = self._clock()
         for p in partitions:
-            self._writer.submit_sync(self._parts[p], Pending(None, now, force_sync=True), None)
+            self._writer.submit_sync(self._parts[p], QueueItem(None, now, force_sync=True), None)
 
     def complete(self, meta: TxnMetadata, commit: bool, **changes) -> TxnMetadata:
         """Finish ``meta``'s transaction: the decision (PrepareCommit / PrepareAbort), one
@@ -299,7 +299,7 @@ class Transactions:
         for p in meta.partitions:
             marker = rec.transaction_marker(0, meta.producer_id, meta.producer_epoch, result)
             self._writer.submit_sync(
-                self._parts[p], Pending((marker,), now, attributes=MARKER_ATTRIBUTES,
+                self._parts[p], QueueItem((marker,), now, attributes=MARKER_ATTRIBUTES,
                                         producer_id=meta.producer_id,
                                         producer_epoch=meta.producer_epoch), None)
             if hook is not None:
@@ -327,7 +327,7 @@ class Transactions:
     def now(self) -> int:
         return self._clock()
 
-    def write(self, part: PartitionWriter, item: Pending, precheck: Callable[[], None]) -> None:
+    def write(self, part: PartitionWriter, item: QueueItem, precheck: Callable[[], None]) -> None:
         """Write a transaction's offsets (``item``, marked transactional) to ``part``."""
         self._writer.submit_sync(part, item, None, precheck)
 

@@ -22,7 +22,7 @@ import pytest
 from offsetlog.errors import CorruptLogError, UnsupportedVersionError
 from offsetlog.log import records as rec
 from offsetlog.log.format import CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE, MAGIC, Attribute
-from offsetlog.log.framing import BatchReader, encode_batch, frame, read_batches
+from offsetlog.log.framing import BatchReader, encode_batch, frame_payload, read_batches
 from support.durability_helpers import Seeded
 
 # Byte positions of header fields (offsetlog.log.format.BATCH_HEADER).
@@ -490,7 +490,7 @@ def _utf8_embedded_batch(base_offset: int) -> str:
         # Vary a header field too (ASCII digits, so it stays valid UTF-8): the header checksum
         # must change between attempts, or one bad value would repeat forever.
         timestamp = int.from_bytes(b"%08d" % (i % 10 ** 8), "little")
-        data = frame(base_offset, b"p%08d" % i, record_count=1, last_offset_delta=0,
+        data = frame_payload(base_offset, b"p%08d" % i, record_count=1, last_offset_delta=0,
                      timestamp=timestamp, producer_id=0, producer_epoch=0)
         try:
             return data.decode("utf-8")

@@ -17,7 +17,7 @@ import pytest
 
 from offsetlog.errors import CorruptLogError, StoreConfigError, StoreLockedError
 from offsetlog.log.format import HEADER_SIZE
-from offsetlog.log.framing import frame
+from offsetlog.log.framing import frame_payload
 from offsetlog.partitioner import partition_for
 from support.durability_helpers import (
     OAM,
@@ -237,7 +237,7 @@ def test_torn_tail_holding_batch_bytes_in_metadata_is_still_repaired(tmp_path):
     for i in itertools.count():  # a valid batch whose bytes are also valid UTF-8
         # the timestamp (ASCII digits) varies so the header checksum changes per attempt
         timestamp = int.from_bytes(b"%08d" % (i % 10 ** 8), "little")
-        data = frame(next_offset, b"p%08d" % i, record_count=1, last_offset_delta=0,
+        data = frame_payload(next_offset, b"p%08d" % i, record_count=1, last_offset_delta=0,
                      timestamp=timestamp, producer_id=0, producer_epoch=0)
         try:
             embedded = data.decode("utf-8")

@@ -261,12 +261,12 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_fails_recover_and_verif
     ``offsetlog verify`` finds what open would refuse, so both must see it too; salvage drops
     it, and then the store opens."""
     from offsetlog.log import records
-    from offsetlog.log.framing import encode_batch, frame
+    from offsetlog.log.framing import encode_batch, frame_payload
     from offsetlog.recovery.tools.inspect import scan
 
     log = build(tmp_path / "s", n=6)
     path, _, end = log.spans[-1]
-    bad = frame(1000, b"\xc1\xc1", record_count=1, last_offset_delta=0, timestamp=0)
+    bad = frame_payload(1000, b"\xc1\xc1", record_count=1, last_offset_delta=0, timestamp=0)
     recs = [records.offset_commit(0, "g", "t", 0, 1001, commit_timestamp=0)]
     good = encode_batch(1001, recs, timestamp=0)  # a valid batch after it: not a torn tail
     with open(path, "ab") as f:

@@ -61,7 +61,7 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_is_skipped_and_listed_u
     """As recovery does: corruption without salvage; with it the batch is skipped, the rest
     of the segment is read, and the problems view lists it (the Spark reader used to fail the
     job even with salvage on)."""
-    from offsetlog.log.framing import frame
+    from offsetlog.log.framing import frame_payload
     from offsetlog.spark.segments import segment_problems
 
     store = str(tmp_path / "s")
@@ -71,7 +71,7 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_is_skipped_and_listed_u
     task = next(t for t in plan_segments(store) if t.path == last)
     rows_before = len(list(segment_rows(task)))
     with open(last, "ab") as f:  # 0xc1 is never valid msgpack
-        f.write(frame(task.base + 10_000, b"\xc1", record_count=1, last_offset_delta=0,
+        f.write(frame_payload(task.base + 10_000, b"\xc1", record_count=1, last_offset_delta=0,
                       timestamp=1))
         f.write(encode_batch(task.base + 10_001,
                              [offset_commit(0, "g0", "t", 0, 99, commit_timestamp=1)],

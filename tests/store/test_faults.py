@@ -672,7 +672,7 @@ def test_an_unexpected_error_in_a_round_fails_it_and_poisons_the_store(
 
     store = acked_store(tmp_path)
     if where == "frame":
-        monkeypatch.setattr(round_mod, "frame_batch", boom)
+        monkeypatch.setattr(round_mod, "frame_payload", boom)
     else:
         monkeypatch.setattr(OffsetTable, "apply_batches", boom)
     called = []

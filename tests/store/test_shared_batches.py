@@ -139,7 +139,7 @@ def test_a_round_frames_each_other_kind_of_item_as_a_batch_of_its_own(tmp_path):
     with its own attributes and producer."""
     from offsetlog.log.format import Attribute
     from offsetlog.log.records import group_metadata, offset_commit_fields
-    from offsetlog.store.commit_queue import AsyncRun, Commit, Pending, frame_round
+    from offsetlog.store.commit_queue import AsyncRun, Commit, QueueItem, frame_round
 
     def commit(topic, offset, timestamp, item=Commit):
         fields, nbytes = offset_commit_fields("g", {TP(topic, 0): offset}, timestamp, 4096)
@@ -151,7 +151,7 @@ def test_a_round_frames_each_other_kind_of_item_as_a_batch_of_its_own(tmp_path):
 
     txn = commit("txn", 3, 30)
     txn.attributes, txn.producer_id, txn.producer_epoch = Attribute.TRANSACTIONAL, 9, 2
-    coordinator = Pending((group_metadata(0, "g", {"protocol_type": "consumer"}),), 40)
+    coordinator = QueueItem((group_metadata(0, "g", {"protocol_type": "consumer"}),), 40)
     group = [commit("a", 1, 10), commit("b", 2, 20), txn, coordinator,
              commit("c", 4, 50, AsyncRun)]
     base = 100
