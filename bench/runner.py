@@ -429,7 +429,7 @@ def _run(args, console, only) -> int:
             if name == "assignors":
                 runner.assignors(args.quick)
             elif name == "wire":
-                from bench.wire import run_wire_benchmark
+                from offsetlog.bench.wire import run_wire_benchmark
                 runner.rows.extend(run_wire_benchmark(runner.data_dir, quick=args.quick))
             else:
                 getattr(runner, "async_" if name == "async" else name)()

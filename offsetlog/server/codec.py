@@ -44,9 +44,9 @@ class Header:
     body_at: int  #: where the request body starts in the frame
 
 
-def frame_length(prefix: bytes) -> int:
-    """The length a 4-byte prefix announces."""
-    return read_int32(prefix, 0)[0]
+def frame_length(data, offset: int = 0) -> int:
+    """The length the 4-byte prefix at ``offset`` of ``data`` announces."""
+    return read_int32(data, offset)[0]
 
 
 def read_header(frame: bytes, *, flexible: bool) -> Header:
@@ -101,12 +101,45 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     entity_writer(header_schema)(buf, header_schema(correlation_id=correlation_id))
-    entity_writer(type(response))(buf, response)
+    buf.write(encode_body(response))
     data = buf.getbuffer()
     size = io.BytesIO()
     write_int32(size, len(data) - LENGTH_SIZE)
     data[:LENGTH_SIZE] = size.getvalue()
     return bytes(data)
+
+
+#: how many encoded response bodies ``encode_body`` keeps
+BODY_CACHE_SIZE = 512
+_bodies: dict[Any, bytes] = {}
+
+
+def encode_body(response: Any) -> bytes:
+    """The bytes of a response message (no header).
+
+    kio's writers are Python, a call per field: 25 us for a one-partition OffsetCommit
+    answer, most of a commit's CPU time on the server. Answers repeat (a consumer commits
+    the same partitions again and again and gets the same answer; heartbeats, fetches), and
+    kio's messages are frozen dataclasses, equal and hashable by value, so the bytes of
+    recent ones are kept. The hash and compare cost 2-3 us; a message with an unhashable
+    field is encoded every time.
+    """
+    try:
+        data = _bodies.get(response)
+    except TypeError:  # an unhashable field
+        return _encode(response)
+    if data is None:
+        data = _encode(response)
+        if len(_bodies) >= BODY_CACHE_SIZE:
+            _bodies.clear()  # simpler than LRU order, and answers that repeat come back at once
+        _bodies[response] = data
+    return data
+
+
+def _encode(response: Any) -> bytes:
+    buf = io.BytesIO()
+    entity_writer(type(response))(buf, response)
+    return buf.getvalue()
 
 
 # -- building responses ------------------------------------------------------------------

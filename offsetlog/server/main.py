@@ -25,6 +25,9 @@ log = logging.getLogger("offsetlog.server")
 DEFAULT_LISTEN = "127.0.0.1:9092"
 #: seconds a stopping server gives in-flight answers before it drops their connections
 DRAIN_SECONDS = 5.0
+#: worker threads for store calls that wait for an fsync (commits among them): as many
+#: commits as this can be in flight at once, each log partition's shared by group commit
+WORKERS = 32
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -111,20 +114,10 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass  # not the main thread (tests run servers in threads)
-    executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="offsetlog-serve")
+    executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="offsetlog-serve")
     ctx = Context(store=store, config=config, topics=registry, host=host, port=port)
     conns = Connections(ctx, executor, store.config.clock)
-    tasks: set[asyncio.Task] = set()
-
-    async def accept(reader, writer):
-        task = asyncio.current_task()
-        tasks.add(task)
-        try:
-            await conns.serve(reader, writer)
-        finally:
-            tasks.discard(task)
-
-    server = await asyncio.start_server(accept, host, port, reuse_address=True)
+    server = await loop.create_server(conns.protocol, host, port, reuse_address=True)
     bound = server.sockets[0].getsockname()
     ctx.port = bound[1]
     if host in ("0.0.0.0", "::"):
@@ -136,14 +129,11 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
         await stop.wait()
     finally:
         server.close()
-        conns.stopping = True
+        conns.stop_reading()
         # Closing the store answers parked JoinGroups and SyncGroups (COORDINATOR_NOT_AVAILABLE)
         # and finishes every queued commit; it waits for fsyncs, so on a worker thread.
         await loop.run_in_executor(executor, store.close)
-        if tasks:
-            await asyncio.wait(set(tasks), timeout=DRAIN_SECONDS)
-        for task in set(tasks):
-            task.cancel()
+        await conns.drain(DRAIN_SECONDS)
         executor.shutdown(wait=False, cancel_futures=True)
 
 

@@ -12,7 +12,7 @@ from offsetlog.errors import OffsetlogError, UnstableOffsetCommitError
 from offsetlog.group.errors import GroupSubscribedToTopicError
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
-from offsetlog.server.work import after, run_blocking
+from offsetlog.server.work import run_blocking
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import MAX_OFFSET, check_group_id, utf16_length
 
@@ -69,14 +69,19 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
         # Kafka 3.x+: a generation for a group it does not know is GROUP_ID_NOT_FOUND from
         # v9 on, ILLEGAL_GENERATION before (offsetlog's check gives the latter)
         return call.respond(topics=partition_answers(b.topics, bad, E.GROUP_ID_NOT_FOUND))
-    try:
-        fut = ctx.store.commit_async(b.group_id, good, generation_id=generation,
-                                     member_id=b.member_id,
-                                     group_instance_id=getattr(b, "group_instance_id", None))
-    except Exception as e:
-        return call.respond(topics=partition_answers(b.topics, bad, E.code_of(e)))
-    return after([fut], lambda o: call.respond(
-        topics=partition_answers(b.topics, bad, E.code_of(o[0].error))))
+    commit = ctx.store.commit_sync
+    group_id, member_id = b.group_id, b.member_id
+    instance = getattr(b, "group_instance_id", None)
+
+    def durable() -> None:
+        # A worker thread leads its log partition's round or joins the one being written
+        # (connection.py says why not commit_async); fencing is checked under the partition
+        # lock, so no generation change slips in between the check and the write.
+        commit(group_id, good, generation_id=generation, member_id=member_id,
+               group_instance_id=instance)
+
+    return run_blocking(durable, lambda o: call.respond(
+        topics=partition_answers(b.topics, bad, E.code_of(o.error))))
 
 
 # -- OffsetFetch -------------------------------------------------------------------------
