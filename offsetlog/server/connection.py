@@ -1,23 +1,31 @@
-"""The asyncio side: accept connections, cut frames, decode them, and write the answers in
-request order on each connection. Everything Kafka-specific is elsewhere: frames go to
-``codec`` and ``apis.handle`` (plain functions), and the ``work.Reply`` they return is
-carried out here (store futures, blocking store calls on a worker thread, delays), so the
-event loop never waits for an fsync.
+"""Sockets: accept connections, cut frames, decode them, and send the answers in request
+order on each connection. Everything Kafka-specific is elsewhere: frames go to ``codec``
+and ``apis.handle`` (plain functions), and the ``work.Reply`` they return is carried out
+here (store futures, blocking store calls on worker threads, delays), so the event loop
+never waits for an fsync.
 
-Each connection is an ``asyncio.Protocol`` (not streams: a request costs no task, no queue
-and no stream future) with a FIFO of *slots*, one per request that is answered, in request
-order. An answer made at once is written at once when nothing is ahead of it; one that waits
-(a JoinGroup parked for a rebalance, a commit waiting for its fsync) holds back the answers
-behind it on its own connection only, as in Kafka.
+The asyncio event loop reads: it watches the listening and the connected sockets
+(``add_reader``), cuts frames, decodes them and runs the handlers. Each connection keeps a
+FIFO of *slots*, one per request that is answered, in request order; an answer is sent as
+soon as every answer ahead of it has been, by whichever thread made it, under the
+connection's lock. A JoinGroup parked for a rebalance holds back the answers behind it on
+its own connection only, as in Kafka.
 
-A commit is ``store.commit_sync`` on a worker thread (``work.run_blocking``): each worker
-leads its log partition's group commit or joins the round being written, as the threads of
-an embedded service do, so commits from many connections share fsyncs and different log
-partitions are written in parallel. (The store's ``commit_async`` was the first choice: it
-queues without a thread hop, but one background writer then syncs every log partition in
-turn, and 32 connections committing to 32 groups got 0.15x of 32 embedded threads.) The
-worker hands the outcome back with ``call_soon_threadsafe``; a store future that is already
-resolved when the handler returns (a heartbeat, a fenced commit) costs no hop at all.
+Why commits look the way they do (bench/wire.py; measured on 2 cores, 32 connections):
+
+* A commit is ``store.commit_sync`` on a worker thread (``work.run_blocking``): each worker
+  leads its log partition's group commit or joins the round being written, as the threads
+  of an embedded service do, so commits from many connections share fsyncs and different
+  log partitions are written in parallel. The store's ``commit_async`` queues without a
+  thread hop, but its one background writer syncs every log partition in turn: 0.15x of 32
+  embedded threads.
+* The worker that made an answer sends it. Handing it back to the event loop
+  (``call_soon_threadsafe``, then encoding there) cost a thread wake-up and a wait for the
+  GIL behind the loop's own work; timestamps in the server put that hop at a p50 of
+  2.2 ms of a 10 ms round trip, longer than the commit's 0.8 ms.
+* Plain sockets rather than asyncio transports, because transports may only be written
+  from the loop's thread. A send that does not fit the socket buffer keeps the rest and
+  asks the loop to finish it (``add_writer``).
 
 A frame longer than ``socket.request.max.bytes`` or shorter than a header, one that does not
 decode, an unknown API key or an unsupported version (except ApiVersions, answered with
@@ -30,9 +38,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
+import socket
+import threading
 import time
 from collections import deque
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 
 from offsetlog.server import apis
 from offsetlog.server import errors as E
@@ -45,11 +56,61 @@ log = logging.getLogger("offsetlog.server")
 
 #: answers a connection may have outstanding before the server stops reading from it
 MAX_IN_FLIGHT = 128
+#: unsent answer bytes of a connection (its client does not read) before the server stops
+#: reading from it
+MAX_UNSENT = 1 << 20
 #: the shortest frame that can hold a request header (key, version, correlation id, client)
 MIN_FRAME = 10
+#: bytes asked of one recv
+RECV_SIZE = 256 * 1024
+#: connections one wake-up of the listening socket accepts at most
+ACCEPT_BATCH = 64
 #: an answer that could not be made (the handler failed, logged): the connection is closed
 #: after the answers ahead of it, since its client would wait for it forever
 _FAILED = object()
+
+
+class Workers:
+    """Threads for store calls that wait for an fsync. A ``ThreadPoolExecutor`` makes a
+    future and takes two locks per job; this is a queue of plain calls."""
+
+    def __init__(self, count: int, name: str = "offsetlog-serve") -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._stopped = False
+        self._threads = [threading.Thread(target=self._run, name=f"{name}-{i}", daemon=True)
+                         for i in range(count)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on a worker; it must catch its own exceptions.
+
+        :raises RuntimeError: after ``shutdown``
+        """
+        if self._stopped:
+            raise RuntimeError("the workers have stopped")
+        self._jobs.put((fn, args))
+
+    def _run(self) -> None:
+        jobs = self._jobs
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            fn, args = job
+            try:
+                fn(*args)
+            except BaseException:  # a bug: the thread must live on
+                log.exception("worker job %r failed", fn)
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Let queued jobs finish (at most ``timeout`` seconds in all), then stop."""
+        self._stopped = True
+        for _ in self._threads:
+            self._jobs.put(None)
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 class Slot:
@@ -62,23 +123,97 @@ class Slot:
 
 
 class Connections:
-    """The server's connections and what they share: the context, the worker threads for
-    blocking store calls, the clock, the idle limit."""
+    """The listening sockets and the connections, and what they share: the context, the
+    worker threads, the clock, the idle limit."""
 
-    def __init__(self, ctx: Context, executor: Executor, clock) -> None:
+    def __init__(self, ctx: Context, workers: Workers, clock) -> None:
         self.ctx = ctx
-        self.executor = executor
+        self.workers = workers
         self.clock = clock
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
         self.open: set[Connection] = set()
+        self.listeners: list[socket.socket] = []
         self.stopping = False
         self.idle_s = ctx.config.connections_max_idle_ms / 1000
 
-    def protocol(self) -> "Connection":
-        return Connection(self)
+    def listen(self, host: str, port: int) -> tuple[str, int]:
+        """Listen on every address of ``host`` (one port for all, also when ``port`` is 0);
+        the first address bound.
+
+        :raises OSError: nothing could be bound
+        """
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+        first = None
+        for family, kind, proto, _, addr in dict.fromkeys(infos):
+            if first is not None:
+                addr = (addr[0], first[1], *addr[2:])
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(addr)
+                sock.listen(128)
+            except OSError:
+                sock.close()
+                if first is None:
+                    raise
+                log.warning("could not also listen on %s", addr[0])
+                continue
+            sock.setblocking(False)
+            self.listeners.append(sock)
+            self.loop.add_reader(sock.fileno(), self._accept, sock)
+            if first is None:
+                first = sock.getsockname()[:2]
+        return first
+
+    def _accept(self, listener: socket.socket) -> None:
+        for _ in range(ACCEPT_BATCH):
+            try:
+                sock, peer = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:  # out of file descriptors, or the like: try again later
+                log.warning("accept failed: %s", e)
+                return
+            if self.stopping:
+                sock.close()
+                continue
+            sock.setblocking(False)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+            Connection(self, sock, str(peer[0]) if peer else "").start()
+
+    def call_in_loop(self, fn, *args) -> None:
+        """``fn(*args)`` on the loop's thread: now if this is it, else as soon as it can."""
+        if threading.get_ident() == self.loop_thread:
+            fn(*args)
+        else:
+            self.later(fn, *args)
+
+    def later(self, fn, *args) -> None:
+        """``fn(*args)`` on the loop's thread, never now (what a connection's lock holder
+        asks for: ``fn`` may take that lock)."""
+        try:
+            if threading.get_ident() == self.loop_thread:
+                self.loop.call_soon(fn, *args)
+            else:
+                self.loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            pass  # the loop has closed: the server has stopped and nobody awaits the answer
 
     def stop_reading(self) -> None:
-        """Take no more requests: each connection closes once its answers are out."""
+        """Accept nothing more and read no more requests: each connection closes once its
+        answers are out."""
         self.stopping = True
+        for sock in self.listeners:
+            self.loop.remove_reader(sock.fileno())
+            sock.close()
+        self.listeners.clear()
         for conn in list(self.open):
             conn.close_when_answered()
 
@@ -86,55 +221,50 @@ class Connections:
         """Wait (at most ``timeout`` seconds) for every connection's answers to go out, then
         close them all."""
         deadline = time.monotonic() + timeout
-        while any(c.pending for c in self.open) and time.monotonic() < deadline:
+        while self.open and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self.open):
-            conn.transport.close()
-        # let the transports flush and call connection_lost
-        for _ in range(100):
-            if not self.open:
-                break
-            await asyncio.sleep(0.01)
+            conn.close()
 
 
-class Connection(asyncio.Protocol):
-    def __init__(self, conns: Connections) -> None:
+class Connection:
+    def __init__(self, conns: Connections, sock: socket.socket, host: str) -> None:
         self.conns = conns
         self.ctx = conns.ctx
+        self.loop = conns.loop
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.host = host
         self.limit = conns.ctx.config.socket_request_max_bytes
-        self.loop = asyncio.get_event_loop()
-        self.transport: asyncio.Transport | None = None
-        self.host = ""
-        self.buf = bytearray()
+        self.buf = bytearray()  #: received bytes not yet cut into frames (loop thread only)
+        #: guards everything below: answers are made and sent on several threads
+        self.lock = threading.Lock()
         self.pending: deque[Slot] = deque()
+        self.unsent = bytearray()  #: answer bytes the socket did not take yet
         self.closing = False  #: no more requests are read; closed once answers are out
         self.closed = False
-        self.reading_paused = False
-        self.writing_paused = False
+        self.reading = False
+        self.writing = False
         self.last_active = time.monotonic()
         self.idle_timer: asyncio.TimerHandle | None = None
 
-    # -- asyncio's callbacks -------------------------------------------------------------
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-        peer = transport.get_extra_info("peername") or ("", 0)
-        self.host = str(peer[0])
+    def start(self) -> None:
         self.conns.open.add(self)
+        self._set_reading(True)
         self.idle_timer = self.loop.call_later(self.conns.idle_s, self._check_idle)
-        if self.conns.stopping:
-            self.close_when_answered()
 
-    def connection_lost(self, exc) -> None:
-        # Work already started goes on (a queued commit is written whatever happens); its
-        # answer has nowhere to go.
-        self.closed = self.closing = True
-        self.pending.clear()
-        self.conns.open.discard(self)
-        if self.idle_timer is not None:
-            self.idle_timer.cancel()
+    # -- reading (the loop's thread) -----------------------------------------------------
 
-    def data_received(self, data: bytes) -> None:
+    def _readable(self) -> None:
+        try:
+            data = self.sock.recv(RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the client has gone (or half-closed: it reads no more answers)
+            self.close()
+            return
         self.last_active = time.monotonic()
         if self.closing:
             return
@@ -144,26 +274,12 @@ class Connection(asyncio.Protocol):
         else:
             self._cut(data)
 
-    def eof_received(self) -> bool:
-        return False  # the client is done sending: close (answers already queued are lost)
-
-    def pause_writing(self) -> None:
-        # The client does not read its answers: stop reading its requests until it does.
-        self.writing_paused = True
-        self._pause()
-
-    def resume_writing(self) -> None:
-        self.writing_paused = False
-        self._maybe_resume()
-
-    # -- requests ------------------------------------------------------------------------
-
     def _cut(self, data) -> None:
         """Handle every whole frame of ``data`` (``self.buf`` or a fresh chunk) and keep the
         rest; stop early when the connection must stop reading."""
         pos, end = 0, len(data)
         while end - pos >= LENGTH_SIZE:
-            if self.reading_paused or self.closing:
+            if self.closing or not self.reading:
                 break
             size = frame_length(data, pos)
             if not MIN_FRAME <= size <= self.limit:
@@ -192,18 +308,20 @@ class Connection(asyncio.Protocol):
             return
         if answer is None:
             return
-        pending = self.pending
         if answer.__class__ is bytes:
-            if pending:
-                pending.append(Slot(answer))
-            else:
-                self._write(answer)
+            with self.lock:
+                if self.pending:
+                    self.pending.append(Slot(answer))
+                else:
+                    self._send(answer)
             return
         call, reply = answer
         slot = Slot()
-        pending.append(slot)
-        if len(pending) >= MAX_IN_FLIGHT:
-            self._pause()
+        with self.lock:
+            self.pending.append(slot)
+            full = len(self.pending) >= MAX_IN_FLIGHT
+        if full:
+            self._set_reading(False)
         self._start(reply, call, slot)
 
     def _dispatch(self, frame: bytes):
@@ -237,17 +355,20 @@ class Connection(asyncio.Protocol):
     # -- replies: delay, then store futures, then a blocking call, then finish ------------
 
     def _start(self, reply: Reply, call: Call, slot: Slot) -> None:
+        """(loop thread)"""
         if reply.delay_ms:
             self.loop.call_later(reply.delay_ms / 1000, self._gather, reply, call, slot, [])
         else:
             self._gather(reply, call, slot, [])
 
     def _gather(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
+        """(loop thread)"""
         futures = reply.futures
         while len(outcomes) < len(futures):
             fut = futures[len(outcomes)]
             if not fut.done():
-                fut.add_done_callback(lambda f: self._from_thread(
+                # resolved on a store thread: carry on in the loop, not in the store's thread
+                fut.add_done_callback(lambda f: self.conns.call_in_loop(
                     self._gather, reply, call, slot, outcomes))
                 return
             outcomes.append(_outcome(fut))
@@ -255,98 +376,169 @@ class Connection(asyncio.Protocol):
             self._finish(reply, call, slot, outcomes)
             return
         try:
-            self.conns.executor.submit(self._run_blocking, reply, call, slot, outcomes)
-        except RuntimeError as e:  # the executor has shut down: the server is stopping
+            self.conns.workers.submit(self._run_blocking, reply, call, slot, outcomes)
+        except RuntimeError as e:  # the workers have stopped: the server is stopping
             outcomes.append(Outcome(error=e))
             self._finish(reply, call, slot, outcomes)
 
     def _run_blocking(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
-        """On a worker thread."""
+        """(a worker thread) The blocking call, then the answer, made and sent from here."""
         try:
             outcome = Outcome(reply.blocking())
         except Exception as e:
             outcome = Outcome(error=e)
         outcomes.append(outcome)
-        self._from_thread(self._finish, reply, call, slot, outcomes)
-
-    def _from_thread(self, fn, *args) -> None:
-        try:
-            self.loop.call_soon_threadsafe(fn, *args)
-        except RuntimeError:
-            pass  # the loop has closed: the server has stopped and nobody awaits the answer
+        self._finish(reply, call, slot, outcomes)
 
     def _finish(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
+        """(any thread) ``finish`` is a plain function of the outcomes (work.py)."""
         try:
             result = reply.finish(outcomes)
             if isinstance(result, Reply):
-                self._start(result, call, slot)
+                self.conns.call_in_loop(self._start, result, call, slot)
                 return
-            slot.data = encode_response(call.header.correlation_id, result)
+            data = encode_response(call.header.correlation_id, result)
         except Exception:
             log.exception("%s: %s v%d failed", self.host, type(call.body).__name__,
                           call.version)
-            slot.data = _FAILED
-        self._flush()
+            data = _FAILED
+        self._answered(slot, data)
 
-    # -- answers -------------------------------------------------------------------------
+    # -- answers (any thread) ------------------------------------------------------------
 
-    def _write(self, data: bytes) -> None:
-        if not self.closed:
-            self.last_active = time.monotonic()
-            self.transport.write(data)
+    def _answered(self, slot: Slot, data) -> None:
+        with self.lock:
+            slot.data = data
+            pending = self.pending
+            if not pending or pending[0] is not slot:
+                return  # an answer ahead of it is not made yet: it sends this one too
+            while pending and pending[0].data is not None:
+                data = pending.popleft().data
+                if data is _FAILED:
+                    pending.clear()
+                    self.closing = True
+                    break
+                self._send(data)
+            if self.closing:
+                if not pending and not self.unsent:
+                    self.conns.later(self.close)
+            elif not self.reading and len(pending) < MAX_IN_FLIGHT // 2:
+                self.conns.later(self._maybe_resume)
 
-    def _flush(self) -> None:
-        """Write the answers that are ready at the head of the order."""
-        pending = self.pending
-        while pending and pending[0].data is not None:
-            data = pending.popleft().data
-            if data is _FAILED:
-                self.closing = True
-                pending.clear()
-                self.transport.close()
+    def _send(self, data: bytes) -> None:
+        """Send ``data`` after what is unsent (``self.lock`` held)."""
+        if self.closed:
+            return
+        self.last_active = time.monotonic()
+        if self.unsent:
+            self.unsent += data
+            if len(self.unsent) > MAX_UNSENT and self.reading:
+                self.conns.later(self._maybe_resume)  # there: stops reading
+            return
+        try:
+            n = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError:
+            return  # the connection is broken: its reader sees it and closes it
+        if n < len(data):
+            self.unsent += data[n:]
+            self.conns.later(self._set_writing, True)
+
+    def _writable(self) -> None:
+        """(loop thread) The socket takes more of what is unsent."""
+        with self.lock:
+            if self.closed:
                 return
-            self._write(data)
-        if self.closing:
-            if not pending and not self.closed:
-                self.transport.close()
-        elif self.reading_paused:
-            self._maybe_resume()
+            try:
+                n = self.sock.send(self.unsent)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self.unsent.clear()
+                n = 0
+            del self.unsent[:n]
+            done = not self.unsent
+            close = done and self.closing and not self.pending
+        if done:
+            self._set_writing(False)
+            if close:
+                self.close()
+            else:
+                self._maybe_resume()
+
+    # -- state (the loop's thread) -------------------------------------------------------
+
+    def _set_reading(self, on: bool) -> None:
+        if self.closed or on == self.reading:
+            return
+        self.reading = on
+        if on:
+            self.loop.add_reader(self.fd, self._readable)
+        else:
+            self.loop.remove_reader(self.fd)
+
+    def _set_writing(self, on: bool) -> None:
+        if self.closed or on == self.writing:
+            return
+        self.writing = on
+        if on:
+            self.loop.add_writer(self.fd, self._writable)
+        else:
+            self.loop.remove_writer(self.fd)
+
+    def _maybe_resume(self) -> None:
+        """Read again if the answers owed and unsent allow it; stop if they do not."""
+        with self.lock:
+            ok = (len(self.pending) < MAX_IN_FLIGHT // 2 and len(self.unsent) <= MAX_UNSENT
+                  and not self.closing)
+        if ok != self.reading:
+            self._set_reading(ok)
+            if ok and self.buf:  # frames that arrived before the pause
+                self._cut(self.buf)
 
     def close_when_answered(self) -> None:
         """Read no more requests; close once the answers already queued are out."""
         self.closing = True
         self.buf = bytearray()
-        if not self.pending and not self.closed:
-            self.transport.close()
+        self._set_reading(False)
+        with self.lock:
+            done = not self.pending and not self.unsent
+        if done:
+            self.close()
 
-    def _pause(self) -> None:
-        if not self.reading_paused and not self.closed:
-            self.reading_paused = True
-            self.transport.pause_reading()
-
-    def _maybe_resume(self) -> None:
-        if (self.reading_paused and not self.writing_paused and not self.closing
-                and len(self.pending) < MAX_IN_FLIGHT // 2):
-            self.reading_paused = False
-            self.transport.resume_reading()
-            if self.buf:  # frames that arrived before the pause
-                self._cut(self.buf)
+    def close(self) -> None:
+        # Work already started goes on (a queued commit is written whatever happens); its
+        # answer has nowhere to go.
+        with self.lock:
+            if self.closed:
+                return
+            self._set_reading(False)
+            self._set_writing(False)
+            self.closed = self.closing = True
+            self.pending.clear()
+            self.unsent.clear()
+            self.sock.close()
+        self.conns.open.discard(self)
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
 
     def _check_idle(self) -> None:
         """``connections.max.idle.ms``: close a connection that has sent nothing and been
-        answered nothing for that long, unless it is still owed an answer (a JoinGroup may
-        be parked for a whole rebalance timeout)."""
+        sent nothing for that long, unless it is still owed an answer (a JoinGroup may be
+        parked for a whole rebalance timeout)."""
         if self.closed:
             return
         idle_s = self.conns.idle_s
         quiet = time.monotonic() - self.last_active
-        if quiet >= idle_s and not self.pending:
+        with self.lock:
+            owed = bool(self.pending)
+        if quiet >= idle_s and not owed:
             log.info("%s: idle for %.0f ms: closing", self.host, quiet * 1000)
-            self.closing = True
-            self.transport.close()
+            self.close()
             return
-        self.idle_timer = self.loop.call_later(max(idle_s - quiet, 0.001) if not self.pending
-                                               else idle_s, self._check_idle)
+        self.idle_timer = self.loop.call_later(idle_s if owed else max(idle_s - quiet, 0.001),
+                                               self._check_idle)
 
 
 def _outcome(fut: Future) -> Outcome:

@@ -13,10 +13,9 @@ import logging
 import signal
 import socket
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 from offsetlog.server.config import ConfigError, ServerConfig, parse_topic
-from offsetlog.server.connection import Connections
+from offsetlog.server.connection import Connections, Workers
 from offsetlog.server.context import Context
 from offsetlog.server.topics import TopicRegistry
 
@@ -114,13 +113,12 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass  # not the main thread (tests run servers in threads)
-    executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="offsetlog-serve")
+    workers = Workers(WORKERS)
     ctx = Context(store=store, config=config, topics=registry, host=host, port=port)
-    conns = Connections(ctx, executor, store.config.clock)
-    server = await loop.create_server(conns.protocol, host, port, reuse_address=True)
-    bound = server.sockets[0].getsockname()
+    conns = Connections(ctx, workers, store.config.clock)
+    bound = conns.listen(host, port)
     ctx.port = bound[1]
-    if host in ("0.0.0.0", "::"):
+    if host in ("0.0.0.0", "::", ""):
         ctx.host = socket.gethostname()
     print(f"listening on {bound[0]}:{bound[1]}", file=sys.stderr, flush=True)
     if ready is not None:
@@ -128,13 +126,12 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
     try:
         await stop.wait()
     finally:
-        server.close()
         conns.stop_reading()
         # Closing the store answers parked JoinGroups and SyncGroups (COORDINATOR_NOT_AVAILABLE)
-        # and finishes every queued commit; it waits for fsyncs, so on a worker thread.
-        await loop.run_in_executor(executor, store.close)
+        # and finishes every queued commit; it waits for fsyncs, so not on the loop's thread.
+        await asyncio.to_thread(store.close)
         await conns.drain(DRAIN_SECONDS)
-        executor.shutdown(wait=False, cancel_futures=True)
+        workers.shutdown()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from offsetlog.errors import OffsetlogError, UnstableOffsetCommitError
 from offsetlog.group.errors import GroupSubscribedToTopicError
 from offsetlog.server import errors as E
+from offsetlog.server.codec import encoded
 from offsetlog.server.context import Call, Context
 from offsetlog.server.work import run_blocking
 from offsetlog.types import OffsetAndMetadata, TopicPartition
@@ -80,8 +81,30 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
         commit(group_id, good, generation_id=generation, member_id=member_id,
                group_instance_id=instance)
 
-    return run_blocking(durable, lambda o: call.respond(
-        topics=partition_answers(b.topics, bad, E.code_of(o.error))))
+    def finish(outcome):
+        if outcome.error is None and not bad:
+            return _all_committed(call, b.topics)
+        return call.respond(topics=partition_answers(b.topics, bad, E.code_of(outcome.error)))
+    return run_blocking(durable, finish)
+
+
+#: (version, the request's topics and partitions) -> its answer when every partition was
+#: committed, encoded: a consumer commits the same partitions again and again, and building
+#: and encoding the answer with kio cost more than the rest of the handler
+_committed_answers: dict = {}
+ANSWERS_KEPT = 1024
+
+
+def _all_committed(call: Call, topics):
+    key = (call.version, tuple((t.name, tuple(p.partition_index for p in t.partitions))
+                               for t in topics))
+    answer = _committed_answers.get(key)
+    if answer is None:
+        answer = encoded(call.respond(topics=partition_answers(topics, {}, E.NONE)))
+        if len(_committed_answers) >= ANSWERS_KEPT:
+            _committed_answers.clear()
+        _committed_answers[key] = answer
+    return answer
 
 
 # -- OffsetFetch -------------------------------------------------------------------------
