@@ -8,7 +8,7 @@ the group (fencing) apply to every partition of the call, as Kafka gives them.
 
 from __future__ import annotations
 
-from offsetlog.errors import OffsetlogError, UnstableOffsetCommitError
+from offsetlog.errors import IllegalGenerationError, OffsetlogError, UnstableOffsetCommitError
 from offsetlog.group.errors import GroupSubscribedToTopicError
 from offsetlog.server import errors as E
 from offsetlog.server.codec import encoded
@@ -66,11 +66,8 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
     good, bad = checked_offsets(ctx, b.topics)
     if not good:
         return call.respond(topics=partition_answers(b.topics, bad, E.NONE))
-    if generation >= 0 and call.version >= 9 and ctx.store.describe_group(b.group_id) is None:
-        # Kafka 3.x+: a generation for a group it does not know is GROUP_ID_NOT_FOUND from
-        # v9 on, ILLEGAL_GENERATION before (offsetlog's check gives the latter)
-        return call.respond(topics=partition_answers(b.topics, bad, E.GROUP_ID_NOT_FOUND))
-    commit = ctx.store.commit_sync
+    store = ctx.store
+    commit = store.commit_sync
     group_id, member_id = b.group_id, b.member_id
     instance = getattr(b, "group_instance_id", None)
 
@@ -82,9 +79,18 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
                group_instance_id=instance)
 
     def finish(outcome):
-        if outcome.error is None and not bad:
+        error = outcome.error
+        if error is None and not bad:
             return _all_committed(call, b.topics)
-        return call.respond(topics=partition_answers(b.topics, bad, E.code_of(outcome.error)))
+        code = E.code_of(error)
+        if (isinstance(error, IllegalGenerationError) and call.version >= 9
+                and store.describe_group(group_id) is None):
+            # Kafka 3.x+: a generation for a group it does not know is GROUP_ID_NOT_FOUND
+            # from v9 on, ILLEGAL_GENERATION before (the store's fencing gives the latter).
+            # Asked after the fencing, not before the commit: a check first could see the
+            # group that the commit then finds deleted, or the other way round.
+            code = E.GROUP_ID_NOT_FOUND
+        return call.respond(topics=partition_answers(b.topics, bad, code))
     return run_blocking(durable, finish)
 
 
