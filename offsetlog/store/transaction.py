@@ -56,9 +56,12 @@ class Transaction:
         self.producer_epoch = meta.producer_epoch
         self.transaction_timeout_ms = meta.timeout_ms
         prepared = meta.state == PREPARED
-        self._state = PREPARED_LOCAL if prepared else READY
+        # Ongoing: a handle made again for a producer that carries on (the wire server after
+        # a restart, as Kafka's coordinator after a failover); init_transactions never is.
+        ongoing = meta.state == ONGOING
+        self._state = PREPARED_LOCAL if prepared else IN_TRANSACTION if ongoing else READY
         #: start timestamp of our durable Ongoing transaction (None: nothing written yet)
-        self._started: int | None = meta.start_timestamp if prepared else None
+        self._started: int | None = meta.start_timestamp if prepared or ongoing else None
 
     def __repr__(self) -> str:
         return (f"<Transaction {self.transactional_id!r} producer_id={self.producer_id} "
