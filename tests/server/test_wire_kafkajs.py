@@ -32,9 +32,11 @@ def node() -> str:
     if not (PREFIX / "node_modules" / "kafkajs" / "package.json").exists():
         PREFIX.mkdir(exist_ok=True)
         try:
+            # short fetch timeouts: offline, npm would otherwise retry for minutes
             r = subprocess.run([npm, "install", "--prefix", str(PREFIX), "--no-audit",
-                                "--no-fund", "--no-save", "--silent", VERSION],
-                               capture_output=True, text=True, timeout=300)
+                                "--no-fund", "--no-save", "--silent", "--fetch-retries=1",
+                                "--fetch-timeout=30000", VERSION],
+                               capture_output=True, text=True, timeout=180)
         except subprocess.TimeoutExpired:
             pytest.skip(f"npm install {VERSION} timed out")
         if r.returncode != 0:
