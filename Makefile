@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 BENCH_ARGS ?=
 
-.PHONY: bench test java install clean
+.PHONY: bench test lint java install clean
 
 install: $(STAMP)
 
@@ -36,5 +36,10 @@ bench: $(STAMP)
 test: $(STAMP) java
 	$(BIN)/pytest -q
 
+# the import contracts of pyproject.toml (also a test) and the linter
+lint: $(STAMP)
+	$(BIN)/python tests/support/layers.py
+	$(BIN)/ruff check --select E9,F,I offsetlog compaction recovery bench
+
 clean:
-	rm -rf $(VENV) data .pytest_cache .hypothesis bench/out
+	rm -rf $(VENV) data .pytest_cache .hypothesis .import_linter_cache

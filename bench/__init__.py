@@ -5,3 +5,5 @@ bench/RESULTS.md), and pytest-benchmark suites (``pytest bench/``)."""
 # top-level package of its own, so that it cannot shadow (or be shadowed by) PyPI's.
 if __name__ != "offsetlog.bench":  # pragma: no cover - only a wrong import gets here
     raise ImportError(f"this folder is offsetlog.bench; import it by that name, not as {__name__!r}")
+
+__all__: list[str] = []  # a suite of modules: offsetlog.bench.runner is the entry point

@@ -20,8 +20,16 @@ from collections.abc import Callable
 import msgpack
 
 from offsetlog.bench.common import run_threads
-from offsetlog.bench.workload import FIRST_OFFSET, GROUP, TOPIC, now_ms, thread_group, thread_partitions
-from offsetlog.log import format as fmt, naming
+from offsetlog.bench.workload import (
+    FIRST_OFFSET,
+    GROUP,
+    TOPIC,
+    now_ms,
+    thread_group,
+    thread_partitions,
+)
+from offsetlog.log import format as fmt
+from offsetlog.log import naming
 from offsetlog.log.format import BATCH_HEADER, CRC_START, HEADER_SIZE, LENGTH_SIZE
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.records import offset_commit

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.bench.assignors import member_leaves_scenario, mixed_subscriptions_scenario
 from offsetlog.assignors import Subscription, get_assignor
+from offsetlog.bench.assignors import member_leaves_scenario, mixed_subscriptions_scenario
 
 ROUNDS = 3
 

@@ -11,10 +11,11 @@ import shutil
 
 import pytest
 
+from offsetlog import OffsetStore
 from offsetlog.bench import baselines
 from offsetlog.bench.common import DEFAULT_DATA_DIR, run_child, warm_page_cache
 from offsetlog.bench.workload import generate_log
-from offsetlog import OffsetStore
+
 RECORDS = 200_000
 
 

@@ -10,9 +10,11 @@ import itertools
 import time
 from collections.abc import Callable
 
+from offsetlog import OffsetStore, TopicPartition
 from offsetlog.bench.common import run_threads
 from offsetlog.bench.workload import FIRST_OFFSET, GROUP, TOPIC, thread_group, thread_partitions
-from offsetlog import OffsetStore, TopicPartition
+
+
 def open_store(path: str, **options) -> OffsetStore:
     """A store as a user opens one for durable commits (``fsync="always"``)."""
     options.setdefault("fsync", "always")

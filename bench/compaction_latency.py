@@ -23,9 +23,11 @@ import shutil
 import threading
 import time
 
+from offsetlog import OffsetStore, TopicPartition
 from offsetlog.bench.common import percentile
 from offsetlog.bench.workload import generate_log
-from offsetlog import OffsetStore, TopicPartition
+
+
 class CompactionLoop:
     """``store.compact()`` over and over on a thread; records when it was busy."""
 

@@ -21,8 +21,10 @@ import os
 import shutil
 import time
 
-from offsetlog.bench.workload import generate_log
 from offsetlog import OffsetStore
+from offsetlog.bench.workload import generate_log
+
+
 def state(store: OffsetStore) -> dict:
     return {g: store.fetch(g) for g in store.groups()}
 

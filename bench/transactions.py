@@ -22,8 +22,9 @@ import os
 import statistics
 import tempfile
 
-from offsetlog.bench.common import case_dir, run_threads
 from offsetlog import OffsetStore, TopicPartition
+from offsetlog.bench.common import case_dir, run_threads
+
 GROUP = "bench-txn-group"
 TOPIC = "bench-topic"
 OFFSETS_PER_TXN = 10

@@ -15,8 +15,8 @@ import time
 from offsetlog.log import naming
 from offsetlog.log.format import STORE_FORMAT_VERSION
 from offsetlog.log.framing import encode_batch
-from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
 from offsetlog.log.records import offset_commit
+from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
 
 GROUP = "bench-group"
 TOPIC = "bench-topic"

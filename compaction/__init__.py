@@ -6,3 +6,7 @@ job that runs the cleaner on Spark (``spark``). Depends on the log layer, never 
 # top-level package of its own, so that it cannot shadow (or be shadowed by) PyPI's.
 if __name__ != "offsetlog.compaction":  # pragma: no cover - only a wrong import gets here
     raise ImportError(f"this folder is offsetlog.compaction; import it by that name, not as {__name__!r}")
+
+from offsetlog.compaction.cleaner import CleanResult, clean_partition  # noqa: E402
+
+__all__ = ["CleanResult", "clean_partition"]

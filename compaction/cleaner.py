@@ -20,12 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ContextManager
 
-from offsetlog.log import naming, segment
+from offsetlog.compaction.rules import LatestScan, horizon_passed, is_commit_marker, record_key
 from offsetlog.errors import CorruptLogError
+from offsetlog.log import naming, segment
 from offsetlog.log.format import Attribute
 from offsetlog.log.framing import BatchReader, encode_payload, frame
-from offsetlog.compaction.rules import (LatestScan, horizon_passed, is_commit_marker,
-                                        record_key)
 from offsetlog.recovery.swap import commit_swap, finish_swaps, plan_swaps, write_cleaned
 
 log = logging.getLogger("offsetlog.cleaner")

@@ -28,8 +28,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from offsetlog.log.format import Attribute
-from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TOPIC,
-                                   TRANSACTION_MARKER, TRANSACTION_STATE)
+from offsetlog.log.records import (
+    COMMIT,
+    GROUP_METADATA,
+    OFFSET_COMMIT,
+    TOPIC,
+    TRANSACTION_MARKER,
+    TRANSACTION_STATE,
+)
 
 Key = tuple
 

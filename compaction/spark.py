@@ -30,19 +30,14 @@ import time
 from dataclasses import asdict, dataclass
 
 from offsetlog.compaction.cleaner import CleanResult, clean_partition
-from offsetlog.log import dirlock
-from offsetlog.log import naming
-from offsetlog.store.config import StoreConfig
-from offsetlog.errors import OffsetlogError
-from offsetlog.spark.segments import find_stores, store_partitions
+from offsetlog.errors import OffsetlogError, SparkCompactionError  # noqa: F401 - raised here
+from offsetlog.log import dirlock, naming
 from offsetlog.recovery.replay import recover_partition
 from offsetlog.recovery.snapshot import tombstone_floors
+from offsetlog.spark.segments import find_stores, store_partitions
+from offsetlog.store.config import StoreConfig
 
 _DEFAULTS = StoreConfig()
-
-
-class SparkCompactionError(OffsetlogError):
-    """The Spark job failed; every store is as recovery will leave it (see the cause)."""
 
 
 @dataclass(frozen=True)

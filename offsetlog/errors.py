@@ -75,6 +75,15 @@ class StoreLockedError(OffsetlogError):
         self.path = path
 
 
+class StoreNotFoundError(OffsetlogError):
+    """``OffsetStore.open(path, create=False)`` (and every tool but the ones that create a
+    store) found no store at ``path``: no such directory, or one without ``meta.json``."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class StoreFailedError(OffsetlogError):
     """A write or fsync failed earlier; the store refuses every commit until it is reopened.
 
@@ -183,3 +192,8 @@ class SnapshotError(OffsetlogError):
     def __init__(self, message: str, *, failures: dict | None = None) -> None:
         super().__init__(message)
         self.failures = failures or {}
+
+
+class SparkCompactionError(OffsetlogError):
+    """A Spark compaction job failed; every store is as recovery will leave it (see the
+    cause)."""

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from offsetlog.errors import (InvalidCommitError, InvalidGroupIdError, InvalidTopicError,
-                              OffsetMetadataTooLargeError)
+from offsetlog.errors import (
+    InvalidCommitError,
+    InvalidGroupIdError,
+    InvalidTopicError,
+    OffsetMetadataTooLargeError,
+)
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 
 #: (topic, partition, offset, metadata, leader_epoch): one checked offset of a commit
@@ -120,3 +124,18 @@ def check_partition_list(partitions) -> list[TopicPartition]:
     if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Iterable):
         raise InvalidCommitError("partitions must be an iterable of TopicPartition")
     return [check_partition(tp) for tp in partitions]
+
+
+def check_topic(name, partitions, topic_id) -> None:
+    """A topic registration Kafka would accept: a legal name, a partition count, a topic id.
+
+    :raises InvalidTopicError: with what is wrong
+    """
+    if (not isinstance(name, str) or not 0 < len(name) <= 249 or name in (".", "..")
+            or not all(c.isascii() and (c.isalnum() or c in "._-") for c in name)):
+        raise InvalidTopicError(f"topic name {name!r}: 1-249 of [a-zA-Z0-9._-], not . or ..")
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or not (
+            0 < partitions <= 1 << 20):
+        raise InvalidTopicError(f"topic {name!r}: partitions must be an int >= 1")
+    if not isinstance(topic_id, bytes) or len(topic_id) != 16 or not any(topic_id):
+        raise InvalidTopicError(f"topic {name!r}: topic_id must be 16 bytes, not all zero")

@@ -8,3 +8,7 @@ harness and its pytest plugin in ``crashtest``; both sit above the store."""
 # top-level package of its own, so that it cannot shadow (or be shadowed by) PyPI's.
 if __name__ != "offsetlog.recovery":  # pragma: no cover - only a wrong import gets here
     raise ImportError(f"this folder is offsetlog.recovery; import it by that name, not as {__name__!r}")
+
+from offsetlog.recovery.report import RecoveryReport  # noqa: E402
+
+__all__ = ["RecoveryReport"]

@@ -14,8 +14,8 @@ from typing import Callable
 
 import msgpack
 
-from offsetlog.log import naming, segment
 from offsetlog.errors import CorruptLogError
+from offsetlog.log import naming, segment
 from offsetlog.log.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
 from offsetlog.log.framing import BatchReader
 from offsetlog.recovery.report import DroppedRange, PartitionRecovery

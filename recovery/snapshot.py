@@ -174,6 +174,11 @@ class SnapshotStore:
         self._lock = threading.Lock()
         if readonly:
             try:
+                if not _lock_file_writable(path):
+                    # No lock file: no store has this open (opening one creates it); a
+                    # read-only one: a read-only copy. Read without LMDB's lock rather than
+                    # create or write one (``offsetlog verify`` changes nothing).
+                    raise lmdb.Error("read without the lock file")
                 self.env = lmdb.open(path, subdir=True, readonly=True, create=False,
                                      max_dbs=1, lock=True)
             except lmdb.Error:
@@ -245,6 +250,15 @@ class SnapshotStore:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _lock_file_writable(path: str) -> bool:
+    """Whether LMDB's lock file exists with a write bit set (the mode, not ``os.access``:
+    root may write any file, but a tree made read-only is meant to stay as it is)."""
+    try:
+        return bool(os.stat(os.path.join(path, "lock.mdb")).st_mode & 0o222)
+    except FileNotFoundError:
+        return False
 
 
 def tombstone_floors(snapshot_dir: str) -> dict[int, int]:

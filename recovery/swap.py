@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from offsetlog.log import naming, segment
+
 log = logging.getLogger("offsetlog.recovery")
 
 

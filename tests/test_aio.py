@@ -76,7 +76,7 @@ def test_an_open_cancelled_by_a_timeout_does_not_leave_the_directory_locked(stor
     import threading
     import time
 
-    import offsetlog.store.store as store_mod
+    import offsetlog.store.opening as store_mod
     from offsetlog.errors import StoreLockedError
 
     recovering = threading.Event()
@@ -108,5 +108,78 @@ def test_an_open_cancelled_by_a_timeout_does_not_leave_the_directory_locked(stor
                 await asyncio.sleep(0.02)
         async with s:
             await s.commit("g", {TP: 1})
+
+    asyncio.run(main())
+
+
+def test_the_facade_covers_the_sync_store():
+    """Every public method and property of OffsetStore has its AsyncOffsetStore counterpart
+    (commit_sync and commit_async are both ``commit``, awaited)."""
+    import inspect
+
+    from offsetlog import OffsetStore
+    from offsetlog.store.transactions import Transaction
+    from offsetlog.aio import AsyncTransaction
+
+    for cls, facade in ((OffsetStore, AsyncOffsetStore), (Transaction, AsyncTransaction)):
+        public = {n for n in dir(cls) if not n.startswith("_")} - {"open"}
+        missing = sorted(n for n in public if not hasattr(facade, n))
+        assert not missing, f"{facade.__name__} lacks {missing}"
+        for name in public:
+            sync = getattr(cls, name)
+            if inspect.isfunction(sync) and inspect.iscoroutinefunction(getattr(facade, name)):
+                params = set(inspect.signature(sync).parameters) - {"self"}
+                assert params <= set(inspect.signature(getattr(facade, name)).parameters) | {
+                    "callback", "timeout"}, name
+    import offsetlog.aio
+    assert "Example" in offsetlog.aio.__doc__ and "init_transactions" in offsetlog.aio.__doc__
+
+
+def test_groups_and_transactions_awaited(store_dir, clock):
+    from offsetlog.group.consumer_protocol import encode_assignment, encode_subscription
+    from offsetlog import GroupIdNotFoundError, UnstableOffsetCommitError
+
+    async def main():
+        async with await AsyncOffsetStore.open(store_dir, partitions=2, clock=clock,
+                                               retention_check_interval_ms=0) as s:
+            joining = asyncio.ensure_future(s.join_group(
+                "g", protocols=[("range", encode_subscription(["t"]))], client_id="c",
+                session_timeout_ms=10_000, rebalance_timeout_ms=10_000))
+            while not joining.done():
+                clock.advance(1_000)
+                await s.poll_groups()
+                await asyncio.sleep(0.01)
+            join = joining.result()
+            assert join.error is None and join.is_leader
+            sync = await s.sync_group("g", member_id=join.member_id,
+                                      generation_id=join.generation_id,
+                                      assignments={join.member_id: encode_assignment([TP])})
+            assert sync.error is None
+            assert (await s.heartbeat("g", member_id=join.member_id,
+                                      generation_id=join.generation_id)).error is None
+            assert (await s.describe_group("g")).state == "Stable"
+            await s.commit("g", {TP: 3}, generation_id=join.generation_id,
+                           member_id=join.member_id)
+
+            txn = await s.init_transactions("tx")
+            async with txn:
+                await txn.commit_offsets("solo", {TP: 7})
+            assert await s.committed("solo", TP) == OffsetAndMetadata(7)
+            await txn.begin()
+            await txn.commit_offsets("solo", {TP: 8})
+            assert (await txn.pending_offsets())["solo"][TP].offset == 8
+            with pytest.raises(UnstableOffsetCommitError):
+                await s.fetch("solo", require_stable=True)
+            await txn.prepare()
+            assert txn.prepared and (await s.transaction_state("tx")).state == "Prepared"
+            await txn.abort()
+            assert await s.committed("solo", TP) == OffsetAndMetadata(7)
+
+            assert (await s.leave_group("g", member_id=join.member_id)).error is None
+            await s.delete_group("g")
+            with pytest.raises(GroupIdNotFoundError):
+                await s.delete_group("g")
+            assert isinstance(await s.snapshot(), list) and isinstance(await s.compact(), list)
+            assert s.stats() and s.partition_of("g") in range(s.partitions)
 
     asyncio.run(main())

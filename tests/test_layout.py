@@ -6,11 +6,7 @@ import subprocess
 import sys
 import tomllib
 
-import pytest
-
 from support.layers import REPO, lint_imports
-
-importlinter = pytest.importorskip("importlinter")
 
 
 def _view_text(path: str, extra: str) -> dict[str, str]:
@@ -78,3 +74,15 @@ def test_every_package_folder_is_listed_in_pyproject():
                 rel = os.path.relpath(dirpath, os.path.join(REPO, top))
                 found.add(mapped[top] + ("" if rel == "." else "." + rel.replace(os.sep, ".")))
     assert found == listed
+def test_no_module_is_over_600_lines():
+    long = {}
+    for top in ("offsetlog", "compaction", "recovery", "bench"):
+        for dirpath, _, filenames in os.walk(os.path.join(REPO, top)):
+            for name in filenames:
+                if name.endswith(".py"):
+                    path = os.path.join(dirpath, name)
+                    with open(path) as f:
+                        n = sum(1 for _ in f)
+                    if n > 600:
+                        long[os.path.relpath(path, REPO)] = n
+    assert not long

@@ -2,7 +2,8 @@ import shutil
 import subprocess
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offsetlog.partitioner import java_string_hashcode, kafka_abs, partition_for
 

@@ -3,8 +3,9 @@
 import inspect
 
 import offsetlog
-from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
-from offsetlog import errors
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition, errors
+
+
 def test_exports():
     for name in offsetlog.__all__:
         assert hasattr(offsetlog, name), name
@@ -45,3 +46,50 @@ def test_error_names():
                  "ProducerFencedError", "InvalidTxnStateError", "TransactionTimeoutError",
                  "UnstableOffsetCommitError"):
         assert issubclass(getattr(errors, name), errors.OffsetlogError), name
+
+
+SPEC_NAMES = {
+    "offsetlog": ["OffsetStore", "TopicPartition", "OffsetAndMetadata"],
+    "offsetlog.aio": ["AsyncOffsetStore"],
+    "offsetlog.partitioner": ["partition_for"],
+    "offsetlog.assignors": ["PartitionAssignor", "Subscription", "RangeAssignor",
+                            "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor",
+                            "get_assignor", "register_assignor"],
+    "offsetlog.errors": ["OffsetlogError", "IllegalGenerationError", "UnknownMemberIdError",
+                         "RebalanceInProgressError", "FencedInstanceIdError",
+                         "OffsetMetadataTooLargeError", "CoordinatorLoadInProgressError",
+                         "InvalidGroupIdError", "StoreClosedError", "CorruptLogError"],
+}
+
+
+def test_every_name_of_the_spec_imports_from_where_the_spec_says():
+    import importlib
+    for module, names in SPEC_NAMES.items():
+        m = importlib.import_module(module)
+        for name in names:
+            assert hasattr(m, name), (module, name)
+
+
+def test_every_error_class_imports_from_offsetlog():
+    import importlib
+    for module in ("offsetlog.errors", "offsetlog.group.errors", "offsetlog.assignors.errors",
+                   "offsetlog.member.errors"):
+        m = importlib.import_module(module)
+        for name, value in vars(m).items():
+            if inspect.isclass(value) and issubclass(value, errors.OffsetlogError):
+                assert getattr(offsetlog, name, None) is value, name
+                assert name in offsetlog.__all__, name
+
+
+def test_every_package_declares_what_it_exports():
+    import importlib
+    import tomllib
+
+    from support.layers import REPO
+    with open(f"{REPO}/pyproject.toml", "rb") as f:  # test_layout checks the list is complete
+        packages = tomllib.load(f)["tool"]["setuptools"]["packages"]
+    for name in packages:
+        package = importlib.import_module(name)
+        assert isinstance(getattr(package, "__all__", None), list), name
+        for exported in package.__all__:
+            assert hasattr(package, exported), (name, exported)

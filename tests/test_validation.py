@@ -1,10 +1,17 @@
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
-from offsetlog.errors import (IllegalGenerationError, InvalidCommitError, InvalidGroupIdError,
-                              InvalidTopicError, OffsetlogError, OffsetMetadataTooLargeError,
-                              UnknownMemberIdError)
+from offsetlog.errors import (
+    IllegalGenerationError,
+    InvalidCommitError,
+    InvalidGroupIdError,
+    InvalidTopicError,
+    OffsetlogError,
+    OffsetMetadataTooLargeError,
+    UnknownMemberIdError,
+)
 from offsetlog.validation import check_offsets, utf16_length
 
 TP = TopicPartition("t", 0)

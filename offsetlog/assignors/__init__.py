@@ -9,10 +9,22 @@ docs/ASSIGNORS.md explains how each decides. Everything here is pure: no clock, 
 {'c0': ['t0-0', 't0-1'], 'c1': ['t0-2']}
 """
 
-from offsetlog.assignors.base import NO_GENERATION, PartitionAssignor, RebalanceProtocol, Subscription
-from offsetlog.assignors.cooperative import CooperativeStickyAssignor, validate_cooperative_assignment
-from offsetlog.assignors.errors import (AssignorArgumentError, InconsistentGroupProtocolError,
-                                        InvalidAssignmentError, UnknownAssignorError)
+from offsetlog.assignors.base import (
+                                        NO_GENERATION,
+                                        PartitionAssignor,
+                                        RebalanceProtocol,
+                                        Subscription,
+)
+from offsetlog.assignors.cooperative import (
+                                        CooperativeStickyAssignor,
+                                        validate_cooperative_assignment,
+)
+from offsetlog.assignors.errors import (
+                                        AssignorArgumentError,
+                                        InconsistentGroupProtocolError,
+                                        InvalidAssignmentError,
+                                        UnknownAssignorError,
+)
 from offsetlog.assignors.protocol import choose_protocol, select_rebalance_protocol
 from offsetlog.assignors.range import RangeAssignor
 from offsetlog.assignors.registry import available_assignors, get_assignor, register_assignor

@@ -11,8 +11,8 @@ same input always gives the same output.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from abc import ABC
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
@@ -75,9 +75,10 @@ class Subscription:
     (('orders',), (TopicPartition(topic='orders', partition=0),))
     """
 
-    topics: tuple[str, ...]
+    # Sequence: callers pass lists (SPEC.md); what is stored is always a tuple
+    topics: Sequence[str]
     user_data: bytes | None = None
-    owned_partitions: tuple[TopicPartition, ...] = ()
+    owned_partitions: Sequence[TopicPartition] = ()
     generation_id: int = NO_GENERATION
     group_instance_id: str | None = None
 
@@ -109,18 +110,26 @@ Assignment = dict[str, list[TopicPartition]]
 
 class PartitionAssignor(ABC):
     """Base class of every assignor. Subclasses set :attr:`name`, optionally
-    :attr:`supported_protocols`, and implement :meth:`assign_partitions`.
+    :attr:`supported_protocols`, and override ``assign(partitions_per_topic, subscriptions)``
+    as in Kafka's ``AbstractPartitionAssignor``.
 
     Example (a custom assignor that gives everything to the first member by id)::
 
+        @register_assignor
         class FirstTakesAll(PartitionAssignor):
             name = "first-takes-all"
 
-            def assign_partitions(self, partitions_per_topic, subscriptions):
+            def assign(self, partitions_per_topic, subscriptions):
                 first = min(subscriptions)
                 return {first: [TopicPartition(t, p)
                                 for t in subscriptions[first].topics if t in partitions_per_topic
                                 for p in range(partitions_per_topic[t])]}
+
+    The checks stay around what a subclass writes: a class that defines ``assign`` (and inherits
+    no concrete :meth:`assign_partitions`) has it moved to :meth:`assign_partitions` when the
+    class is created, and the base class's ``assign`` (inputs checked, topics nobody subscribes to
+    dropped, the result checked, every member present, lists sorted) calls it. Overriding
+    :meth:`assign_partitions` instead (the built-ins do) is the same thing spelled directly.
     """
 
     #: the protocol name members vote on ("range", "roundrobin", ...)
@@ -148,16 +157,40 @@ class PartitionAssignor(ABC):
         raw = self.assign_partitions(counts, subs)
         return _finish(self, raw, counts, subs)
 
-    @abstractmethod
     def assign_partitions(self, partitions_per_topic: dict[str, int],
                           subscriptions: dict[str, Subscription]) -> Mapping[str, Iterable[TopicPartition]]:
         """The assignment itself (Kafka's ``AbstractPartitionAssignor.assign``).
+
+        Not an ``abstractmethod``, so that type checkers take a subclass that overrides
+        ``assign`` instead for the concrete class it is; :meth:`__new__` refuses a subclass
+        that overrides neither.
 
         :param partitions_per_topic: only topics some member subscribes to, each with at least
             one partition
         :param subscriptions: member id -> subscription (a fresh dict the method may keep)
         :return: member id -> partitions; members left out get ``[]``; order does not matter
         """
+        raise NotImplementedError(f"{type(self).__name__} overrides neither assign nor "
+                                  "assign_partitions")
+
+    #: True while neither ``assign`` nor ``assign_partitions`` is overridden
+    _abstract: ClassVar[bool] = True
+
+    def __new__(cls, *args: object, **kwargs: object) -> "PartitionAssignor":
+        if cls._abstract:
+            raise TypeError(f"Can't instantiate abstract class {cls.__name__}: override "
+                            "assign(partitions_per_topic, subscriptions)")
+        return super().__new__(cls)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        base = PartitionAssignor.__dict__["assign_partitions"]
+        own = cls.__dict__.get("assign")
+        if own is not None and getattr(cls, "assign_partitions") is base:
+            # Kafka's spelling: the subclass's assign is the assignment itself.
+            cls.assign_partitions = own  # type: ignore[method-assign]
+            cls.assign = PartitionAssignor.assign  # type: ignore[method-assign]
+        cls._abstract = getattr(cls, "assign_partitions") is base
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

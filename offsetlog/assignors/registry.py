@@ -35,8 +35,8 @@ def register_assignor(assignor: A, *, replace: bool = False) -> A:
     if isinstance(assignor, type):
         if not issubclass(assignor, PartitionAssignor):
             raise TypeError(f"{assignor.__name__} is not a PartitionAssignor subclass")
-        if getattr(assignor, "__abstractmethods__", None):
-            raise TypeError(f"{assignor.__name__} is abstract: implement assign_partitions")
+        if assignor._abstract or getattr(assignor, "__abstractmethods__", None):
+            raise TypeError(f"{assignor.__name__} is abstract: override assign (or assign_partitions)")
     elif not isinstance(assignor, PartitionAssignor):
         raise TypeError(f"expected a PartitionAssignor subclass or instance, not {assignor!r}")
     name = assignor.name

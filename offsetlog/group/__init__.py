@@ -13,13 +13,20 @@ assignors' ``offsetlog.assignors.choose_protocol``.
 
 from offsetlog.group.config import GroupConfig
 from offsetlog.group.coordinator import GroupCoordinator
-from offsetlog.group.expiry import (STANDALONE, RetentionView, expired_offsets,
-                                    should_delete_group)
+from offsetlog.group.expiry import STANDALONE, RetentionView, expired_offsets, should_delete_group
 from offsetlog.group.fencing import check_offset_commit
-from offsetlog.group.responses import (GroupDescription, HeartbeatResponse, JoinGroupMember,
-                                       JoinGroupResponse, LeaveGroupResponse,
-                                       LeaveMemberResponse, MemberDescription, MemberIdentity,
-                                       Result, SyncGroupResponse)
+from offsetlog.group.responses import (
+                                    GroupDescription,
+                                    HeartbeatResponse,
+                                    JoinGroupMember,
+                                    JoinGroupResponse,
+                                    LeaveGroupResponse,
+                                    LeaveMemberResponse,
+                                    MemberDescription,
+                                    MemberIdentity,
+                                    Result,
+                                    SyncGroupResponse,
+)
 from offsetlog.group.state import VALID_PREVIOUS_STATES, GroupState
 
 __all__ = [

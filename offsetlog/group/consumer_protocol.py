@@ -27,19 +27,25 @@ import io
 from collections.abc import Iterable
 from itertools import groupby
 
-from kio.schema.consumer_protocol_assignment.v0.data import \
-    ConsumerProtocolAssignment as AssignmentV0
-from kio.schema.consumer_protocol_assignment.v1.data import \
-    ConsumerProtocolAssignment as AssignmentV1
-from kio.schema.consumer_protocol_assignment.v2.data import \
-    ConsumerProtocolAssignment as AssignmentV2
+from kio.schema.consumer_protocol_assignment.v0.data import (
+    ConsumerProtocolAssignment as AssignmentV0,
+)
+from kio.schema.consumer_protocol_assignment.v1.data import (
+    ConsumerProtocolAssignment as AssignmentV1,
+)
+from kio.schema.consumer_protocol_assignment.v2.data import (
+    ConsumerProtocolAssignment as AssignmentV2,
+)
 from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
-from kio.schema.consumer_protocol_subscription.v0.data import \
-    ConsumerProtocolSubscription as SubscriptionV0
-from kio.schema.consumer_protocol_subscription.v1.data import \
-    ConsumerProtocolSubscription as SubscriptionV1
-from kio.schema.consumer_protocol_subscription.v2.data import \
-    ConsumerProtocolSubscription as SubscriptionV2
+from kio.schema.consumer_protocol_subscription.v0.data import (
+    ConsumerProtocolSubscription as SubscriptionV0,
+)
+from kio.schema.consumer_protocol_subscription.v1.data import (
+    ConsumerProtocolSubscription as SubscriptionV1,
+)
+from kio.schema.consumer_protocol_subscription.v2.data import (
+    ConsumerProtocolSubscription as SubscriptionV2,
+)
 from kio.schema.consumer_protocol_subscription.v3 import data as subscription_v3
 from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_int16

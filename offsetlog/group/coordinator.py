@@ -30,53 +30,62 @@ and the responses to all parked JoinGroups come out of whichever call completes 
 SyncGroup is parked until the leader's SyncGroup brings the assignment. See
 ``offsetlog.group.responses`` for how responses name the request they answer.
 
-Records and state
------------------
+Records and state: membership is soft state; only Stable and Empty generations (and deletes)
+are written as GROUP_METADATA records, so a fresh coordinator fed the records through
+:meth:`replay` describes a Stable or Empty group identically (docs/GROUPS.md, "What is
+written to the log", says what is written when, and why not every membership change).
 
-As in Kafka's classic protocol, a group's membership is *soft* state: the coordinator changes
-it in memory as requests arrive, and writes the durable part (a GROUP_METADATA record, see
-``offsetlog.group.schema``) only when a generation becomes Stable (the leader's SyncGroup, which
-carries the assignment), when a static member is replaced in a Stable group, when a rebalance
-ends with no members (Empty), and as a tombstone when an Empty group is deleted. A rebalance in
-flight is not recorded: after a restart the group is back at its last Stable (or Empty)
-generation, its members get a fresh session, and they rebalance again if they must. Kafka's
-newer consumer protocol records every membership change instead; for the classic protocol that
-would write on every JoinGroup while the state it saves (parked requests) dies with the process
-anyway.
-
-So the invariant the tests check is: when a group is Stable or Empty, a fresh coordinator fed
-the records through :meth:`replay` describes it identically (:meth:`describe_group`).
-
-One coordinator serves the groups of one log partition (Kafka's coordinator shard): the records
-of one Result are one batch for that partition.
-
-Group states and transitions: ``offsetlog.group.state``. Offset-commit fencing:
-``offsetlog.group.fencing``. Retention: ``offsetlog.group.expiry``.
+One coordinator serves the groups of one log partition (Kafka's coordinator shard): the
+records of one Result are one batch for that partition. States and transitions:
+``offsetlog.group.state``; fencing: ``fencing``; retention: ``expiry``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from offsetlog.errors import (InvalidGroupIdError, RebalanceInProgressError,
-                              UnknownMemberIdError)
-from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER
-from offsetlog.group.errors import (CoordinatorNotAvailableError, GroupSubscribedToTopicError,
-                                    InconsistentGroupProtocolError, NonEmptyGroupError)
-from offsetlog.group.expiry import (STANDALONE, RetentionView, expired_offsets,
-                                    should_delete_group)
-from offsetlog.group.fencing import check_generation, check_member, check_offset_commit
+from offsetlog.errors import InvalidGroupIdError, RebalanceInProgressError, UnknownMemberIdError
+from offsetlog.group.errors import (
+    CoordinatorNotAvailableError,
+    InconsistentGroupProtocolError,
+    NonEmptyGroupError,
+)
+from offsetlog.group.expiry import STANDALONE, RetentionView, expired_offsets, should_delete_group
+from offsetlog.group.fencing import (
+    check_generation,
+    check_member,
+    check_offset_commit,
+    check_offset_delete,
+)
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member, Protocol
 from offsetlog.group.rebalance import TIMER_PENDING, TIMER_SESSION, JoinRequest, RebalanceEngine
-from offsetlog.group.responses import (GroupDescription, HeartbeatResponse, LeaveGroupResponse,
-                                       LeaveMemberResponse, MemberDescription, MemberIdentity,
-                                       Result, SyncGroupResponse)
+from offsetlog.group.responses import (
+    GroupDescription,
+    HeartbeatResponse,
+    LeaveGroupResponse,
+    LeaveMemberResponse,
+    MemberDescription,
+    MemberIdentity,
+    Result,
+    SyncGroupResponse,
+)
 from offsetlog.group.schema import group_value, load_group
-from offsetlog.group.state import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE,
-                                   STABLE, check_transition)
-from offsetlog.log.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
-from offsetlog.log.records import offset_tombstone
+from offsetlog.group.state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    check_transition,
+)
+from offsetlog.log.records import (
+    GROUP_METADATA,
+    OFFSET_COMMIT,
+    Record,
+    check_version,
+    offset_tombstone,
+)
 from offsetlog.validation import check_encodable
 
 
@@ -429,19 +438,7 @@ class GroupCoordinator(RebalanceEngine):
         :raises GroupSubscribedToTopicError: a requested topic is subscribed; nothing deleted
         :raises NonEmptyGroupError: the group has members and is not a consumer group
         """
-        group = self._groups.get(group_id)
-        if group is None or group.state is EMPTY or group.state is DEAD:
-            return
-        if group.protocol_type != CONSUMER:
-            raise NonEmptyGroupError(f"group {group_id!r} is {group.state} and not a consumer "
-                                     "group; its offsets can be deleted once it is empty")
-        topics = group.subscribed_topics() or frozenset()  # unknown: nothing counts, as Kafka
-        busy = sorted(tp for tp in partitions if tp[0] in topics)
-        if busy:
-            raise GroupSubscribedToTopicError(
-                f"group {group_id!r} is {group.state} and subscribes to "
-                f"{sorted({tp[0] for tp in busy})}; their offsets can be deleted once no "
-                "member subscribes to them", partitions=busy)
+        check_offset_delete(self._groups.get(group_id), group_id, partitions)
 
     def _delete(self, group: Group, now: int, out: Result) -> None:
         group.transition_to(DEAD, now)

@@ -10,9 +10,15 @@ here so ``from offsetlog.group.errors import ...`` finds every error a response 
 from __future__ import annotations
 
 from offsetlog.assignors.errors import InconsistentGroupProtocolError
-from offsetlog.errors import (CoordinatorLoadInProgressError, FencedInstanceIdError,
-                              IllegalGenerationError, InvalidGroupIdError, OffsetlogError,
-                              RebalanceInProgressError, UnknownMemberIdError)
+from offsetlog.errors import (
+    CoordinatorLoadInProgressError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    InvalidGroupIdError,
+    OffsetlogError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 
 __all__ = [
     "CoordinatorLoadInProgressError", "CoordinatorNotAvailableError", "FencedInstanceIdError",

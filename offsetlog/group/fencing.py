@@ -28,9 +28,19 @@ module changes nothing).
 
 from __future__ import annotations
 
-from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError, OffsetlogError,
-                              RebalanceInProgressError, UnknownMemberIdError)
-from offsetlog.group.errors import CoordinatorNotAvailableError
+from offsetlog.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    OffsetlogError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
+from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER
+from offsetlog.group.errors import (
+    CoordinatorNotAvailableError,
+    GroupSubscribedToTopicError,
+    NonEmptyGroupError,
+)
 from offsetlog.group.group import Group
 from offsetlog.group.state import COMPLETING_REBALANCE, DEAD, EMPTY
 
@@ -93,3 +103,26 @@ def check_offset_commit(group: Group | None, *, member_id: str, group_instance_i
             f"offset-commit: group {group.group_id!r} is completing a rebalance; commit after "
             "SyncGroup")
     return None
+
+
+def check_offset_delete(group: Group | None, group_id: str, partitions) -> None:
+    """Kafka's OffsetDelete rule (KIP-496): an unmanaged or Empty group's offsets can all be
+    deleted; a consumer group with members refuses the partitions of topics they subscribe
+    to; any other group with members refuses the request. offsetlog refuses the whole call
+    where Kafka answers per partition (as for commits: all or nothing).
+
+    :raises GroupSubscribedToTopicError: a requested topic is subscribed; nothing deleted
+    :raises NonEmptyGroupError: the group has members and is not a consumer group
+    """
+    if group is None or group.state is EMPTY or group.state is DEAD:
+        return
+    if group.protocol_type != CONSUMER:
+        raise NonEmptyGroupError(f"group {group_id!r} is {group.state} and not a consumer "
+                                 "group; its offsets can be deleted once it is empty")
+    topics = group.subscribed_topics() or frozenset()  # unknown: nothing counts, as Kafka
+    busy = sorted(tp for tp in partitions if tp[0] in topics)
+    if busy:
+        raise GroupSubscribedToTopicError(
+            f"group {group_id!r} is {group.state} and subscribes to "
+            f"{sorted({tp[0] for tp in busy})}; their offsets can be deleted once no "
+            "member subscribes to them", partitions=busy)

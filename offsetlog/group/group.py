@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from offsetlog.assignors import choose_protocol
-from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER, subscribed_topics
+from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER
+from offsetlog.group.consumer_protocol import subscribed_topics
 from offsetlog.group.member import Member
 from offsetlog.group.state import EMPTY, GroupState, check_transition
 

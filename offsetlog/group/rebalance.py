@@ -19,16 +19,28 @@ from offsetlog.errors import InvalidGroupIdError, RebalanceInProgressError, Unkn
 from offsetlog.group.config import GroupConfig
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE as CONSUMER
 from offsetlog.group.consumer_protocol import held_back_for
-from offsetlog.group.errors import (CoordinatorNotAvailableError, FencedInstanceIdError,
-                                    GroupMaxSizeReachedError, InconsistentGroupProtocolError,
-                                    InvalidSessionTimeoutError, MemberIdRequiredError)
+from offsetlog.group.errors import (
+    CoordinatorNotAvailableError,
+    FencedInstanceIdError,
+    GroupMaxSizeReachedError,
+    InconsistentGroupProtocolError,
+    InvalidSessionTimeoutError,
+    MemberIdRequiredError,
+)
 from offsetlog.group.fencing import check_member
 from offsetlog.group.group import INITIAL_DELAY, REBALANCE_TIMEOUT, Group
 from offsetlog.group.member import Member, Protocol
 from offsetlog.group.responses import JoinGroupMember, JoinGroupResponse, Result, SyncGroupResponse
 from offsetlog.group.schema import group_value
-from offsetlog.group.state import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE,
-                                   STABLE, can_rebalance, check_transition)
+from offsetlog.group.state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    can_rebalance,
+    check_transition,
+)
 from offsetlog.group.timers import TimerQueue
 from offsetlog.log.records import group_metadata as group_metadata_record
 

@@ -15,8 +15,8 @@ import os
 import threading
 from typing import Iterator
 
-from offsetlog.log import naming
 from offsetlog.errors import StoreLockedError
+from offsetlog.log import naming
 
 _held: set[str] = set()
 _held_lock = threading.Lock()

@@ -21,9 +21,20 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 import msgpack
 
 from offsetlog.errors import CorruptLogError, UnsupportedVersionError
-from offsetlog.log.format import (BATCH_HEADER, CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE,
-                              LENGTH_SIZE, MAGIC, MAX_BATCH_BYTES, NO_PRODUCER_EPOCH,
-                              NO_PRODUCER_ID, Attribute, BatchHeader, Record)
+from offsetlog.log.format import (
+    BATCH_HEADER,
+    CRC_START,
+    HEADER_AFTER_LENGTH,
+    HEADER_SIZE,
+    LENGTH_SIZE,
+    MAGIC,
+    MAX_BATCH_BYTES,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    Attribute,
+    BatchHeader,
+    Record,
+)
 
 _LEN = LENGTH_SIZE
 

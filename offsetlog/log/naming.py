@@ -5,8 +5,16 @@ from __future__ import annotations
 import os
 import re
 
-from offsetlog.log.format import (CLEANED_SUFFIX, LOCK_FILE, META_FILE, PARTITION_DIR_PREFIX,
-                              SEGMENT_NAME_DIGITS, SEGMENT_SUFFIX, SNAPSHOT_DIR, SWAP_SUFFIX)
+from offsetlog.log.format import (
+    CLEANED_SUFFIX,
+    LOCK_FILE,
+    META_FILE,
+    PARTITION_DIR_PREFIX,
+    SEGMENT_NAME_DIGITS,
+    SEGMENT_SUFFIX,
+    SNAPSHOT_DIR,
+    SWAP_SUFFIX,
+)
 
 _SEGMENT_RE = re.compile(r"^(\d{%d})\.log$" % SEGMENT_NAME_DIGITS)
 _PARTITION_RE = re.compile(r"^__consumer_offsets-(\d+)$")

@@ -114,6 +114,13 @@ class PartitionLog:
             raise AssertionError("a cleaner swap must never touch the active segment")
         self.segments = list(segments)
 
+    def stats(self) -> dict:
+        """Next offset, segments, bytes, dirty ratio, last cleaning (epoch ms or None) and why
+        the partition is uncleanable (or None)."""
+        return {"next_offset": self.next_offset, "segments": len(self.segments),
+                "bytes": self.size_bytes(), "dirty_ratio": self.dirty_ratio(),
+                "last_cleaned_ms": self.last_cleaned_ms, "uncleanable": self.uncleanable}
+
     def size_bytes(self) -> int:
         """Bytes of data (the active segment's reserved space not counted)."""
         total = 0

@@ -6,8 +6,7 @@ Start at :class:`GroupMember`; docs/MEMBER.md shows how to embed one. Modules: `
 pure), ``listener`` (:class:`RebalanceListener`), ``errors``.
 """
 
-from offsetlog.member.errors import (MemberClosedError, NotSubscribedError,
-                                     PartitionNotAssignedError)
+from offsetlog.member.errors import MemberClosedError, NotSubscribedError, PartitionNotAssignedError
 from offsetlog.member.group_member import GroupMember, MemberState
 from offsetlog.member.listener import RebalanceListener
 

@@ -21,10 +21,15 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError, OffsetlogError,
-                              RebalanceInProgressError, UnknownMemberIdError)
-from offsetlog.store.futures import running_future
+from offsetlog.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    OffsetlogError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 from offsetlog.member.rebalance import MemberState
+from offsetlog.store.futures import running_future
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_offsets
 

@@ -48,17 +48,27 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 
-from offsetlog.assignors import (NO_GENERATION, PartitionAssignor, RebalanceProtocol,
-                                 get_assignor, select_rebalance_protocol)
-from offsetlog.errors import (CommitTimeoutError, FencedInstanceIdError, IllegalGenerationError,
-                              OffsetlogError, RebalanceInProgressError, StoreClosedError,
-                              UnknownMemberIdError)
-from offsetlog.store.futures import resolved_future
+from offsetlog.assignors import (
+    NO_GENERATION,
+    PartitionAssignor,
+    RebalanceProtocol,
+    get_assignor,
+    select_rebalance_protocol,
+)
+from offsetlog.errors import (
+    CommitTimeoutError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    OffsetlogError,
+    RebalanceInProgressError,
+    StoreClosedError,
+    UnknownMemberIdError,
+)
 from offsetlog.member.commits import CommitCallback, CommitTracking, _Commit
-from offsetlog.member.errors import (MemberClosedError, NotSubscribedError,
-                                     PartitionNotAssignedError)
-from offsetlog.member.listener import RebalanceListener
+from offsetlog.member.errors import MemberClosedError, NotSubscribedError, PartitionNotAssignedError
+from offsetlog.member.listener import RebalanceListener, invoke, note
 from offsetlog.member.rebalance import MemberState, RebalanceSteps
+from offsetlog.store.futures import resolved_future
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, check_partition
 
@@ -574,20 +584,9 @@ class GroupMember(RebalanceSteps, CommitTracking):
         return dict(counts)
 
     def _invoke(self, method: str, partitions: list[TopicPartition]) -> BaseException | None:
-        callback = getattr(self._listener, method, None)
-        if callback is None:
-            return None
-        try:
-            callback(list(partitions))
-        except Exception as e:
-            log.exception("%s: %s raised", self, method)
-            return e
-        return None
+        return invoke(self._listener, method, partitions, self)
 
-    @staticmethod
-    def _note(errors: list[BaseException], error: BaseException | None) -> None:
-        if error is not None:
-            errors.append(error)
+    _note = staticmethod(note)
 
     def _has_generation(self) -> bool:
         return self._generation != NO_GENERATION and bool(self._member_id)

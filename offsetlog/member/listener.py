@@ -7,7 +7,11 @@ under the eager and the cooperative protocol.
 
 from __future__ import annotations
 
+import logging
+
 from offsetlog.types import TopicPartition
+
+log = logging.getLogger("offsetlog.member")
 
 
 class RebalanceListener:
@@ -35,3 +39,24 @@ class RebalanceListener:
 
     def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
         """Called when ``partitions`` were lost without a clean hand-over; do not commit them."""
+
+
+def invoke(listener: RebalanceListener | None, method: str, partitions: list[TopicPartition],
+           who: object) -> BaseException | None:
+    """Call ``listener.<method>(partitions)``; what it raises is logged (naming ``who``) and
+    returned, never propagated: the member goes on with the rebalance."""
+    callback = getattr(listener, method, None)
+    if callback is None:
+        return None
+    try:
+        callback(list(partitions))
+    except Exception as e:
+        log.exception("%s: %s raised", who, method)
+        return e
+    return None
+
+
+def note(errors: list[BaseException], error: BaseException | None) -> None:
+    """Keep ``error``, if any, to raise once the rebalance step is done."""
+    if error is not None:
+        errors.append(error)

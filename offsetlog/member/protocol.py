@@ -24,10 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from offsetlog.assignors import (NO_GENERATION, PartitionAssignor, RebalanceProtocol,
-                                 Subscription, validate_cooperative_assignment)
-from offsetlog.group.consumer_protocol import (decode_subscription, encode_assignment,
-                                               encode_subscription)
+from offsetlog.assignors import (
+    NO_GENERATION,
+    PartitionAssignor,
+    RebalanceProtocol,
+    Subscription,
+    validate_cooperative_assignment,
+)
+from offsetlog.group.consumer_protocol import (
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from offsetlog.group.responses import JoinGroupMember
 from offsetlog.types import TopicPartition
 

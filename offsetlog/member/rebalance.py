@@ -34,8 +34,13 @@ from concurrent.futures import Future
 from enum import StrEnum
 
 from offsetlog.assignors import NO_GENERATION, RebalanceProtocol
-from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError, OffsetlogError,
-                              RebalanceInProgressError, UnknownMemberIdError)
+from offsetlog.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    OffsetlogError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from offsetlog.group.errors import CoordinatorNotAvailableError, MemberIdRequiredError
 from offsetlog.member.protocol import join_protocols, leader_assignments, topic_snapshot

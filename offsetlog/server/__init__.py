@@ -7,3 +7,5 @@ plain functions from a decoded request to a response or ``work.Reply``), ``topic
 persisted topic registry), ``config`` (Kafka broker properties), ``connection`` (asyncio:
 bytes, frames, answer order) and ``main`` (the command).
 """
+
+__all__: list[str] = []  # a suite of modules: offsetlog.server.main is the entry point

@@ -47,8 +47,16 @@ from concurrent.futures import Future
 
 from offsetlog.server import apis
 from offsetlog.server import errors as E
-from offsetlog.server.codec import (LENGTH_SIZE, FrameError, build, decode_request,
-                                    encode_response, frame_length, peek_api, response_schema)
+from offsetlog.server.codec import (
+    LENGTH_SIZE,
+    FrameError,
+    build,
+    decode_request,
+    encode_response,
+    frame_length,
+    peek_api,
+    response_schema,
+)
 from offsetlog.server.context import Call, Context
 from offsetlog.server.work import Outcome, Reply
 

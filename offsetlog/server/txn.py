@@ -19,7 +19,7 @@ from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 from offsetlog.server.offsets import checked_offsets, group_error, partition_answers
 from offsetlog.server.work import run_blocking
-from offsetlog.store.transaction import Transaction
+from offsetlog.store.transactions import Transaction, resume_transaction
 from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT
 
 
@@ -43,7 +43,7 @@ def init_producer_id(ctx: Context, call: Call, now_ms: int):
 
     if tid is None:  # an idempotent producer: an id of its own, no transaction
         def allocate():
-            return store._allocate_producer_id(), 0
+            return store.allocate_producer_id(), 0
     else:
         if not 0 < timeout <= ctx.config.transaction_max_timeout_ms:
             return call.respond(error_code=E.INVALID_TRANSACTION_TIMEOUT, producer_id=-1,
@@ -52,6 +52,7 @@ def init_producer_id(ctx: Context, call: Call, now_ms: int):
         def allocate():
             txn = store.init_transactions(tid, transaction_timeout_ms=timeout)
             ctx.producers[tid] = txn
+            ctx.ended.pop(tid, None)
             return txn.producer_id, txn.producer_epoch
 
     def finish(outcome):
@@ -83,25 +84,19 @@ def _resume(ctx: Context, tid: str, producer_id: int) -> Transaction:
     durable TRANSACTION_STATE says who it is, as ``__transaction_state`` does for Kafka's
     coordinator after a failover. A producer whose id and epoch match carries on without
     InitProducerId, in its Ongoing transaction if it had one; the store aborts that one
-    only if it times out first."""
+    only if it times out first. ``ctx.ended`` keeps the outcome its state had already
+    recorded (CompleteCommit / CompleteAbort), which an EndTxn retried across the restart
+    must find."""
     meta = ctx.store.transaction_state(tid)
     if meta is None or meta.producer_id != producer_id:
         raise _Answer(E.INVALID_PRODUCER_ID_MAPPING)
-    return ctx.producers.setdefault(tid, _Resumed(ctx.store, meta))
-
-
-class _Resumed(Transaction):
-    """A handle made by :func:`_resume`; ``ended`` is the outcome its durable state had
-    already recorded (Kafka's CompleteCommit / CompleteAbort), which an EndTxn retried
-    across the restart must find."""
-
-    def __init__(self, store, meta) -> None:
-        super().__init__(store, meta)
-        self.ended = {COMPLETE_COMMIT: True, COMPLETE_ABORT: False}.get(meta.state)
-
-    def begin(self) -> "Transaction":
-        self.ended = None  # a new transaction: the one before is no longer what EndTxn ends
-        return super().begin()
+    txn = resume_transaction(ctx.store, tid)
+    if txn is None or txn.producer_id != producer_id:
+        raise _Answer(E.INVALID_PRODUCER_ID_MAPPING)
+    ended = {COMPLETE_COMMIT: True, COMPLETE_ABORT: False}.get(meta.state)
+    if ended is not None:
+        ctx.ended[tid] = ended
+    return ctx.producers.setdefault(tid, txn)
 
 
 class _Answer(Exception):
@@ -122,6 +117,7 @@ def add_offsets_to_txn(ctx: Context, call: Call, now_ms: int):
     def add():
         txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
         if txn.state == "ready":
+            ctx.ended.pop(b.transactional_id, None)  # a new transaction
             txn.begin()
         elif txn.state != "in_transaction":
             raise InvalidTxnStateError(f"AddOffsetsToTxn in state {txn.state}")
@@ -154,7 +150,7 @@ def end_txn(ctx: Context, call: Call, now_ms: int):
     def end():
         txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
         if txn.state == "ready":
-            ended = getattr(txn, "ended", None)
+            ended = ctx.ended.get(b.transactional_id)
             if ended is not None and ended != bool(b.committed):
                 # resumed after a restart: the transaction it ends was already decided the
                 # other way (a timeout abort, say); Kafka: INVALID_TXN_STATE. The same

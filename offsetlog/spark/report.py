@@ -39,10 +39,10 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from offsetlog.store.config import StoreConfig
 from offsetlog.log.naming import snapshot_dir, with_limits
 from offsetlog.log.records import GROUP_METADATA, OFFSET_COMMIT
 from offsetlog.spark.segments import RECORD_COLUMNS
+from offsetlog.store.config import StoreConfig
 
 _DEFAULTS = StoreConfig()
 MINUTE_MS = 60_000
@@ -84,9 +84,9 @@ def partition_report(task: _Task) -> dict:
     import msgpack
 
     from offsetlog.group.expiry import RetentionView, expired_offsets
+    from offsetlog.recovery.swap import plan_swaps
     from offsetlog.spark.cleaning import CleaningCount, row_key
     from offsetlog.spark.segments import SegmentTask, segment_rows
-    from offsetlog.recovery.swap import plan_swaps
 
     def rows(base, path, limit):
         return segment_rows(SegmentTask(task.store, task.log_partition, path, base, limit),
@@ -159,6 +159,54 @@ def partition_report(task: _Task) -> dict:
             "partition": partition}
 
 
+def _plan(path: str, now: int, retention_ms: int, retention_check_interval_ms: int,
+          salvage: bool) -> list[_Task]:
+    from offsetlog.spark.segments import find_stores, store_partitions
+    from offsetlog.recovery.snapshot import tombstone_floors
+
+    tasks = []
+    for store in find_stores(path):
+        floors = tombstone_floors(snapshot_dir(store))  # read-only, as `offsetlog verify`
+        tasks += [_Task(store, p, d, now, now + retention_check_interval_ms, retention_ms,
+                        salvage, floors.get(p)) for p, d in store_partitions(store)]
+    return tasks
+
+
+class ReportRows(NamedTuple):
+    groups: list  # tuples in GROUP_SCHEMA's column order, sorted by store and group
+    log_partitions: list  # tuples in PARTITION_SCHEMA's order, sorted by store and partition
+
+
+def collect(spark, path: str, *, now_ms: int | None = None,
+            retention_ms: int = _DEFAULTS.retention_ms,
+            retention_check_interval_ms: int = _DEFAULTS.retention_check_interval_ms,
+            salvage: bool = False) -> ReportRows:
+    """The rows of :func:`report` in one Spark job (one task per log partition), combined on
+    the driver. ``spark`` is a SparkSession or only a SparkContext.
+
+    What ``offsetlog report`` prints, in one job where :func:`report` runs several and needs
+    Spark SQL. The rows are per group and per partition, so they fit the driver even for a
+    fleet; :func:`report` keeps them distributed instead.
+    """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    tasks = _plan(path, now, retention_ms, retention_check_interval_ms, salvage)
+    sc = getattr(spark, "sparkContext", spark)  # a SparkSession or a SparkContext
+    results = sc.parallelize(tasks, max(1, len(tasks))).map(partition_report).collect()
+    spans: dict[str, tuple[int, int]] = {}
+    for r in results:
+        first, last = r["first_ts"], r["last_ts"]
+        if first is not None:
+            lo, hi = spans.get(r["store"], (first, last))
+            spans[r["store"]] = (min(lo, first), max(hi, last))
+    minutes = {s: max(hi - lo, MINUTE_MS) / MINUTE_MS for s, (lo, hi) in spans.items()}
+    groups = [(store, lp, group, held, last, count, count / minutes.get(store, 1.0), expiring)
+              for r in results
+              for store, lp, group, held, last, count, expiring in r["groups"]]
+    groups.sort(key=lambda g: (g[0], g[2]))
+    partitions = sorted((r["partition"] for r in results), key=lambda p: (p[0], p[1]))
+    return ReportRows(groups, partitions)
+
+
 def report(spark, path: str, *, now_ms: int | None = None,
            retention_ms: int = _DEFAULTS.retention_ms,
            retention_check_interval_ms: int = _DEFAULTS.retention_check_interval_ms,
@@ -168,15 +216,8 @@ def report(spark, path: str, *, now_ms: int | None = None,
     :param now_ms: the report's time (default: now)
     :param salvage: skip corrupt regions instead of failing (see docs/SPARK.md)
     """
-    from offsetlog.spark.segments import find_stores, store_partitions
-    from offsetlog.recovery.snapshot import tombstone_floors
-
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    tasks = []
-    for store in find_stores(path):
-        floors = tombstone_floors(snapshot_dir(store))  # read-only, as `offsetlog verify`
-        tasks += [_Task(store, p, d, now, now + retention_check_interval_ms, retention_ms,
-                        salvage, floors.get(p)) for p, d in store_partitions(store)]
+    tasks = _plan(path, now, retention_ms, retention_check_interval_ms, salvage)
     sc = spark.sparkContext
     results = sc.parallelize(tasks, max(1, len(tasks))).map(partition_report).cache()
     spans: dict[str, tuple[int, int]] = {}

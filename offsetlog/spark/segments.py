@@ -21,15 +21,15 @@ from typing import Iterator
 
 import msgpack
 
-from offsetlog.log import naming
 from offsetlog.errors import CorruptLogError, StoreConfigError
+from offsetlog.log import naming
 from offsetlog.log.format import HEADER_SIZE, META_FILE, RecordType
 from offsetlog.log.framing import BatchReader
 from offsetlog.log.records import OFFSET_COMMIT, TOPIC, TRANSACTION_MARKER, TRANSACTION_STATE
 from offsetlog.log.segment import read_file
-from offsetlog.recovery.tools.inspect import stored_partitions
 from offsetlog.recovery.replay import UNDECODABLE, check_limit
 from offsetlog.recovery.swap import plan_swaps
+from offsetlog.recovery.tools.inspect import stored_partitions
 
 log = logging.getLogger("offsetlog.spark")
 

@@ -49,6 +49,37 @@ def _root(scratch_root: str | None) -> str:
     return _process_root[0]
 
 
+def _settings(master: str, app_name: str, conf: dict[str, str] | None,
+              scratch_root: str | None) -> tuple[list[tuple[str, str]], str]:
+    """The Spark settings of a session or context for offsetlog, and its scratch folder."""
+    # Workers must run this interpreter: it is the one with offsetlog installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    root = _root(scratch_root)
+    scratch = tempfile.mkdtemp(prefix="session-", dir=root)
+    log4j = os.path.join(root, "log4j2.properties")
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Djava.io.tmpdir={root}"
+    settings = [("spark.master", master), ("spark.app.name", app_name),
+                ("spark.ui.enabled", "false"),
+                ("spark.ui.showConsoleProgress", "false"),
+                ("spark.local.dir", scratch),
+                ("spark.driver.extraJavaOptions", java_opts),
+                ("spark.executor.extraJavaOptions", java_opts),
+                ("spark.pyspark.python", os.environ["PYSPARK_PYTHON"]),
+                # a few small shuffles per report: 200 partitions would be 200 tiny tasks
+                ("spark.sql.shuffle.partitions", "8")]
+    if master.startswith("local"):
+        settings += [("spark.driver.bindAddress", "127.0.0.1"),
+                     ("spark.driver.host", "127.0.0.1")]
+    settings += list((conf or {}).items())
+    return settings, scratch
+
+
+def _keep_scratch(obj, scratch: str) -> None:
+    if _scratch.setdefault(id(obj), scratch) != scratch:
+        shutil.rmtree(scratch, ignore_errors=True)  # getOrCreate returned a running one
+
+
 def local_session(master: str = "local[2]", *, app_name: str = "offsetlog",
                   conf: dict[str, str] | None = None, scratch_root: str | None = None):
     """Create (or return the running) SparkSession.
@@ -60,36 +91,32 @@ def local_session(master: str = "local[2]", *, app_name: str = "offsetlog",
     """
     from pyspark.sql import SparkSession
 
-    # Workers must run this interpreter: it is the one with offsetlog installed.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    root = _root(scratch_root)
-    scratch = tempfile.mkdtemp(prefix="session-", dir=root)
-    log4j = os.path.join(root, "log4j2.properties")
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Djava.io.tmpdir={root}"
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.local.dir", scratch)
-               .config("spark.driver.extraJavaOptions", java_opts)
-               .config("spark.executor.extraJavaOptions", java_opts)
-               .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
-               # a few small shuffles per report: 200 partitions would be 200 tiny tasks
-               .config("spark.sql.shuffle.partitions", "8"))
-    if master.startswith("local"):
-        builder = (builder.config("spark.driver.bindAddress", "127.0.0.1")
-                   .config("spark.driver.host", "127.0.0.1"))
-    for key, value in (conf or {}).items():
+    settings, scratch = _settings(master, app_name, conf, scratch_root)
+    builder = SparkSession.builder
+    for key, value in settings:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if _scratch.setdefault(id(spark), scratch) != scratch:
-        shutil.rmtree(scratch, ignore_errors=True)  # getOrCreate returned a running session
+    _keep_scratch(spark, scratch)
     return spark
 
 
+def local_context(master: str = "local[2]", *, app_name: str = "offsetlog",
+                  conf: dict[str, str] | None = None, scratch_root: str | None = None):
+    """A SparkContext with :func:`local_session`'s settings, without the SQL session: for
+    jobs on RDDs only (``offsetlog report`` without ``--out``), it skips starting Spark SQL
+    (seconds of class loading on a small machine). Stop it with :func:`stop`."""
+    from pyspark import SparkConf, SparkContext
+
+    settings, scratch = _settings(master, app_name, conf, scratch_root)
+    sc = SparkContext.getOrCreate(SparkConf().setAll(settings))
+    sc.setLogLevel("ERROR")
+    _keep_scratch(sc, scratch)
+    return sc
+
+
 def stop(spark) -> None:
-    """Stop the session and remove its scratch folder."""
+    """Stop the session (or context) and remove its scratch folder."""
     spark.stop()
     scratch = _scratch.pop(id(spark), None)
     if scratch is not None:

@@ -19,8 +19,15 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from offsetlog.spark.segments import (PROBLEM_COLUMNS, RECORD_COLUMNS, SegmentTask, ddl,
-                                      plan_segments, segment_problems, segment_rows)
+from offsetlog.spark.segments import (
+    PROBLEM_COLUMNS,
+    RECORD_COLUMNS,
+    SegmentTask,
+    ddl,
+    plan_segments,
+    segment_problems,
+    segment_rows,
+)
 
 NAME = "offsetlog"
 VIEWS = ("records", "problems")

@@ -10,6 +10,6 @@ runs). ``opening`` reads a directory back; ``config`` holds every setting and it
 
 from offsetlog.store.config import StoreConfig
 from offsetlog.store.store import OffsetStore
-from offsetlog.store.transaction import Transaction
+from offsetlog.store.transactions import Transaction
 
 __all__ = ["OffsetStore", "StoreConfig", "Transaction"]

@@ -1,9 +1,11 @@
-"""What a log partition's group-commit queue holds (see ``offsetlog.store.group_commit`` for the protocol).
+"""What a log partition's group-commit queue holds, and how a round of it becomes batches
+(``offsetlog.store.group_commit`` runs the protocol).
 
 ``Pending`` is one queued batch or deferred operation and its outcome; ``Commit`` is one
 ``commit_sync`` call and ``AsyncRun`` a run of back-to-back ``commit_async`` calls, both queued
-as their offsets, which the leader builds into records; ``PartitionWriter`` is a log
-partition's queue, lock, table and log; and committers sleep on the wake-up locks made here.
+as their offsets, which the leader builds into records (``frame_round``); ``PartitionWriter``
+is a log partition's queue, lock, table and log; and committers sleep on the wake-up locks
+made here.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import Future
+from itertools import chain
 from typing import Any, Callable
 
-from offsetlog.log.framing import encode_payload
-from offsetlog.store.futures import running_future
+from offsetlog.log.format import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from offsetlog.log.framing import encode_payload, frame_batch
 from offsetlog.log.partition_log import PartitionLog
+from offsetlog.log.records import records_from_fields
+from offsetlog.store.futures import running_future
 from offsetlog.table import OffsetTable
 
 _new_waiter_lock = threading.Lock
@@ -99,7 +104,7 @@ class Pending:
 class Commit(Pending):
     """One ``commit_sync`` call (or a transaction's offsets), queued as its offsets: the
     leader builds their records, and frames back-to-back calls as one batch
-    (``GroupCommitter._frame``). Building and encoding its record in each committer's thread,
+    (``frame_round``). Building and encoding its record in each committer's thread,
     while the others wait for the GIL, bounded the rate at 32 threads: 38.5k -> 42.4k commits/s
     with the leader doing it once per round (docs/DESIGN.md)."""
 
@@ -174,3 +179,60 @@ class PartitionWriter:
             self.cond.wait(timeout)
         finally:
             self.idle_waiters -= 1
+
+
+# -- a round as batches ----------------------------------------------------------------------
+
+def frame_round(group: list[Pending]) -> tuple[list[bytes], list[tuple]]:
+    """The batches of a round (offsets given): their bytes, and what the table applies
+    once they are durable.
+
+    Back-to-back commit calls (``commit_sync`` calls and ``commit_async`` runs, not
+    transactional) share one batch: every call still lands whole in one batch, all or
+    nothing, and a round of them costs one header and two CRCs, not one per call. Their
+    records are built here, by the leader, from the offsets each call queued.
+    """
+    frames = []
+    batches = []
+    plain = None  # the fields of the commit calls since the last batch of another kind
+    for item in group:
+        fields = item.fields
+        if fields is not None:
+            item.fields = None
+            if not item.attributes:
+                if plain is None:
+                    plain, base, timestamp = [fields], item.base_offset, item.timestamp
+                else:
+                    plain.append(fields)
+                    if item.timestamp > timestamp:
+                        timestamp = item.timestamp
+                continue
+            records = records_from_fields(fields)  # a transaction's offsets: alone
+            payload = encode_payload(records)
+        else:
+            records = item.records
+            payload = item.payload
+        if plain is not None:
+            _frame_commits(plain, base, timestamp, frames, batches)
+            plain = None
+        if records:
+            attributes, producer_id, producer_epoch = (item.attributes, item.producer_id,
+                                                       item.producer_epoch)
+            frames.append(frame_batch(item.base_offset, payload, len(records),
+                                      records[-1][0], item.timestamp, attributes,
+                                      producer_id, producer_epoch))
+            batches.append((item.base_offset, records, attributes, producer_id,
+                            producer_epoch))
+    if plain is not None:
+        _frame_commits(plain, base, timestamp, frames, batches)
+    return frames, batches
+
+
+def _frame_commits(plain: list, base: int, timestamp: int, frames: list, batches: list) -> None:
+    """One batch of the offsets of consecutive commit calls (``frame_round``)."""
+    fields = plain[0] if len(plain) == 1 else list(chain.from_iterable(plain))
+    records = records_from_fields(fields)
+    n = len(records)
+    frames.append(frame_batch(base, encode_payload(records), n, n - 1, timestamp, 0,
+                              NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
+    batches.append((base, records, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))

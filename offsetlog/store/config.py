@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -105,3 +107,17 @@ class StoreConfig:
         if not isinstance(now, int) or isinstance(now, bool) or not 0 <= now < 1 << 63:
             raise StoreConfigError(f"clock must return epoch milliseconds as an int, not "
                                    f"{now!r}")
+
+
+def open_signature(open_function) -> inspect.Signature:
+    """``open_function``'s signature with its ``**settings`` spelled out: every field of
+    ``StoreConfig`` it does not name itself, as a keyword with its default (written once,
+    above), for ``help()`` and editors."""
+    P = inspect.Parameter
+    signature = inspect.signature(open_function)
+    own = list(signature.parameters.values())
+    named = {p.name for p in own}
+    settings = [P(f.name, P.KEYWORD_ONLY, default=f.default, annotation=f.type)
+                for f in dataclasses.fields(StoreConfig) if f.name not in named]
+    return signature.replace(parameters=[p for p in own if p.kind is not P.VAR_KEYWORD]
+                             + settings)

@@ -3,7 +3,7 @@
 Each log partition has a FIFO queue. A committer appends its batch and then, as in LevelDB's
 ``DBImpl::Write``, either waits or becomes the *leader*: the first waiter that finds no leader
 takes every queued batch (up to ``max_group_commit_bytes``), gives them consecutive log
-offsets, frames its back-to-back commit calls as one batch (``_frame``), writes them with one
+offsets, frames its back-to-back commit calls as one batch (``commit_queue.frame_round``), writes them with one
 system call that also syncs under ``fsync="always"``
 (``pwritev`` with ``RWF_DSYNC``; ``write`` then ``fdatasync`` where the flag is refused), then
 applies them to the table in queue order and wakes everyone whose batch it carried (one after
@@ -33,37 +33,30 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import threading
 import time
-from threading import get_ident
 from concurrent.futures import Future, InvalidStateError
-from itertools import chain
+from threading import get_ident
 from typing import Any, Callable
 
-from offsetlog.store.commit_queue import (AsyncRun, PartitionWriter, Pending, chained_waiter,
-                                    new_waiter)
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
-from offsetlog.log.format import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from offsetlog.log.framing import encode_payload, frame_batch
+from offsetlog.log.framing import encode_payload
+from offsetlog.store.callbacks import CallbackRunner
+from offsetlog.store.commit_queue import (
+    AsyncRun,
+    PartitionWriter,
+    Pending,
+    chained_waiter,
+    frame_round,
+    new_waiter,
+)
 from offsetlog.store.futures import writer_helpers
-from offsetlog.log.records import records_from_fields
 
 log = logging.getLogger("offsetlog.store.group_commit")
 
 #: a commit_async caller gives up the GIL briefly after every this many calls it queued behind a
 #: busy writer (see GroupCommitter.submit_async; docs/DESIGN.md has the sweep that chose it)
 YIELD_AT = 1024
-
-
-def _frame_commits(plain: list, base: int, timestamp: int, frames: list, batches: list) -> None:
-    """One batch of the offsets of consecutive commit calls (``GroupCommitter._frame``)."""
-    fields = plain[0] if len(plain) == 1 else list(chain.from_iterable(plain))
-    records = records_from_fields(fields)
-    n = len(records)
-    frames.append(frame_batch(base, encode_payload(records), n, n - 1, timestamp, 0,
-                              NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
-    batches.append((base, records, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
 
 
 class GroupCommitter:
@@ -82,16 +75,12 @@ class GroupCommitter:
         self._async_cv = threading.Condition()
         self._async_ready: list[PartitionWriter] = []
         self._stopping = False
-        self._callbacks: queue.SimpleQueue = queue.SimpleQueue()
-        #: set by stop() under _callbacks_lock once the callback thread has been told to end;
-        #: later callbacks (a committer still finishing its round) run in the caller's thread
-        self._callbacks_closed = False
-        self._callbacks_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._start("offsetlog-async-writer", self._async_loop)
         self._async_ident = self._threads[0].ident
         writer_helpers[self._async_ident] = self.help_until
-        self._start("offsetlog-callbacks", self._callback_loop)
+        #: users' commit callbacks, run on a thread of their own in completion order
+        self.callbacks = CallbackRunner()
         if self.fsync_interval_ms is not None:
             self._sync_stop = threading.Event()
             self._start("offsetlog-interval-sync", self._interval_sync_loop)
@@ -358,7 +347,7 @@ class GroupCommitter:
             error = None
             part.lock.release()
             try:
-                frames, batches = self._frame(group)
+                frames, batches = frame_round(group)
                 data = b"".join(frames) if len(frames) > 1 else frames[0] if frames else b""
                 if self.fsync_always or force_sync:
                     part.log.append_durable(data, base)  # one pwritev(RWF_DSYNC) if it can
@@ -378,7 +367,7 @@ class GroupCommitter:
             if error is not None:
                 # Never strand a round: every item gets the failure, and the store is poisoned
                 # (a reopen replays the log into a fresh table).
-                self._poison(error)
+                self.poison(error)
                 failed = StoreFailedError(f"{what} log partition {part.index} failed: {error!r}",
                                           cause=error)
                 for item in group:
@@ -389,51 +378,6 @@ class GroupCommitter:
         finally:
             part.leader_active = False
             self._hand_on(part)
-
-    @staticmethod
-    def _frame(group: list[Pending]) -> tuple[list[bytes], list[tuple]]:
-        """The batches of a round (offsets given): their bytes, and what the table applies
-        once they are durable.
-
-        Back-to-back commit calls (``commit_sync`` calls and ``commit_async`` runs, not
-        transactional) share one batch: every call still lands whole in one batch, all or
-        nothing, and a round of them costs one header and two CRCs, not one per call. Their
-        records are built here, by the leader, from the offsets each call queued.
-        """
-        frames = []
-        batches = []
-        plain = None  # the fields of the commit calls since the last batch of another kind
-        for item in group:
-            fields = item.fields
-            if fields is not None:
-                item.fields = None
-                if not item.attributes:
-                    if plain is None:
-                        plain, base, timestamp = [fields], item.base_offset, item.timestamp
-                    else:
-                        plain.append(fields)
-                        if item.timestamp > timestamp:
-                            timestamp = item.timestamp
-                    continue
-                records = records_from_fields(fields)  # a transaction's offsets: alone
-                payload = encode_payload(records)
-            else:
-                records = item.records
-                payload = item.payload
-            if plain is not None:
-                _frame_commits(plain, base, timestamp, frames, batches)
-                plain = None
-            if records:
-                attributes, producer_id, producer_epoch = (item.attributes, item.producer_id,
-                                                           item.producer_epoch)
-                frames.append(frame_batch(item.base_offset, payload, len(records),
-                                          records[-1][0], item.timestamp, attributes,
-                                          producer_id, producer_epoch))
-                batches.append((item.base_offset, records, attributes, producer_id,
-                                producer_epoch))
-        if plain is not None:
-            _frame_commits(plain, base, timestamp, frames, batches)
-        return frames, batches
 
     def _hand_on(self, part: PartitionWriter) -> None:
         """Leadership was just given up (``part.lock`` held): give queued work to the writer
@@ -452,7 +396,7 @@ class GroupCommitter:
             part.async_scheduled = True
             self._wake_async(part)
 
-    def _poison(self, error: BaseException) -> None:
+    def poison(self, error: BaseException) -> None:
         # Later leaders see ``failure`` and fail whatever is queued (see _lead).
         if self.failure is None:
             self.failure = error
@@ -502,30 +446,7 @@ class GroupCommitter:
                 error = item.error
                 callbacks += [(callback, arg, error) for callback, arg in item.callbacks]
         if callbacks:
-            self.queue_callbacks(callbacks)
-
-    def queue_callback(self, callback, arg, error) -> None:
-        self.queue_callbacks(((callback, arg, error),))
-
-    def queue_callbacks(self, jobs) -> None:
-        """Run each ``callback(arg, error)`` of ``jobs`` on the callback thread, or here once it
-        has stopped (a synchronous committer may finish resolving its round after close()
-        drained). One lock hold per round, not per callback."""
-        with self._callbacks_lock:
-            if not self._callbacks_closed:
-                put = self._callbacks.put
-                for job in jobs:
-                    put(job)
-                return
-        for job in jobs:
-            self._run_callback(*job)
-
-    @staticmethod
-    def _run_callback(callback, arg, error) -> None:
-        try:
-            callback(arg, error)
-        except Exception:  # a user's callback must not kill the thread that runs the others
-            log.exception("commit callback %r raised", callback)
+            self.callbacks.run(callbacks)
 
     # -- background threads ----------------------------------------------------------------
 
@@ -571,16 +492,6 @@ class GroupCommitter:
                 time.sleep(0.001)
         return None if deadline is None else max(0.0, deadline - time.monotonic())
 
-    def _callback_loop(self) -> None:
-        while True:
-            job = self._callbacks.get()
-            if job is None:
-                return
-            try:
-                self._run_callback(*job)
-            except BaseException:  # SystemExit & co. from a user's callback, on our thread
-                log.exception("commit callback %r raised", job[0])
-
     def _interval_sync_loop(self) -> None:
         interval = self.fsync_interval_ms / 1000.0
         while not self._sync_stop.wait(interval):
@@ -595,7 +506,7 @@ class GroupCommitter:
                 try:
                     part.log.sync()
                 except OSError as e:
-                    self._poison(e)
+                    self.poison(e)
 
     @contextlib.contextmanager
     def exclusive(self, part: PartitionWriter):
@@ -622,6 +533,11 @@ class GroupCommitter:
                 part.leader_active = False
                 self._hand_on(part)
 
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The writer's own threads (the async writer, interval sync, the callback thread)."""
+        return [*self._threads, self.callbacks.thread]
+
     def drain(self) -> None:
         """Wait until every partition's queue is empty and no leader is active."""
         for part in self.partitions:
@@ -644,12 +560,7 @@ class GroupCommitter:
         # The writer threads first: one may have finished a round (so drain() returned) and
         # still be resolving it, queueing callbacks that must run before the callback thread
         # is told to stop.
-        callback_thread = self._threads[1]
         for t in self._threads:
-            if t is not me and t is not callback_thread:
+            if t is not me:
                 t.join()
-        with self._callbacks_lock:
-            self._callbacks_closed = True
-            self._callbacks.put(None)
-        if callback_thread is not me:
-            callback_thread.join()
+        self.callbacks.stop()

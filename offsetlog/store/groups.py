@@ -1,4 +1,4 @@
-"""The store's consumer-group requests: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+"""The store's groups part: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, and the timer.
 
 Each log partition has a sans-IO ``GroupCoordinator`` (offsetlog/group/). A request runs the
 coordinator under the partition's lock and queues the records it returns in the same lock
@@ -16,17 +16,16 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
-from offsetlog.store import background
 from offsetlog.errors import StoreClosedError
 from offsetlog.group import GroupCoordinator, GroupDescription, MemberIdentity, Result
+from offsetlog.partitioner import partition_for
+from offsetlog.store import background
+from offsetlog.store.commit_queue import PartitionWriter, Pending
 from offsetlog.store.futures import running_future
+from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.validation import check_group_id
-
-if TYPE_CHECKING:  # pragma: no cover
-    from offsetlog.store.commit_queue import PartitionWriter, Pending
-    from offsetlog.store.group_commit import GroupCommitter
 
 #: real-time seconds between the timer thread's looks at the coordinators' deadlines; the
 #: deadlines themselves are in the store clock's time
@@ -35,20 +34,27 @@ GROUP_TIMER_INTERVAL_S = 0.05
 log = logging.getLogger("offsetlog.groups")
 
 
-class GroupRequests:
-    """Mixin for ``OffsetStore``: the group protocol's requests and the timer that drives it."""
+class Groups:
+    """The store's part for the group protocol: each log partition's coordinator is driven
+    from here, under that partition's lock, and its records go through the store's
+    ``GroupCommitter``. Owns the parked requests and the timer thread."""
 
-    _writer: "GroupCommitter"
-    _parts: list["PartitionWriter"]
-    _clock: Callable[[], int]
-
-    def _init_groups(self) -> None:
+    def __init__(self, path: str, parts: list[PartitionWriter], writer: GroupCommitter,
+                 clock: Callable[[], int], check_open: Callable[[], None]) -> None:
+        self.path = path
+        self._parts = parts
+        self._writer = writer
+        self._clock = clock
+        self._check_open = check_open
         self._requests: dict[tuple[int, int], Future] = {}
         self._requests_lock = threading.Lock()
         self._group_timer_stop = threading.Event()
-        self._group_timer = background.start("offsetlog-group-timer", lambda: background.every(
+        self.timer = background.start("offsetlog-group-timer", lambda: background.every(
             self._group_timer_stop, GROUP_TIMER_INTERVAL_S, self.poll_groups,
             f"{self.path}: group timer pass", log))
+
+    def _part_of(self, group_id: str) -> PartitionWriter:
+        return self._parts[partition_for(check_group_id(group_id), len(self._parts))]
 
     # -- requests ------------------------------------------------------------------------
 
@@ -97,7 +103,7 @@ class GroupRequests:
     def describe_group(self, group_id: str) -> GroupDescription | None:
         """State, generation, protocol, leader and members of a managed group, or None."""
         self._check_open()
-        part = self._parts[self.partition_of(group_id)]
+        part = self._part_of(group_id)
         with part.lock:
             return part.coordinator.describe_group(group_id)
 
@@ -134,13 +140,12 @@ class GroupRequests:
     def _group_request(self, group_id: str, call: Callable[[GroupCoordinator, int], Result]
                        ) -> Future:
         self._check_open()
-        check_group_id(group_id)
-        part = self._parts[self.partition_of(group_id)]
+        part = self._part_of(group_id)
         fut = running_future()
         self._run_coordinator(part, call, self._clock(), fut)
         return fut
 
-    def _run_coordinator(self, part: "PartitionWriter", call, now: int,
+    def _run_coordinator(self, part: PartitionWriter, call, now: int,
                          fut: Future | None = None) -> None:
         def compute():
             result = call(part.coordinator, now)
@@ -157,7 +162,7 @@ class GroupRequests:
                 raise
             fut.set_exception(e)
 
-    def _deliver(self, part: "PartitionWriter", item: "Pending") -> None:
+    def _deliver(self, part: PartitionWriter, item: Pending) -> None:
         result: Result = item.result
         if result is None:
             return
@@ -171,19 +176,19 @@ class GroupRequests:
             else:
                 fut.set_result(response)
 
-    def _stop_groups(self) -> None:
+    def stop(self) -> None:
         """On close: stop the timer and answer every parked request (not available)."""
         self._group_timer_stop.set()
-        if self._group_timer is not threading.current_thread():
-            self._group_timer.join()
+        if self.timer is not threading.current_thread():
+            self.timer.join()
         now = self._clock()
         for part in self._parts:
             try:
                 self._run_coordinator(part, lambda c, t: c.unload(now_ms=t), now)
             except Exception:
-                pass  # a failed store: parked requests are failed by _fail_parked_requests
+                pass  # a failed store: parked requests are failed by fail_parked_requests
 
-    def _fail_parked_requests(self) -> None:
+    def fail_parked_requests(self) -> None:
         """After the final drain: whatever is still unanswered will never be."""
         with self._requests_lock:
             leftover, self._requests = self._requests, {}

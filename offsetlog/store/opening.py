@@ -1,24 +1,64 @@
-"""Opening a store directory: its meta.json (the partition count, fixed at creation) and the
-recovery of every log partition, from its snapshot where one is usable. ``OffsetStore.open``
-calls these after it has taken the directory's lock."""
+"""Opening a store directory: creating it, taking its lock, its meta.json (the partition count,
+fixed at creation) and the recovery of every log partition, from its snapshot where one is
+usable. ``OffsetStore.open`` calls ``open_directory`` and builds the store on what it returns.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
 import time
 
-from offsetlog.log import naming, segment
-from offsetlog.store.config import StoreConfig
-from offsetlog.errors import StoreConfigError, UnsupportedVersionError
+from offsetlog.errors import StoreConfigError, StoreNotFoundError, UnsupportedVersionError
+from offsetlog.log import dirlock, naming, segment
 from offsetlog.log.format import STORE_FORMAT_VERSION
 from offsetlog.log.partition_log import PartitionLog
-from offsetlog.store.snapshots import (LoadedSnapshots, delete_discarded, open_snapshots,
-                                       recover_with_snapshot)
-from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.recovery.snapshot import partition_key as snapshot_key
+from offsetlog.store.commit_queue import PartitionWriter
+from offsetlog.store.config import StoreConfig
+from offsetlog.store.snapshots import (
+    LoadedSnapshots,
+    delete_discarded,
+    open_snapshots,
+    recover_with_snapshot,
+)
+
+
+def open_directory(path: str, config: StoreConfig, requested_partitions: int | None, *,
+                   create: bool = True, progress=None
+                   ) -> tuple[int, StoreConfig, list[PartitionWriter], RecoveryReport,
+                              LoadedSnapshots]:
+    """Create ``path`` if needed (and ``create``), lock it and recover it: ``(lock fd, config
+    with the stored partition count, partitions, report, snapshots)``. On failure the lock is
+    released."""
+    check_store_path(path, create=create)
+    if not os.path.isdir(path):
+        os.makedirs(path, exist_ok=True)
+        segment.fsync_dir(os.path.dirname(path))
+    lock_fd = dirlock.acquire(path)
+    try:
+        stored = read_or_create_meta(path, requested_partitions, config.partitions)
+        if stored != config.partitions:
+            config = dataclasses.replace(config, partitions=stored)
+        parts, report, loaded = recover(path, config, progress=progress)
+    except BaseException:
+        dirlock.release(path, lock_fd)
+        raise
+    return lock_fd, config, parts, report, loaded
+
+
+def check_store_path(path: str, *, create: bool) -> None:
+    """Refuse, before anything is created or locked, a path that is a file, and without
+    ``create`` a directory that holds no store (``offsetlog compact`` pointed at a fleet's root
+    must not make it a store, hiding the stores below it)."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise StoreConfigError(f"{path} is not a directory: a store is a directory")
+    if not create and not os.path.isfile(naming.meta_path(path)):
+        what = "no such directory" if not os.path.isdir(path) else "not an offsetlog store (no meta.json)"
+        raise StoreNotFoundError(f"{path}: {what}", path=path)
 
 
 def read_or_create_meta(path: str, requested: int | None, default: int) -> int:
@@ -53,7 +93,7 @@ def read_or_create_meta(path: str, requested: int | None, default: int) -> int:
     return stored
 
 
-def recover(path: str, config: StoreConfig
+def recover(path: str, config: StoreConfig, *, progress=None
              ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
     started = time.perf_counter()
     # Replay allocates millions of small acyclic objects; with the cyclic GC on, every
@@ -62,13 +102,13 @@ def recover(path: str, config: StoreConfig
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _recover_all(path, config, started)
+        return _recover_all(path, config, started, progress)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _recover_all(path: str, config: StoreConfig, started: float
+def _recover_all(path: str, config: StoreConfig, started: float, progress=None
                  ) -> tuple[list[PartitionWriter], RecoveryReport, LoadedSnapshots]:
     report = RecoveryReport()
     found = dict(naming.list_partition_dirs(path))
@@ -84,7 +124,7 @@ def _recover_all(path: str, config: StoreConfig, started: float
             directory = naming.partition_dir(path, p)
             snapshot = snapshots.get(p)
             table, result, used = recover_with_snapshot(path, directory, p, p in found,
-                                                        snapshot, report)
+                                                        snapshot, report, progress=progress)
             if used:
                 report.snapshots_loaded[p] = snapshot.offset
                 kept[p] = (snapshot.offset, snapshot.created_ms)

@@ -1,4 +1,4 @@
-"""The store's side of LMDB snapshots (docs/DESIGN.md, "Snapshots"): loading them on open,
+"""The store's snapshots part (docs/DESIGN.md, "Snapshots"): loading them on open,
 taking them (on demand, in the background, on close), and telling the cleaner which
 tombstones it must keep.
 
@@ -17,18 +17,20 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import lmdb
 
-from offsetlog.store import background
-
-from offsetlog.log import naming
-from offsetlog.store.config import StoreConfig
 from offsetlog.errors import SnapshotError
-from offsetlog.table import OffsetTable
+from offsetlog.log import naming
 from offsetlog.recovery import snapshot as snap
 from offsetlog.recovery.replay import recover_partition
 from offsetlog.recovery.report import PartitionRecovery, RecoveryReport
+from offsetlog.store import background
+from offsetlog.store.commit_queue import PartitionWriter
+from offsetlog.store.config import StoreConfig
+from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.table import OffsetTable
 
 log = logging.getLogger("offsetlog.snapshot")
 
@@ -129,8 +131,8 @@ def _discard_environment(directory: str, reason: str) -> None:
 
 
 def recover_with_snapshot(path: str, directory: str, partition: int, has_log: bool,
-                          snapshot: snap.Snapshot | None, report: RecoveryReport
-                          ) -> tuple[OffsetTable, PartitionRecovery | None, bool]:
+                          snapshot: snap.Snapshot | None, report: RecoveryReport, *,
+                          progress=None) -> tuple[OffsetTable, PartitionRecovery | None, bool]:
     """The partition's table: its snapshot plus the log after it, or a full replay.
 
     :return: (table, what recovery read, whether the snapshot was used)
@@ -151,13 +153,14 @@ def recover_with_snapshot(path: str, directory: str, partition: int, has_log: bo
             return OffsetTable(), None, False
         first = recover_partition(directory, partition, apply_batches=table.apply_batches,
                                   start_offset=snapshot.offset,
-                                  start_position=snapshot.position)
+                                  start_position=snapshot.position, progress=progress)
         if not first.start_beyond_end:
             return table, first, True
     if not has_log:
         return OffsetTable(), None, False
     table = OffsetTable()
-    result = recover_partition(directory, partition, apply_batches=table.apply_batches)
+    result = recover_partition(directory, partition, apply_batches=table.apply_batches,
+                               progress=progress)
     if first is not None:
         discarded(path, report, partition, f"ahead of the log: snapshot at offset "
                                            f"{snapshot.offset}, log ends at offset "
@@ -180,18 +183,29 @@ def delete_discarded(store: snap.SnapshotStore | None, keys: list[bytes]) -> Non
         ) from None
 
 
-# -- the store mixin ---------------------------------------------------------------------------
+# -- the store's part ---------------------------------------------------------------------------
 
-class StoreSnapshots:
-    """Mixed into ``OffsetStore``: ``snapshot()``, the background snapshotter, close-time
-    snapshots and the cleaner's tombstone floor."""
+class Snapshots:
+    """The store's part for snapshots: ``snapshot()``, the background snapshotter, close-time
+    snapshots and the cleaner's tombstone floor. Owns the LMDB environment and what it knows
+    of each partition's snapshot; reads a table only while holding its partition's
+    leadership (``GroupCommitter.exclusive``)."""
 
     #: tests set this to a callable(step) to fail or kill a snapshot write at a chosen step
     #: (offsetlog.recovery.snapshot.STEPS)
-    _snapshot_fault_hook = None
+    fault_hook = None
 
-    def _init_snapshots(self, loaded: LoadedSnapshots) -> None:
-        self._snapshots = loaded.store
+    def __init__(self, path: str, config: StoreConfig, parts: list[PartitionWriter],
+                 writer: GroupCommitter, clock: Callable[[], int],
+                 check_open: Callable[[], None], loaded: LoadedSnapshots,
+                 stop: threading.Event) -> None:
+        self.path = path
+        self.config = config
+        self._parts = parts
+        self._writer = writer
+        self._clock = clock
+        self._check_open = check_open
+        self._db = loaded.store
         now = self._clock()
         self._snap = []
         for part in self._parts:
@@ -201,17 +215,15 @@ class StoreSnapshots:
                 info.offset, info.created_ms = on_disk
                 info.floor = info.offset
             self._snap.append(info)
-        self._snapshot_thread: threading.Thread | None = None
+        self.thread: threading.Thread | None = None
         c = self.config
-        if self._snapshots is not None and (c.snapshot_interval_records or c.snapshot_interval_ms):
+        if self._db is not None and (c.snapshot_interval_records or c.snapshot_interval_ms):
             # Wake often enough to see a count crossed soon after it is; the interval itself
             # is judged with the store's clock.
             period = min(1.0, c.snapshot_interval_ms / 1000.0) if c.snapshot_interval_ms else 1.0
-            self._snapshot_thread = background.start(
+            self.thread = background.start(
                 "offsetlog-snapshots", lambda: background.every(
-                    self._background_stop, period, self._snapshot_pass,
-                    f"{self.path}: snapshot pass", log))
-
+                    stop, period, self._pass, f"{self.path}: snapshot pass", log))
     def snapshot(self, partitions=None) -> list[SnapshotResult]:
         """Snapshot every (or the given) log partition now, each in one LMDB transaction.
 
@@ -225,9 +237,9 @@ class StoreSnapshots:
             were; ``failures`` says which and why). The log and commits are unaffected.
         """
         self._check_open()
-        if self._snapshots is None:
+        if self._db is None:
             raise SnapshotError(f"{self.path}: snapshots are disabled for this store")
-        wanted = range(self._partitions) if partitions is None else partitions
+        wanted = range(len(self._parts)) if partitions is None else partitions
         results, failures = [], {}
         for p in wanted:
             try:
@@ -268,7 +280,7 @@ class StoreSnapshots:
                         try:
                             plog.sync()
                         except OSError as e:
-                            self._writer._poison(e)  # the log's own failure, as sync_all does
+                            self._writer.poison(e)  # the log's own failure, as sync_all does
                             raise SnapshotError(f"fsync of the log failed: {e!r}") from None
                     position = plog.end_position() if offset == plog.next_offset else None
                     state = table.snapshot_state()
@@ -277,7 +289,7 @@ class StoreSnapshots:
                 data = snap.encode(part.index, state, created_ms=created, position=position)
                 del state
                 try:
-                    self._snapshots.put(part.index, data, self._snapshot_fault_hook)
+                    self._db.put(part.index, data, self.fault_hook)
                 except BaseException:
                     # It may or may not have landed: the cleaner must respect either.
                     info.floor = offset if info.floor is None else min(info.floor, offset)
@@ -310,7 +322,7 @@ class StoreSnapshots:
             return True
         return bool(c.snapshot_interval_ms) and now - info.since_ms >= c.snapshot_interval_ms
 
-    def _snapshot_pass(self) -> None:
+    def _pass(self) -> None:
         """Snapshot every partition that is due."""
         for part in self._parts:
             self._check_open()
@@ -320,9 +332,9 @@ class StoreSnapshots:
                 except SnapshotError:
                     pass  # logged and counted; the next due time tries again
 
-    def _snapshot_on_close(self) -> None:
+    def on_close(self) -> None:
         """After the final drain and fsync: snapshot every partition that changed."""
-        if self._snapshots is None or not self.config.snapshot_on_close:
+        if self._db is None or not self.config.snapshot_on_close:
             return
         for part in self._parts:
             if part.log.dirty:
@@ -335,18 +347,18 @@ class StoreSnapshots:
                 except SnapshotError:
                     pass  # logged and counted; the next open replays more of the log
 
-    def _close_snapshots(self) -> None:
-        if self._snapshots is not None:
-            self._snapshots.close()
-            self._snapshots = None
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
-    def _tombstone_floor(self, partition: int) -> int | None:
+    def tombstone_floor(self, partition: int) -> int | None:
         """For the cleaner, after it fixed ``active_base``: keep tombstones from here on."""
         info = self._snap[partition]
         with info.lock:
             return info.floor
 
-    def _snapshot_stats(self, partition: int) -> dict:
+    def stats(self, partition: int) -> dict:
         info = self._snap[partition]
         return {"snapshot_offset": info.offset, "snapshot_ms": info.created_ms,
                 "snapshot_failures": info.failures, "snapshot_error": info.last_error}

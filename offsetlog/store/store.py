@@ -1,47 +1,44 @@
-"""``OffsetStore``: the public face of the engine. It wires the pieces together:
+"""``OffsetStore``: the public face of the engine, and what composes it.
 
-* ``offsetlog.log.naming`` / ``offsetlog.log.segment`` / ``offsetlog.log.partition_log``: files on disk;
-* ``offsetlog.recovery.replay``: reading the log back on open, repairing a torn tail;
-* ``offsetlog.table``: the in-memory replay of each log partition;
-* ``offsetlog.store.group_commit``: group commit, the only path by which records reach the log and table.
-
-The store adds what needs the outside world: the directory lock, the metadata file, the clock,
-the background retention pass, argument checking and the public API.
+A store is a set of log partitions (``commit_queue.PartitionWriter``: a ``PartitionLog``, its
+``OffsetTable`` and its group coordinator) written only through one ``GroupCommitter``, plus
+one part per concern, each owning its state and reached only through its methods:
+``groups.Groups`` (the group protocol and its timer), ``transactions.Transactions``,
+``snapshots.Snapshots`` and ``cleaning.Cleaning``. This module holds the commit path itself
+(checks, routing, fencing), reads, deletes and expiry, and the lifecycle; opening a directory
+is ``opening``'s.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
-from typing import Callable
+from typing import Any, Callable
 
+from offsetlog.compaction.cleaner import CleanResult
+from offsetlog.errors import StoreClosedError, StoreFailedError, UnstableOffsetCommitError
+from offsetlog.group import GroupConfig, GroupCoordinator, GroupDescription, MemberIdentity
 from offsetlog.log import dirlock
-from offsetlog.store import background
-
-from offsetlog.log import records as rec, segment
-from offsetlog.log.records import offset_commit_fields
-from offsetlog.store.config import StoreConfig, system_clock_ms
-from offsetlog.errors import (IllegalGenerationError, InvalidTopicError, StoreClosedError,
-                              StoreFailedError, TopicAlreadyExistsError, UnknownMemberIdError,
-                              UnstableOffsetCommitError)
-from offsetlog.store.futures import failed_future, resolved_future
-from offsetlog.group import GroupConfig, GroupCoordinator
-from offsetlog.store.groups import GroupRequests
+from offsetlog.log import records as rec
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
-from offsetlog.store.opening import read_or_create_meta, recover
-from offsetlog.store.snapshots import LoadedSnapshots, StoreSnapshots
-from offsetlog.table import OffsetTable
-from offsetlog.store.transactions import TransactionRequests
-from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
-from offsetlog.validation import check_group_id, check_partition_list
-from offsetlog.store.commit_queue import Commit, PartitionWriter, Pending
-from offsetlog.store.group_commit import GroupCommitter
-from offsetlog.compaction.cleaner import CleanResult, clean_partition
 from offsetlog.recovery.report import RecoveryReport
+from offsetlog.store import background, deferred
+from offsetlog.store.cleaning import Cleaning
+from offsetlog.store.commit_queue import Commit, PartitionWriter, Pending
+from offsetlog.store.config import StoreConfig, open_signature, system_clock_ms
+from offsetlog.store.futures import failed_future, resolved_future
+from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.store.groups import Groups
+from offsetlog.store.opening import open_directory
+from offsetlog.store.routing import CommitRouter
+from offsetlog.store.snapshots import LoadedSnapshots, SnapshotResult, Snapshots
+from offsetlog.store.transactions import Transaction, Transactions
+from offsetlog.txn.state import TxnMetadata
+from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
+from offsetlog.validation import check_group_id, check_partition_list, check_topic
 
 log = logging.getLogger("offsetlog.store")
 
@@ -49,12 +46,7 @@ log = logging.getLogger("offsetlog.store")
 CommitCallback = Callable[[Mapping, BaseException | None], None]
 
 
-#: groups whose route (partition, standalone fencing check) the commit path keeps; about
-#: 500 bytes each
-ROUTES_CACHED = 65_536
-
-
-class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
+class OffsetStore:
     """An embedded, crash-safe store of consumer offsets.
 
     Open it with :meth:`open` (also a context manager)::
@@ -76,14 +68,10 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self._lock_fd = _lock_fd
         self._parts = _parts
         self._partitions = config.partitions
-        #: group -> (its PartitionWriter, its standalone commits' fencing check); see _route
-        self._routes: dict[str, tuple[PartitionWriter, Callable[[], None]]] = {}
+        self._router = CommitRouter(_parts, self._clock, config.metadata_max_bytes)
         #: what recovery found when this store was opened
         self.recovery_report = _report
         self._closed = False
-        self._metadata_max = config.metadata_max_bytes
-        #: commit_async's cache of record key maps (see records.offset_commit_fields)
-        self._keys: dict = {}
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()  # set once close() has finished
         self._closing_thread: threading.Thread | None = None
@@ -97,93 +85,57 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             part.coordinator = GroupCoordinator(_group_config or GroupConfig())
             for group_id, value in sorted(part.table.group_metadata.items()):
                 part.coordinator.load(group_id, value, now_ms=now)
-        self._init_groups()
-        self._background_stop = threading.Event()  # stops every background thread
+        check_open = self._check_open
+        self._groups = Groups(path, _parts, self._writer, self._clock, check_open)
+        self._background_stop = threading.Event()  # stops the store's periodic passes
         # before the cleaner starts (it asks for the snapshots' tombstone floor) and before
         # anything is written (the roll-forward below)
-        self._init_snapshots(_snapshots or LoadedSnapshots(None, {}))
-        self._init_transactions()  # rolls forward transactions decided before a crash
+        self._snapshots = Snapshots(path, config, _parts, self._writer, self._clock, check_open,
+                                    _snapshots or LoadedSnapshots(None, {}),
+                                    self._background_stop)
+        self._transactions = Transactions(path, config, _parts, self._writer, self._clock,
+                                          check_open, self._prepare_commit)
+        self._transactions.start()  # rolls forward transactions decided before a crash
         self._retention_thread: threading.Thread | None = None
         if config.retention_check_interval_ms:
             self._retention_thread = background.start("offsetlog-retention", lambda: background.every(
                 self._background_stop, config.retention_check_interval_ms / 1000.0,
                 self.expire_offsets, f"{path}: retention pass", log))
-        self._clean_locks = [threading.Lock() for _ in _parts]  # one cleaning per partition
-        self._cleaner_thread: threading.Thread | None = None
-        if config.cleaner_backoff_ms:
-            self._cleaner_thread = background.start("offsetlog-cleaner", lambda: background.every(
-                self._background_stop, config.cleaner_backoff_ms / 1000.0, self._cleaner_pass,
-                f"{path}: cleaner pass", log))
+        self._cleaning = Cleaning(path, config, _parts, self._writer, self._clock, check_open,
+                                  self._snapshots.tombstone_floor, self._background_stop)
 
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, partitions: int | None = None,
-             fsync: str = "always", fsync_interval_ms: int = 1000,
-             retention_ms: int = 7 * 24 * 3600 * 1000,
-             retention_check_interval_ms: int = 600_000,
-             segment_bytes: int = 100 * 1024 * 1024, clock: Callable[[], int] | None = None,
-             max_group_commit_bytes: int = 4 * 1024 * 1024,
-             metadata_max_bytes: int = 4096, delete_retention_ms: int = 24 * 3600 * 1000,
-             min_cleanable_dirty_ratio: float = 0.5,
-             cleaner_backoff_ms: int = 15_000,
-             group_config: GroupConfig | None = None,
-             transaction_timeout_ms: int = 60_000,
-             transaction_check_interval_ms: int = 10_000, snapshots: bool = True,
-             snapshot_interval_records: int = 100_000, snapshot_interval_ms: int = 60_000,
-             snapshot_on_close: bool = True) -> "OffsetStore":
+             clock: Callable[[], int] | None = None, group_config: GroupConfig | None = None,
+             create: bool = True, progress: Callable[[int], None] | None = None,
+             **settings: Any) -> "OffsetStore":
         """Open (creating if needed) the store in directory ``path`` and recover it.
 
         :param partitions: log partitions; fixed at creation. ``None`` means the stored count,
             or 50 for a new store. A count that differs from the stored one is an error.
-        :param fsync: ``"always"``, ``"interval"`` or ``"never"`` (see ``StoreConfig``)
         :param clock: callable returning epoch ms; defaults to the system clock
         :param group_config: the group coordinator's settings (session timeout bounds,
             initial rebalance delay, group size limit)
-        :param transaction_timeout_ms: default time an open transaction may last before the
-            store aborts it (docs/TRANSACTIONS.md)
-        :param snapshots: load and keep LMDB snapshots of the tables (``<path>/snapshots``), so
-            that opening replays only the log after them; False discards any found there
-        :param snapshot_interval_records: snapshot a log partition in the background after
-            this many records (0: not by count)
-        :param snapshot_interval_ms: ... or this long after its last snapshot if it changed
-            (0: not by time). Both 0: no background snapshots
-        :param snapshot_on_close: snapshot every changed partition on a clean ``close()``
+        :param create: False: open an existing store only (tools pass it), never create one
+        :param progress: called with the byte size of each segment as recovery reads it
+        :param settings: any other field of ``StoreConfig``, which documents each with its
+            unit and default: ``fsync`` (``"always"``, ``"interval"``, ``"never"``),
+            ``retention_ms``, ``segment_bytes``, ``snapshots``, ... An unknown name is a
+            ``TypeError``.
         :return: the open store; ``store.recovery_report`` says what recovery found
         :raises StoreLockedError: the directory is open elsewhere
         :raises StoreConfigError: bad options, or options that contradict the directory
+            (``path`` is a file, say)
+        :raises StoreNotFoundError: ``create=False`` and no store is at ``path``
         :raises CorruptLogError: corruption before the tail of a log
         """
         path = os.path.abspath(os.fspath(path))
         config = StoreConfig(partitions=DEFAULT_PARTITIONS if partitions is None else partitions,
-                             fsync=fsync,
-                             fsync_interval_ms=fsync_interval_ms, retention_ms=retention_ms,
-                             retention_check_interval_ms=retention_check_interval_ms,
-                             segment_bytes=segment_bytes,
-                             clock=clock if clock is not None else system_clock_ms,
-                             max_group_commit_bytes=max_group_commit_bytes,
-                             metadata_max_bytes=metadata_max_bytes,
-                             delete_retention_ms=delete_retention_ms,
-                             min_cleanable_dirty_ratio=min_cleanable_dirty_ratio,
-                             cleaner_backoff_ms=cleaner_backoff_ms,
-                             transaction_timeout_ms=transaction_timeout_ms,
-                             transaction_check_interval_ms=transaction_check_interval_ms,
-                             snapshots=snapshots,
-                             snapshot_interval_records=snapshot_interval_records,
-                             snapshot_interval_ms=snapshot_interval_ms,
-                             snapshot_on_close=snapshot_on_close)
-        if not os.path.isdir(path):
-            os.makedirs(path, exist_ok=True)
-            segment.fsync_dir(os.path.dirname(path))
-        lock_fd = dirlock.acquire(path)
-        try:
-            stored = read_or_create_meta(path, partitions, config.partitions)
-            if stored != config.partitions:
-                config = dataclasses.replace(config, partitions=stored)
-            parts, report, loaded = recover(path, config)
-        except BaseException:
-            dirlock.release(path, lock_fd)
-            raise
+                             clock=clock if clock is not None else system_clock_ms, **settings)
+        lock_fd, config, parts, report, loaded = open_directory(path, config, partitions,
+                                                                create=create, progress=progress)
         try:
             store = cls(path, config, _lock_fd=lock_fd, _parts=parts, _report=report,
                         _group_config=group_config, _snapshots=loaded)
@@ -208,73 +160,22 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
     # -- commits -------------------------------------------------------------------------
 
+    def _check_commit(self, group_id, offsets, generation_id, member_id, group_instance_id,
+                      transactional: bool = False):
+        """``CommitRouter.check``, on an open store."""
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: the store is closed")
+        return self._router.check(group_id, offsets, generation_id, member_id,
+                                  group_instance_id, transactional)
+
     def _prepare_commit(self, group_id, offsets, generation_id, member_id, group_instance_id,
                         transactional: bool = False
                         ) -> tuple[PartitionWriter, Pending | None, Callable[[], None]]:
-        """Check a commit call: its partition, its queue item (None: no offsets) and
-        ``precheck``, the fencing check to run under the partition lock. For ``commit_sync``
-        and transactions; ``commit_async`` makes the same checks in its own body."""
-        if self._closed:
-            raise StoreClosedError(f"{self.path}: the store is closed")
-        route = self._routes.get(group_id) if group_id.__class__ is str else None
-        if route is None:
-            route = self._route(group_id)
-        part, precheck = route
-        now = self._clock()
-        fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
-                                              self._keys)
-        if transactional or not (generation_id.__class__ is int and generation_id == -1
-                                 and member_id == "" and group_instance_id is None):
-            precheck = self._fencing(part, group_id, generation_id, member_id,
-                                     group_instance_id, now, transactional)
+        """``_check_commit``, as ``(part, its queue item or None for no offsets, precheck)``:
+        for ``commit_sync`` and transactions."""
+        part, fields, nbytes, now, precheck = self._check_commit(
+            group_id, offsets, generation_id, member_id, group_instance_id, transactional)
         return part, (Commit(fields, nbytes, now) if fields else None), precheck
-
-    def _route(self, group_id) -> tuple[PartitionWriter, Callable[[], None]]:
-        """``group_id``'s partition and the fencing check of its standalone commits, made once
-        per group (the commit hot path looks both up in one dict)."""
-        check_group_id(group_id)
-        part = self._parts[partition_for(group_id, self._partitions)]
-        clock = self._clock
-        coord = part.coordinator
-        managed = coord.managed_groups()
-
-        def standalone() -> None:
-            # Kafka's simple consumer: valid unless a managed group of that name exists.
-            if group_id in managed:
-                coord.validate_offset_commit(group_id, now_ms=clock())
-
-        routes = self._routes
-        if len(routes) >= ROUTES_CACHED:
-            routes.clear()  # a cache: groups come and go, and it must not grow without bound
-        route = routes[group_id] = (part, standalone)
-        return route
-
-    @staticmethod
-    def _fencing(part, group_id, generation_id, member_id, group_instance_id, now,
-                 transactional: bool = False) -> Callable[[], None]:
-        """The group coordinator's check of a commit, to run under the partition lock in the
-        same hold that queues it (see ``GroupCoordinator.validate_offset_commit``)."""
-        if not isinstance(generation_id, int) or isinstance(generation_id, bool):
-            raise IllegalGenerationError(f"generation_id must be an int, not {generation_id!r}")
-        if not isinstance(member_id, str):
-            raise UnknownMemberIdError(f"member_id must be a str, not {member_id!r}")
-        if group_instance_id is not None and not isinstance(group_instance_id, str):
-            raise UnknownMemberIdError(
-                f"group_instance_id must be a str or None, not {group_instance_id!r}")
-        coord = part.coordinator
-        # _prepare_commit takes the usual standalone call (generation -1 as a plain int, no
-        # member, no instance) the short way; an equal call of other types arrives here.
-        standalone = generation_id == -1 and not member_id and group_instance_id is None
-
-        def check() -> None:
-            if standalone and not coord.has_group(group_id):
-                return
-            coord.validate_offset_commit(group_id, member_id=member_id,
-                                         group_instance_id=group_instance_id,
-                                         generation_id=generation_id, now_ms=now,
-                                         transactional=transactional)
-
-        return check
 
     def commit_sync(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
                     *, generation_id: int = -1, member_id: str = "",
@@ -319,23 +220,8 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         """
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
-        # _prepare_commit's checks, written out (it builds a queue item, which a run does not
-        # want). Sharing them through a helper returning (part, fields, nbytes, now,
-        # precheck) measured 0.931x of the bare pipeline against 0.949x written out (seven
-        # interleaved pairs each), where the async target has a few % to spare
-        if self._closed:
-            raise StoreClosedError(f"{self.path}: the store is closed")
-        route = self._routes.get(group_id) if group_id.__class__ is str else None
-        if route is None:
-            route = self._route(group_id)
-        part, precheck = route
-        now = self._clock()
-        fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
-                                              self._keys)
-        if not (generation_id.__class__ is int and generation_id == -1 and member_id == ""
-                and group_instance_id is None):
-            precheck = self._fencing(part, group_id, generation_id, member_id,
-                                     group_instance_id, now)
+        part, fields, nbytes, now, precheck = self._check_commit(
+            group_id, offsets, generation_id, member_id, group_instance_id)
         if not fields:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 precheck()
@@ -346,7 +232,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
                 else:
                     error = None
             if callback is not None:
-                self._writer.queue_callback(callback, offsets, error)
+                self._writer.callbacks.run_one(callback, offsets, error)
             return resolved_future() if error is None else failed_future(error)
         try:
             return self._writer.submit_async(part, fields, nbytes, now, precheck, callback,
@@ -355,7 +241,7 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             # The commit was valid but cannot be written: that is its outcome, reported the
             # way every other outcome is (the future and the callback), not as a usage error.
             if callback is not None:
-                self._writer.queue_callback(callback, offsets, e)
+                self._writer.callbacks.run_one(callback, offsets, e)
             return failed_future(e)
 
     # -- reads ---------------------------------------------------------------------------
@@ -432,23 +318,10 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         :raises TopicAlreadyExistsError: the topic is registered already
         """
         self._check_open()
-        if (not isinstance(name, str) or not 0 < len(name) <= 249 or name in (".", "..")
-                or not all(c.isascii() and (c.isalnum() or c in "._-") for c in name)):
-            raise InvalidTopicError(f"topic name {name!r}: 1-249 of [a-zA-Z0-9._-], not . or ..")
-        if not isinstance(partitions, int) or isinstance(partitions, bool) or not (
-                0 < partitions <= 1 << 20):
-            raise InvalidTopicError(f"topic {name!r}: partitions must be an int >= 1")
-        if not isinstance(topic_id, bytes) or len(topic_id) != 16 or not any(topic_id):
-            raise InvalidTopicError(f"topic {name!r}: topic_id must be 16 bytes, not all zero")
+        check_topic(name, partitions, topic_id)
         now = self._clock()
         value = {"partitions": partitions, "topic_id": topic_id, "created_timestamp": now}
-
-        def record(table: OffsetTable) -> tuple:
-            if name in table.topics:
-                raise TopicAlreadyExistsError(f"topic {name!r} already exists")
-            return (rec.topic(0, name, value),)
-
-        self._run_deferred(name, record, now)
+        self._run_deferred(name, deferred.topic_creation(name, value), now)
         return dict(value)
 
     # -- deletes and expiry --------------------------------------------------------------
@@ -466,40 +339,21 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self._check_open()
         check_group_id(group_id)
         tps = sorted(set(check_partition_list(partitions)))
-        now = self._clock()
         coordinator = self._parts[self.partition_of(group_id)].coordinator
-
-        def tombstones(table: OffsetTable) -> tuple:
-            # At the head of the queue, so against the group as of this call's place in it.
-            coordinator.check_offset_delete(group_id, tps)
-            # A tombstone also drops the key's pending transactional offsets.
-            present = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(
-                group_id)
-            return tuple(rec.offset_tombstone(i, group_id, t, p)
-                         for i, (t, p) in enumerate(tp for tp in tps if tp in present))
-
-        self._run_deferred(group_id, tombstones, now)
+        self._run_deferred(group_id, deferred.offset_deletes(coordinator, group_id, tps),
+                           self._clock())
 
     def delete_group(self, group_id: str) -> None:
-        """Tombstone every offset of ``group_id`` (and its group metadata) in one batch."""
+        """Tombstone every offset of ``group_id`` (and its group metadata) in one batch.
+
+        :raises GroupIdNotFoundError: the store has neither offsets nor metadata of the group
+        :raises NonEmptyGroupError: the group has members
+        """
         self._check_open()
         check_group_id(group_id)
         now = self._clock()
-
-        part = self._parts[partition_for(group_id, self._partitions)]
-
-        def tombstones(table: OffsetTable) -> tuple:
-            # The coordinator refuses (NonEmptyGroupError) while the group has members.
-            result = part.coordinator.delete_group(group_id, now_ms=now)
-            # Pending transactional offsets go too: a tombstone drops them (docs/TRANSACTIONS.md)
-            keys = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
-            out = [rec.offset_tombstone(i, group_id, t, p)
-                   for i, (t, p) in enumerate(sorted(keys))]
-            for r in result.records:
-                out.append((len(out),) + tuple(r[1:]))
-            return tuple(out)
-
-        self._run_deferred(group_id, tombstones, now)
+        coordinator = self._parts[self.partition_of(group_id)].coordinator
+        self._run_deferred(group_id, deferred.group_delete(coordinator, group_id, now), now)
 
     def _run_deferred(self, group_id: str, producer, now: int):
         part = self._parts[partition_for(group_id, self._partitions)]
@@ -521,24 +375,14 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             if not part.table.offsets:
                 continue
 
-            def expire(table: OffsetTable, coordinator=part.coordinator) -> tuple:
-                # KIP-211: standalone groups from their commits; managed groups by state
-                # (Empty since when, subscribed topics), and emptied groups are deleted.
-                # Keys with pending transactional offsets, and groups holding any, are left
-                # alone until their transactions complete.
-                result = coordinator.expire_offsets(table.offsets, now_ms=now,
-                                                    retention_ms=retention,
-                                                    pending=table.txn.keys)
-                return tuple(result.records)
-
-            item = Pending(None, now, deferred=expire)
+            item = Pending(None, now, deferred=deferred.expiry(part.coordinator, now, retention))
             self._writer.submit_sync(part, item, None)
             total += sum(1 for r in item.records or () if r[1] == rec.OFFSET_COMMIT)
         if total:
             log.info("%s: expired %d offsets", self.path, total)
         return total
 
-    # -- compaction ------------------------------------------------------------------------
+    # -- compaction (offsetlog.store.cleaning) --------------------------------------------
 
     def compact(self, partitions: Iterable[int] | None = None, *,
                 now_ms: int | None = None) -> list[CleanResult]:
@@ -548,57 +392,114 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
 
         :return: one ``CleanResult`` per partition that had closed segments
         """
-        self._check_open()
-        now = self._clock() if now_ms is None else now_ms
-        wanted = range(self._partitions) if partitions is None else partitions
-        results = []
-        for p in wanted:
-            r = self._clean(self._parts[p], now)
-            if r is not None:
-                results.append(r)
-        return results
+        return self._cleaning.compact(partitions, now_ms)
 
-    def _clean(self, part: PartitionWriter, now: int) -> CleanResult | None:
-        plog = part.log
-        with self._clean_locks[part.index]:
-            with part.lock:
-                active_base = plog.active_base
-            if active_base is None or len(plog.segments) < 2:
-                return None
-            floor = self._tombstone_floor(part.index)  # after active_base: see its docstring
-            try:
-                result = clean_partition(
-                    plog.directory, part.index, active_base=active_base, now_ms=now,
-                    delete_retention_ms=self.config.delete_retention_ms,
-                    segment_bytes=self.config.segment_bytes,
-                    swap_lock=lambda: self._writer.exclusive(part),
-                    on_swapped=plog.replace_segments, fault_hook=self._cleaner_fault_hook,
-                    keep_tombstones_from=floor)
-            except Exception as e:
-                plog.uncleanable = f"{type(e).__name__}: {e}"
-                log.error("%s: log partition %d marked uncleanable: %s", self.path,
-                          part.index, plog.uncleanable)
-                raise
-            plog.clean_bytes = sum(os.path.getsize(p) for b, p in plog.segments
-                                   if b < active_base)
-            plog.last_cleaned_ms = now
-            plog.uncleanable = None
-            return result
+    # -- snapshots (offsetlog.store.snapshots) ----------------------------------------------
 
-    #: tests set this to a callable(step) to crash a cleaning at a chosen step
-    _cleaner_fault_hook = None
+    def snapshot(self, partitions: Iterable[int] | None = None) -> list[SnapshotResult]:
+        """Snapshot every (or the given) log partition now, each in one LMDB transaction.
 
-    def _cleaner_pass(self) -> None:
-        """Clean every partition whose dirty ratio is over the threshold."""
-        for part in self._parts:
-            self._check_open()
-            plog = part.log
-            if (plog.uncleanable is None and len(plog.segments) >= 2
-                    and plog.dirty_ratio() > self.config.min_cleanable_dirty_ratio):
-                try:
-                    self._clean(part, self._clock())
-                except Exception:
-                    pass  # logged and marked uncleanable; the other partitions go on
+        Only records that are durable in the log are covered (under ``fsync="interval"`` or
+        ``"never"`` the partition's log is fsynced first). A partition whose snapshot on disk
+        is already at its current offset is not rewritten (``taken`` is False); an empty one
+        is left out.
+
+        :return: one ``SnapshotResult`` per partition snapshotted or already up to date
+        :raises SnapshotError: some partition's snapshot could not be written (the others
+            were; ``failures`` says which and why). The log and commits are unaffected.
+        """
+        return self._snapshots.snapshot(partitions)
+
+    # -- consumer groups (offsetlog.store.groups, docs/GROUPS.md) ---------------------------
+
+    def join_group(self, group_id: str, *, protocols: Iterable[tuple[str, bytes]],
+                   member_id: str = "", group_instance_id: str | None = None,
+                   client_id: str = "", client_host: str = "",
+                   session_timeout_ms: int = 45_000, rebalance_timeout_ms: int | None = 300_000,
+                   protocol_type: str = "consumer", require_known_member_id: bool = False
+                   ) -> Future:
+        """JoinGroup. The future resolves to a ``JoinGroupResponse`` when the join phase ends
+        (for a new group, after ``initial_rebalance_delay_ms`` of the store's clock)."""
+        return self._groups.join_group(
+            group_id, protocols=protocols, member_id=member_id,
+            group_instance_id=group_instance_id, client_id=client_id, client_host=client_host,
+            session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+            protocol_type=protocol_type, require_known_member_id=require_known_member_id)
+
+    def sync_group(self, group_id: str, *, member_id: str, generation_id: int,
+                   group_instance_id: str | None = None, protocol_type: str | None = None,
+                   protocol_name: str | None = None,
+                   assignments: dict[str, bytes] | None = None) -> Future:
+        """SyncGroup: resolves to a ``SyncGroupResponse`` with this member's assignment once
+        the leader's assignment is durable."""
+        return self._groups.sync_group(
+            group_id, member_id=member_id, generation_id=generation_id,
+            group_instance_id=group_instance_id, protocol_type=protocol_type,
+            protocol_name=protocol_name, assignments=assignments)
+
+    def heartbeat(self, group_id: str, *, member_id: str, generation_id: int,
+                  group_instance_id: str | None = None) -> Future:
+        """Heartbeat: resolves to a ``HeartbeatResponse`` (``RebalanceInProgressError`` in
+        ``.error`` tells the member to rejoin)."""
+        return self._groups.heartbeat(group_id, member_id=member_id,
+                                      generation_id=generation_id,
+                                      group_instance_id=group_instance_id)
+
+    def leave_group(self, group_id: str, *, member_id: str = "",
+                    members: Iterable[MemberIdentity] | None = None) -> Future:
+        """LeaveGroup for one member, or a batch by identity (KIP-345)."""
+        return self._groups.leave_group(group_id, member_id=member_id, members=members)
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        """State, generation, protocol, leader and members of a managed group, or None."""
+        return self._groups.describe_group(group_id)
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """``(group_id, state, protocol_type)`` of every group, sorted, as Kafka lists them:
+        groups that only have committed offsets are ``Empty`` with protocol type ``""``."""
+        return self._groups.list_groups()
+
+    def poll_groups(self, now_ms: int | None = None) -> None:
+        """Fire the coordinators' due deadlines now (the timer thread does this on its own;
+        tests with a manual clock call it after advancing the clock)."""
+        self._groups.poll_groups(now_ms)
+
+    # -- transactions (offsetlog.store.transactions, docs/TRANSACTIONS.md) ------------------
+
+    def init_transactions(self, transactional_id: str, *, keep_prepared: bool = False,
+                          transaction_timeout_ms: int | None = None) -> Transaction:
+        """Start (or take over) the transactional producer ``transactional_id``.
+
+        Each call bumps the id's epoch, which fences every older handle (their later calls
+        raise ``ProducerFencedError``). A transaction an older handle left open is aborted;
+        with ``keep_prepared=True`` a *prepared* one is kept instead and the returned handle
+        is in it (``txn.prepared``), to be finished with ``commit()`` or ``abort()``.
+
+        :param transaction_timeout_ms: how long a transaction may stay open (not prepared)
+            before the store aborts it; default the store's ``transaction_timeout_ms``
+        :return: the handle, with ``producer_id`` and ``producer_epoch``
+        """
+        return self._transactions.init_transactions(
+            transactional_id, keep_prepared=keep_prepared,
+            transaction_timeout_ms=transaction_timeout_ms)
+
+    def poll_transactions(self, now_ms: int | None = None) -> int:
+        """Abort every open transaction older than its timeout now (prepared ones never time
+        out); the timer does this every ``transaction_check_interval_ms``.
+
+        :return: how many transactions were aborted
+        """
+        return self._transactions.poll(now_ms)
+
+    def allocate_producer_id(self) -> int:
+        """A producer id never handed out before (InitProducerId of an idempotent producer,
+        which has no transactional id)."""
+        return self._transactions.allocate_producer_id()
+
+    def transaction_state(self, transactional_id: str) -> TxnMetadata | None:
+        """The durable metadata of ``transactional_id`` (state, producer id and epoch, the
+        log partitions its open transaction touched), or None for an unknown id."""
+        return self._transactions.state(transactional_id)
 
     # -- durability and lifecycle ----------------------------------------------------------
 
@@ -633,32 +534,32 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
             self._close_done.set()
 
     def _own_threads(self) -> list:
-        return [self._retention_thread, self._cleaner_thread, self._snapshot_thread,
-                self._group_timer, self._txn_timer, *self._writer._threads]
+        return [self._retention_thread, self._cleaning.thread, self._snapshots.thread,
+                self._groups.timer, self._transactions.timer, *self._writer.threads]
 
     def _close(self) -> None:
         self._background_stop.set()
-        for t in (self._retention_thread, self._cleaner_thread, self._snapshot_thread):
+        for t in (self._retention_thread, self._cleaning.thread, self._snapshots.thread):
             if t is not None and t is not threading.current_thread():
                 t.join()
-        self._stop_groups()
-        self._stop_transactions()
+        self._groups.stop()
+        self._transactions.stop()
         self._writer.closing = True  # from here on nothing new is queued (see check_usable)
         try:
             self._writer.drain()
-            self._fail_parked_requests()
+            self._groups.fail_parked_requests()
             if self._writer.failure is None:
                 for part in self._parts:
                     try:
                         part.log.sync()
                     except OSError as e:
                         log.error("%s: fsync on close failed: %r", self.path, e)
-                self._snapshot_on_close()
+                self._snapshots.on_close()
         finally:
             self._writer.stop()
             for part in self._parts:
                 part.log.close()
-            self._close_snapshots()
+            self._snapshots.close()
             dirlock.release(self.path, self._lock_fd)
 
     @property
@@ -686,13 +587,13 @@ class OffsetStore(GroupRequests, TransactionRequests, StoreSnapshots):
         self._check_open()
         out = []
         for part in self._parts:
-            plog = part.log
             with part.lock:
                 out.append({"partition": part.index, "keys": len(part.table),
-                            "groups": len(part.table.groups()),
-                            "next_offset": plog.next_offset, "segments": len(plog.segments),
-                            "bytes": plog.size_bytes(), "dirty_ratio": plog.dirty_ratio(),
-                            "last_cleaned_ms": plog.last_cleaned_ms,
-                            "uncleanable": plog.uncleanable,
-                            **self._snapshot_stats(part.index)})
+                            "groups": len(part.table.groups()), **part.log.stats(),
+                            **self._snapshots.stats(part.index)})
         return out
+
+
+
+OffsetStore.open.__func__.__signature__ = open_signature(  # type: ignore[attr-defined]
+    OffsetStore.open.__func__)  # type: ignore[attr-defined]

@@ -1,5 +1,5 @@
-"""The store's side of transactional offset commits: ``init_transactions``, the writes behind
-a ``Transaction`` handle, roll-forward on open and the timeout timer.
+"""The store's transactions part: ``init_transactions``, the writes behind a ``Transaction``
+handle, roll-forward on open and the timeout timer.
 
 Every durable step is a record through the ordinary write path (``GroupCommitter``):
 TRANSACTION_STATE records on the transactional id's log partition, transactional
@@ -9,46 +9,99 @@ docs/TRANSACTIONS.md, "Writes and crashes".
 
 All calls for one transactional id run under that id's lock (taken before any partition lock),
 so a fenced handle cannot slip a write in after the epoch bump that fenced it.
+
+``Transaction`` is the handle ``OffsetStore.init_transactions`` returns: Kafka's
+transactional producer, for offsets only (KIP-98's ``sendOffsetsToTransaction``)::
+
+    txn = store.init_transactions("billing-service-1")
+    with txn:                                   # begin(); commit() on success, abort() on error
+        txn.commit_offsets("billing", {TopicPartition("orders", 0): 42})
+
+Two-phase commit with an external coordinator (KIP-939)::
+
+    txn.begin()
+    txn.commit_offsets("billing", offsets)
+    txn.prepare()        # durable, outcome undecided, even across a crash and reopen
+    ...                  # the coordinator decides
+    txn.commit()         # or txn.abort()
+
+After a crash, ``store.init_transactions(tid, keep_prepared=True)`` returns a handle that is
+still in the prepared transaction (``txn.prepared``), so the service can look at its own
+records and call ``commit()`` or ``abort()``.
+
+Local states of a handle: ``ready`` -> ``begin()`` -> ``in_transaction`` -> ``prepare()`` ->
+``prepared``; ``commit()`` / ``abort()`` go back to ``ready``. A handle fenced by a newer
+``init_transactions`` raises ``ProducerFencedError`` from every call; one whose transaction
+the store timed out raises ``TransactionTimeoutError`` until ``abort()`` acknowledges it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Mapping
+from typing import Callable, Iterable
 
-from offsetlog.store import background
-
+from offsetlog.errors import (
+    InvalidTxnStateError,
+    OffsetlogError,
+    ProducerFencedError,
+    TransactionTimeoutError,
+)
 from offsetlog.log import records as rec
-from offsetlog.errors import InvalidTxnStateError
-from offsetlog.validation import check_encodable
 from offsetlog.log.format import Attribute
 from offsetlog.partitioner import partition_for
-from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, MAX_EPOCH, ONGOING,
-                                 PREPARE_ABORT, PREPARE_COMMIT, PREPARED, TxnMetadata, next_epoch)
-from offsetlog.store.transaction import Transaction
+from offsetlog.store import background
+from offsetlog.store.commit_queue import PartitionWriter, Pending
+from offsetlog.store.config import StoreConfig
+from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.txn.state import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    EMPTY,
+    MAX_EPOCH,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    PREPARED,
+    TxnMetadata,
+    next_epoch,
+)
+from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
+from offsetlog.validation import check_encodable
 
-if TYPE_CHECKING:  # pragma: no cover
-    from offsetlog.store.group_commit import GroupCommitter, PartitionWriter
+#: the store's commit check: (group, offsets, generation, member, instance, transactional=)
+#: -> (its PartitionWriter, its queue item or None, the fencing check to run under its lock)
+PrepareCommit = Callable[..., tuple]
 
-log = logging.getLogger("offsetlog.store.transaction")
+log = logging.getLogger("offsetlog.transactions")
 
 MARKER_ATTRIBUTES = Attribute.TRANSACTIONAL | Attribute.CONTROL
 
 
-class TransactionRequests:
-    """Mixin for ``OffsetStore``: transactions (KIP-98, KIP-447 fencing, KIP-939 prepare)."""
-
-    _writer: "GroupCommitter"
-    _parts: list["PartitionWriter"]
-    _clock: Callable[[], int]
-    _partitions: int
+class Transactions:
+    """The store's part for transactions (KIP-98, KIP-447 fencing, KIP-939 prepare). It owns
+    the per-id locks, the Complete records it owes and the producer id counter; it writes
+    only through the store's ``GroupCommitter``, and ``Transaction`` handles talk to it through
+    its public methods. ``start()`` rolls forward and starts the timer; ``stop()`` on close.
+    """
 
     #: tests set this to a callable(step, meta) to crash between the writes of a completion
     #: ("decided", "marker", "completed")
-    _txn_fault_hook = None
+    fault_hook = None
 
-    def _init_transactions(self) -> None:
+    def __init__(self, path: str, config: StoreConfig, parts: list[PartitionWriter],
+                 writer: GroupCommitter, clock: Callable[[], int],
+                 check_open: Callable[[], None], prepare_commit: PrepareCommit) -> None:
+        self.path = path
+        self.config = config
+        self._parts = parts
+        self._writer = writer
+        self._clock = clock
+        self._partitions = config.partitions
+        #: the store's checks (closed store) and commit preparation, for the handles
+        self.check_open = check_open
+        self.prepare_commit = prepare_commit
         self._txn_locks: dict[str, threading.RLock] = {}
         self._txn_locks_lock = threading.Lock()
         #: transactional id -> its CompleteCommit / CompleteAbort not yet written: it goes in
@@ -60,30 +113,33 @@ class TransactionRequests:
         # Producer ids are never reused: every id ever handed out is in a TRANSACTION_STATE
         # record or a batch header, and the tables remember the highest.
         self._next_pid = max((p.table.txn.max_producer_id for p in self._parts), default=-1) + 1
-        self._roll_forward()
         self._txn_timer_stop = threading.Event()
-        self._txn_timer = None
-        if self.config.transaction_check_interval_ms:
-            self._txn_timer = background.start("offsetlog-txn-timer", lambda: background.every(
-                self._txn_timer_stop, self.config.transaction_check_interval_ms / 1000.0,
-                self.poll_transactions, f"{self.path}: transaction timeout pass", log))
+        self.timer: threading.Thread | None = None
 
-    def _stop_transactions(self) -> None:
+    def start(self) -> None:
+        """Roll forward what a crash left decided, then start the timeout timer."""
+        self._roll_forward()
+        if self.config.transaction_check_interval_ms:
+            self.timer = background.start("offsetlog-txn-timer", lambda: background.every(
+                self._txn_timer_stop, self.config.transaction_check_interval_ms / 1000.0,
+                self.poll, f"{self.path}: transaction timeout pass", log))
+
+    def stop(self) -> None:
         """On close, before the final drain: stop the timer, write owed Complete records."""
         self._txn_timer_stop.set()
-        if self._txn_timer is not None and self._txn_timer is not threading.current_thread():
-            self._txn_timer.join()
+        if self.timer is not None and self.timer is not threading.current_thread():
+            self.timer.join()
         try:
-            self._txn_flush_owed()
+            self._flush_owed()
         except Exception as e:  # a failed store: reopen completes them (roll-forward)
             log.warning("%s: could not write completed transaction states: %r", self.path, e)
 
-    def _txn_flush_owed(self) -> None:
+    def _flush_owed(self) -> None:
         for tid in list(self._txn_owed):
-            with self._txn_lock(tid):
+            with self.lock(tid):
                 meta = self._txn_owed.get(tid)
                 if meta is not None:
-                    self._txn_write_state(meta)
+                    self.write_state(meta)
 
     # -- public ----------------------------------------------------------------------------
 
@@ -100,7 +156,7 @@ class TransactionRequests:
             before the store aborts it; default the store's ``transaction_timeout_ms``
         :return: the handle, with ``producer_id`` and ``producer_epoch``
         """
-        self._check_open()
+        self.check_open()
         if not isinstance(transactional_id, str) or not transactional_id:
             raise InvalidTxnStateError(
                 f"transactional_id must be a non-empty str, not {transactional_id!r}")
@@ -110,18 +166,18 @@ class TransactionRequests:
         if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
             raise InvalidTxnStateError(f"transaction_timeout_ms must be an int >= 1, "
                                        f"not {timeout!r}")
-        with self._txn_lock(transactional_id):
-            meta = self._txn_meta(transactional_id)
+        with self.lock(transactional_id):
+            meta = self.meta(transactional_id)
             now = self._clock()
             if meta is not None and meta.decided:
-                meta = self._txn_complete(meta, meta.state == PREPARE_COMMIT)
+                meta = self.complete(meta, meta.state == PREPARE_COMMIT)
             bumped = False
             if meta is not None and (meta.state == ONGOING
                                      or (meta.state == PREPARED and not keep_prepared)):
                 # Kafka's fencing abort: the abort is written with the bumped epoch, so the
                 # old epoch is dead from the decision on; the new handle keeps that epoch.
                 bumped = meta.producer_epoch < MAX_EPOCH
-                meta = self._txn_complete(meta, False,
+                meta = self.complete(meta, False,
                                           producer_epoch=meta.producer_epoch + bumped)
             if meta is not None and meta.state == PREPARED:
                 if meta.producer_epoch >= MAX_EPOCH:
@@ -130,24 +186,24 @@ class TransactionRequests:
                         "transaction is prepared; finish it with keep_prepared=False")
                 meta = meta.to(PREPARED, now_ms=now, producer_epoch=meta.producer_epoch + 1,
                                timeout_ms=timeout)
-                self._txn_write_state(meta, force_sync=True)
+                self.write_state(meta, force_sync=True)
             else:
                 if bumped:
                     pid, epoch = meta.producer_id, meta.producer_epoch
                 else:
-                    pid, epoch = next_epoch(meta, self._allocate_producer_id)
+                    pid, epoch = next_epoch(meta, self.allocate_producer_id)
                 meta = TxnMetadata(transactional_id, pid, epoch, EMPTY, timeout, now)
-                self._txn_write_state(meta)
+                self.write_state(meta)
             return Transaction(self, meta)
 
-    def poll_transactions(self, now_ms: int | None = None) -> int:
+    def poll(self, now_ms: int | None = None) -> int:
         """Abort every open transaction older than its timeout (prepared ones are never timed
         out: their outcome belongs to whoever prepared them, KIP-939). The timer thread runs
         this every ``transaction_check_interval_ms``; tests call it with a manual clock.
 
         :return: how many transactions were aborted
         """
-        self._check_open()
+        self.check_open()
         now = self._clock() if now_ms is None else now_ms
         due = []
         for part in self._parts:
@@ -158,91 +214,85 @@ class TransactionRequests:
                     due.append(tid)
         aborted = 0
         for tid in due:
-            lock = self._txn_lock(tid)
+            lock = self.lock(tid)
             if not lock.acquire(blocking=False):
                 continue  # its handle is busy with it; the next pass looks again
             try:
-                meta = self._txn_meta(tid)
+                meta = self.meta(tid)
                 if meta is not None and meta.timed_out(now):
                     log.warning("%s: aborting transaction of %r: open for more than %d ms",
                                 self.path, tid, meta.timeout_ms)
-                    self._txn_complete(meta, False)
+                    self.complete(meta, False)
                     aborted += 1
             finally:
                 lock.release()
-        self._txn_flush_owed()
+        self._flush_owed()
         return aborted
 
-    def transaction_state(self, transactional_id: str) -> TxnMetadata | None:
+    def state(self, transactional_id: str) -> TxnMetadata | None:
         """The durable metadata of ``transactional_id`` (state, producer id and epoch, the
         log partitions its open transaction touched), or None for an unknown id."""
-        self._check_open()
-        return self._txn_meta(transactional_id)
+        self.check_open()
+        return self.meta(transactional_id)
 
-    # -- the steps (called with the id's lock held) ----------------------------------------
+    # -- the steps, for this part and its handles (called with the id's lock held) -------
 
-    def _txn_lock(self, transactional_id: str) -> threading.RLock:
+    def lock(self, transactional_id: str) -> threading.RLock:
         with self._txn_locks_lock:
             lock = self._txn_locks.get(transactional_id)
             if lock is None:
                 lock = self._txn_locks[transactional_id] = threading.RLock()
             return lock
 
-    def _allocate_producer_id(self) -> int:
+    def allocate_producer_id(self) -> int:
         with self._txn_locks_lock:
             pid = self._next_pid
             self._next_pid += 1
             return pid
 
-    def _txn_part(self, transactional_id: str) -> "PartitionWriter":
+    def _part_of(self, transactional_id: str) -> PartitionWriter:
         return self._parts[partition_for(transactional_id, self._partitions)]
 
-    def _txn_meta(self, transactional_id: str) -> TxnMetadata | None:
+    def meta(self, transactional_id: str) -> TxnMetadata | None:
         owed = self._txn_owed.get(transactional_id)
         if owed is not None:
             return owed  # newer than the table's (decided) state
-        part = self._txn_part(transactional_id)
+        part = self._part_of(transactional_id)
         with part.lock:
             value = part.table.txn.states.get(transactional_id)
         return None if value is None else TxnMetadata.from_value(transactional_id, value)
 
-    def _txn_write_state(self, meta: TxnMetadata, *, force_sync: bool = False) -> None:
+    def write_state(self, meta: TxnMetadata, *, force_sync: bool = False) -> None:
         """Write ``meta`` (after the id's owed Complete record, in the same batch)."""
-        from offsetlog.store.commit_queue import Pending
-
         tid = meta.transactional_id
         values = [meta.to_value()]
         owed = self._txn_owed.get(tid)
         if owed is not None and owed is not meta:
             values.insert(0, owed.to_value())
         records = tuple(rec.transaction_state(i, tid, v) for i, v in enumerate(values))
-        self._writer.submit_sync(self._txn_part(tid),
+        self._writer.submit_sync(self._part_of(tid),
                                  Pending(records, meta.update_timestamp,
                                          force_sync=force_sync), None)
         self._txn_owed.pop(tid, None)
 
-    def _txn_sync_partitions(self, partitions) -> None:
+    def sync_partitions(self, partitions) -> None:
         """Make everything written to ``partitions`` durable, whatever the fsync policy."""
-        from offsetlog.store.commit_queue import Pending
-
         if self.config.fsync == "always":
             return  # every write was synced before it was acknowledged
         now = self._clock()
         for p in partitions:
             self._writer.submit_sync(self._parts[p], Pending(None, now, force_sync=True), None)
 
-    def _txn_complete(self, meta: TxnMetadata, commit: bool, **changes) -> TxnMetadata:
+    def complete(self, meta: TxnMetadata, commit: bool, **changes) -> TxnMetadata:
         """Finish ``meta``'s transaction: the decision (PrepareCommit / PrepareAbort), one
         marker per touched partition, then CompleteCommit / CompleteAbort. From a decided
         state (a crash between markers) it only writes what is missing; a marker written twice
         finds nothing pending the second time."""
-        from offsetlog.store.commit_queue import Pending
-
-        hook = self._txn_fault_hook
+        hook = self.fault_hook
         now = self._clock()
         if not meta.decided:
             meta = meta.to(PREPARE_COMMIT if commit else PREPARE_ABORT, now_ms=now, **changes)
-            self._txn_write_state(meta)
+            self.write_state(meta)
         if hook is not None:
             hook("decided", meta)
         result = rec.COMMIT if meta.state == PREPARE_COMMIT else rec.ABORT
@@ -270,5 +320,227 @@ class TransactionRequests:
                 if meta.decided:
                     log.info("%s: completing %s of transactional id %r", self.path,
                              meta.state, tid)
-                    self._txn_complete(meta, meta.state == PREPARE_COMMIT)
+                    self.complete(meta, meta.state == PREPARE_COMMIT)
 
+    # -- for the handles ---------------------------------------------------------------------
+
+    def now(self) -> int:
+        return self._clock()
+
+    def write(self, part: PartitionWriter, item: Pending, precheck: Callable[[], None]) -> None:
+        """Write a transaction's offsets (``item``, marked transactional) to ``part``."""
+        self._writer.submit_sync(part, item, None, precheck)
+
+    def held_offsets(self, producer_id: int, partitions: Iterable[int]) -> list[dict]:
+        """Per log partition in ``partitions``: group -> the entries ``producer_id`` holds
+        pending there."""
+        out = []
+        for p in partitions:
+            part = self._parts[p]
+            with part.lock:
+                out.append(part.table.txn.offsets_of(producer_id))
+        return out
+
+
+READY = "ready"
+IN_TRANSACTION = "in_transaction"
+PREPARED_LOCAL = "prepared"
+TIMED_OUT = "timed_out"  # the store aborted the open transaction; abort() acknowledges it
+FENCED = "fenced"
+
+
+class Transaction:
+    """A transactional producer for offsets. Thread-safe; calls of one transactional id are
+    serialised by the store."""
+
+    def __init__(self, transactions: Transactions, meta: TxnMetadata) -> None:
+        self._txns = transactions
+        self.transactional_id = meta.transactional_id
+        self.producer_id = meta.producer_id
+        self.producer_epoch = meta.producer_epoch
+        self.transaction_timeout_ms = meta.timeout_ms
+        prepared = meta.state == PREPARED
+        # Ongoing: a handle made again for a producer that carries on (resume_transaction,
+        # the wire server after a restart); init_transactions never makes one.
+        ongoing = meta.state == ONGOING
+        self._state = PREPARED_LOCAL if prepared else IN_TRANSACTION if ongoing else READY
+        #: start timestamp of our durable Ongoing transaction (None: nothing written yet)
+        self._started: int | None = meta.start_timestamp if prepared or ongoing else None
+
+    def __repr__(self) -> str:
+        return (f"<Transaction {self.transactional_id!r} producer_id={self.producer_id} "
+                f"epoch={self.producer_epoch} {self._state}>")
+
+    @property
+    def state(self) -> str:
+        """``ready``, ``in_transaction``, ``prepared``, ``timed_out`` or ``fenced``."""
+        return self._state
+
+    @property
+    def prepared(self) -> bool:
+        """Whether the handle is in a prepared transaction (after ``prepare()``, or from
+        ``init_transactions(keep_prepared=True)`` after a crash)."""
+        return self._state == PREPARED_LOCAL
+
+    # -- the calls -------------------------------------------------------------------------
+
+    def begin(self) -> "Transaction":
+        """Begin a transaction (local: nothing is written until the first offsets)."""
+        with self._txns.lock(self.transactional_id):
+            self._current()
+            if self._state != READY:
+                raise InvalidTxnStateError(f"begin() in state {self._state}: a transaction "
+                                           "is already open")
+            self._state = IN_TRANSACTION
+            self._started = None
+        return self
+
+    def commit_offsets(self, group_id: str,
+                       offsets: Mapping[TopicPartition, OffsetAndMetadata | int], *,
+                       generation_id: int = -1, member_id: str = "",
+                       group_instance_id: str | None = None) -> None:
+        """Add ``offsets`` of ``group_id`` to the transaction (Kafka's
+        ``sendOffsetsToTransaction``). They are durable but pending: ``fetch`` shows them
+        only once the transaction commits. For a managed group the generation, member id
+        and instance id are checked as for ``commit_sync`` (KIP-447 fencing).
+
+        :raises InvalidTxnStateError: no transaction begun, or it is prepared
+        :raises ProducerFencedError: a newer ``init_transactions`` fenced this handle
+        :raises TransactionTimeoutError: the store aborted the transaction (timeout)
+        """
+        txns = self._txns
+        with txns.lock(self.transactional_id):
+            meta = self._current()
+            if self._state != IN_TRANSACTION:
+                raise InvalidTxnStateError(f"commit_offsets() in state {self._state}")
+            part, item, precheck = txns.prepare_commit(group_id, offsets, generation_id,
+                                                       member_id, group_instance_id,
+                                                       transactional=True)
+            if item is None:  # no offsets: only the fencing check
+                with part.lock:
+                    precheck()
+                return
+            if meta.state != ONGOING or part.index not in meta.partitions:
+                # AddOffsetsToTxn: the partition is in the durable state before any offset
+                # lands there, so a crash can never leave pending offsets no marker reaches.
+                meta = meta.add_partition(part.index, now_ms=txns.now())
+                txns.write_state(meta)
+                self._started = meta.start_timestamp
+            item.attributes = Attribute.TRANSACTIONAL
+            item.producer_id = self.producer_id
+            item.producer_epoch = self.producer_epoch
+            txns.write(part, item, precheck)
+
+    def prepare(self) -> None:
+        """Make the transaction's offsets durable with its outcome undecided (KIP-939): it
+        survives a crash as prepared, is never timed out, and waits for ``commit()`` or
+        ``abort()``, from this handle or from ``init_transactions(keep_prepared=True)``."""
+        txns = self._txns
+        with txns.lock(self.transactional_id):
+            meta = self._current()
+            if self._state != IN_TRANSACTION:
+                raise InvalidTxnStateError(f"prepare() in state {self._state}")
+            if self._started is not None:
+                txns.sync_partitions(meta.partitions)
+                meta = meta.to(PREPARED, now_ms=txns.now())
+                txns.write_state(meta, force_sync=True)
+            self._state = PREPARED_LOCAL
+
+    def commit(self) -> None:
+        """Commit: the offsets become visible to ``fetch``, each one unless a plain commit of
+        its key was written after it (Kafka's rule)."""
+        self._finish(True)
+
+    def abort(self) -> None:
+        """Abort: the transaction's offsets are dropped. Also acknowledges a timeout."""
+        self._finish(False)
+
+    def _finish(self, commit: bool) -> None:
+        txns = self._txns
+        with txns.lock(self.transactional_id):
+            try:
+                meta = self._current()
+            except TransactionTimeoutError:
+                if commit:
+                    raise
+                self._state, self._started = READY, None
+                return
+            if self._state not in (IN_TRANSACTION, PREPARED_LOCAL):
+                raise InvalidTxnStateError(
+                    f"{'commit' if commit else 'abort'}() in state {self._state}: no transaction")
+            if self._started is not None:
+                txns.complete(meta, commit)
+            self._state, self._started = READY, None
+
+    def pending_offsets(self) -> dict[str, dict[TopicPartition, OffsetAndMetadata]]:
+        """group -> the offsets this handle's open (or prepared) transaction holds, as
+        written (a plain commit written later may still win at commit time)."""
+        txns = self._txns
+        with txns.lock(self.transactional_id):
+            meta = self._current()
+            out: dict[str, dict] = {}
+            if self._started is None:
+                return out
+            for held in txns.held_offsets(self.producer_id, meta.partitions):
+                for group, entries in held.items():
+                    out.setdefault(group, {}).update(committed_view(entries.items()))
+            return out
+
+    # -- context manager -------------------------------------------------------------------
+
+    def __enter__(self) -> "Transaction":
+        if self._state == READY:
+            self.begin()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+            return
+        try:
+            self.abort()
+        except OffsetlogError:
+            pass  # fenced or closed: the exception already propagating says more
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def _current(self) -> TxnMetadata:
+        """The durable metadata, after checking this handle is neither fenced nor timed
+        out (called with the id's lock held)."""
+        txns = self._txns
+        txns.check_open()
+        if self._state == FENCED:
+            raise self._fenced(None)
+        meta = txns.meta(self.transactional_id)
+        if (meta is None or meta.producer_id != self.producer_id
+                or meta.producer_epoch != self.producer_epoch):
+            self._state = FENCED
+            raise self._fenced(meta)
+        if self._state == TIMED_OUT or (
+                self._started is not None and self._state == IN_TRANSACTION
+                and (meta.state != ONGOING or meta.start_timestamp != self._started)):
+            self._state = TIMED_OUT
+            raise TransactionTimeoutError(
+                f"transactional id {self.transactional_id!r}: the store aborted the "
+                f"transaction after {self.transaction_timeout_ms} ms; abort() to go on",
+                transactional_id=self.transactional_id, timeout_ms=self.transaction_timeout_ms)
+        return meta
+
+    def _fenced(self, meta: TxnMetadata | None) -> ProducerFencedError:
+        current = None if meta is None else meta.producer_epoch
+        return ProducerFencedError(
+            f"transactional id {self.transactional_id!r}: producer epoch "
+            f"{self.producer_epoch} was fenced by a newer init_transactions (epoch {current})",
+            transactional_id=self.transactional_id, producer_epoch=self.producer_epoch,
+            current_epoch=current)
+
+
+def resume_transaction(store, transactional_id: str) -> Transaction | None:
+    """A handle for the producer ``transactional_id``'s durable state names, as it stands (no
+    epoch bump, unlike ``init_transactions``; in its Ongoing transaction if it has one), or
+    None for an unknown id: how the wire server takes its producers up after a restart, as
+    Kafka's coordinator does after a failover. (A function here, not an ``OffsetStore``
+    method: store.py is at its 600 lines.)"""
+    store._check_open()
+    meta = store._transactions.state(transactional_id)
+    return None if meta is None else Transaction(store._transactions, meta)

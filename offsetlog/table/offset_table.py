@@ -25,8 +25,16 @@ from typing import Iterator
 
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.log.format import Attribute, RecordType
-from offsetlog.log.records import (COMMIT, GROUP_METADATA, OFFSET_COMMIT, TOPIC, TRANSACTION_MARKER,
-                               TRANSACTION_STATE, Record, check_version)
+from offsetlog.log.records import (
+    COMMIT,
+    GROUP_METADATA,
+    OFFSET_COMMIT,
+    TOPIC,
+    TRANSACTION_MARKER,
+    TRANSACTION_STATE,
+    Record,
+    check_version,
+)
 from offsetlog.table.pending import PendingTransactions
 
 SEMANTIC = Attribute.SEMANTIC

@@ -1,8 +1,9 @@
-"""Transactional offset commits, sans-IO: the transaction state machine (``state``), the
-coordinator's decisions (``coordinator``) and the table's pending offsets (``pending``).
+"""Transactional offset commits, sans-IO: the transaction state machine (``state``).
 
-The store's side (locks, writes, the timeout timer) is ``offsetlog.store.transactions``; the handle
-users hold is ``offsetlog.store.transaction.Transaction``. Design: docs/TRANSACTIONS.md.
+A transaction's pending offsets are replay state and live with the table
+(``offsetlog.table.pending``); the store's side (locks, writes, roll-forward, the timeout
+timer) and the ``Transaction`` handle users hold are ``offsetlog.store.transactions``.
+Design: docs/TRANSACTIONS.md.
 """
 
 from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT,

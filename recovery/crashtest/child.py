@@ -184,7 +184,7 @@ def main(config: dict) -> None:
             if name == step:
                 write_line(f"STEP {name}\n".encode())
                 os.kill(os.getpid(), signal.SIGKILL)
-        store._cleaner_fault_hook = hook
+        store._cleaning.fault_hook = hook
     write_line(b"READY\n")
 
     def ack(group: str, offsets: Mapping) -> None:

@@ -156,7 +156,7 @@ def serve(cfg: ServiceConfig) -> int:
         setup(conn)
     with OffsetStore.open(cfg.store_dir, partitions=cfg.partitions,
                           retention_check_interval_ms=0) as store:
-        store._txn_fault_hook = lambda step, meta: maybe_die(step)
+        store._transactions.fault_hook = lambda step, meta: maybe_die(step)
         txn = store.init_transactions(TRANSACTIONAL_ID, keep_prepared=True)
         progress = db_progress(conn)
         if txn.prepared:

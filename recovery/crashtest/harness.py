@@ -41,6 +41,7 @@ fixture (recovery/crashtest/pytest_plugin.py).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 import random
@@ -118,6 +119,7 @@ class CrashTestConfig:
         lo, hi = self.kill_delay_s
         if not 0 <= lo <= hi:
             raise ValueError("kill_delay_s must be (low, high) with 0 <= low <= high")
+        check_store_options(self.store_options)
         if (self.power_loss or self.tear_tail) and self.fsync != "always":
             raise ValueError(
                 f"power_loss and tear_tail simulate a power cut, which fsync={self.fsync!r} "
@@ -518,6 +520,18 @@ def run_crashtest(directory: str | os.PathLike, config: CrashTestConfig | None =
     return harness.result
 
 
+def check_store_options(options: dict) -> None:
+    """Refuse a key that is no ``OffsetStore.open`` keyword here, in the harness: in the child
+    it would fail every open, which the harness would report as recovery violations."""
+    from offsetlog import OffsetStore  # the harness drives the engine; recovery does not
+    params = inspect.signature(OffsetStore.open).parameters
+    known = {n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"unknown OffsetStore.open option(s): {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(known))})")
+
+
 def config_from_options(**kw) -> CrashTestConfig:
     """A ``CrashTestConfig`` from keyword arguments, ignoring ``None`` (CLI and fixture)."""
     names = {f.name for f in dataclasses.fields(CrashTestConfig)}
@@ -527,5 +541,6 @@ def config_from_options(**kw) -> CrashTestConfig:
     return CrashTestConfig(**{k: v for k, v in kw.items() if v is not None})
 
 
-__all__ = ["CrashTestConfig", "CrashTestResult", "Violation", "config_from_options",
+__all__ = ["CrashTestConfig", "CrashTestResult", "Violation", "check_store_options",
+           "config_from_options",
            "run_crashtest", "TOPIC_PARTITIONS"]

@@ -26,7 +26,12 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.recovery.crashtest.harness import CrashTestConfig, CrashTestResult, config_from_options, run_crashtest
+from offsetlog.recovery.crashtest.harness import (
+    CrashTestConfig,
+    CrashTestResult,
+    config_from_options,
+    run_crashtest,
+)
 
 
 @pytest.fixture

@@ -13,15 +13,15 @@ from typing import Callable, Iterator
 
 import lmdb
 
-from offsetlog.log import naming
 from offsetlog.errors import StoreConfigError
+from offsetlog.log import naming
 from offsetlog.log.framing import BatchReader
 from offsetlog.log.segment import read_file
-from offsetlog.table import OffsetTable
 from offsetlog.recovery import snapshot
 from offsetlog.recovery.replay import recover_partition
 from offsetlog.recovery.report import DroppedRange, PartitionRecovery, RecoveryReport
 from offsetlog.recovery.swap import plan_swaps
+from offsetlog.table import OffsetTable
 
 
 def stored_partitions(path: str) -> int:

@@ -22,18 +22,17 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass, field
+from typing import Callable
 
-from offsetlog.log import dirlock
-
-from offsetlog.log import naming, segment
 from offsetlog.errors import CorruptLogError
+from offsetlog.log import dirlock, naming, segment
 from offsetlog.log.format import HEADER_SIZE
 from offsetlog.log.framing import BatchReader, decode_payload
-from offsetlog.table import OffsetTable
-from offsetlog.recovery.tools.inspect import stored_partitions
 from offsetlog.recovery.replay import UNDECODABLE, recover_partition
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.recovery.swap import commit_swap, finish_swaps, write_cleaned
+from offsetlog.recovery.tools.inspect import stored_partitions
+from offsetlog.table import OffsetTable
 
 
 @dataclass(frozen=True)
@@ -93,10 +92,12 @@ def salvage_store(path: str | os.PathLike) -> SalvageReport:
     return recover_store(path, salvage=True)
 
 
-def recover_store(path: str | os.PathLike, *, salvage: bool = False) -> SalvageReport:
+def recover_store(path: str | os.PathLike, *, salvage: bool = False,
+                  progress: Callable[[int], None] | None = None) -> SalvageReport:
     """Recover the closed store at ``path`` as opening it would, under its lock.
 
     :param salvage: cut out corrupt regions instead of raising ``CorruptLogError``
+    :param progress: called with the byte size of each segment as the final replay reads it
     :return: what was dropped, rewritten and kept
     """
     path = os.path.abspath(os.fspath(path))
@@ -119,7 +120,8 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False) -> SalvageR
         for p, directory in partitions:
             # Replayed into a table, as open does: what open refuses is refused here too.
             result = recover_partition(directory, p, repair=True,
-                                       apply_batches=OffsetTable().apply_batches)
+                                       apply_batches=OffsetTable().apply_batches,
+                                       progress=progress)
             report.recovery.partitions[p] = result
             t = result.truncated
             if t is not None:

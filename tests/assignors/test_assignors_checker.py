@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.assignors import (CooperativeStickyAssignor, PartitionAssignor, RangeAssignor,
-                                 RoundRobinAssignor, StickyAssignor, Subscription)
+from offsetlog.assignors import (
+    CooperativeStickyAssignor,
+    PartitionAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+    Subscription,
+)
 from offsetlog.assignors.sticky import sticky_assign
 from offsetlog.types import TopicPartition
-
 from support.assignor_invariants import check_assignment, check_every_assignment  # noqa: F401
 
 Failed = pytest.fail.Exception

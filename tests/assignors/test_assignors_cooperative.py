@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.assignors import (CooperativeStickyAssignor, InvalidAssignmentError, StickyAssignor,
-                                 Subscription, validate_cooperative_assignment)
+from offsetlog.assignors import (
+    CooperativeStickyAssignor,
+    InvalidAssignmentError,
+    StickyAssignor,
+    Subscription,
+    validate_cooperative_assignment,
+)
 from offsetlog.errors import OffsetlogError
 from offsetlog.types import TopicPartition
-
 from support.assignor_invariants import check_every_assignment, resubscribe  # noqa: F401
 
 

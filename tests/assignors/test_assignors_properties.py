@@ -14,10 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offsetlog.assignors import (CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor,
-                                 StickyAssignor, Subscription)
+from offsetlog.assignors import (
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+    Subscription,
+)
 from offsetlog.types import TopicPartition
-
 from support.assignor_invariants import check_every_assignment, rebalance, resubscribe  # noqa: F401
 
 ALL = [RangeAssignor(), RoundRobinAssignor(), StickyAssignor(), CooperativeStickyAssignor()]

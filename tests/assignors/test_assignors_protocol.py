@@ -7,9 +7,17 @@ import itertools
 
 import pytest
 
-from offsetlog.assignors import (AssignorArgumentError, CooperativeStickyAssignor, InconsistentGroupProtocolError,
-                                 PartitionAssignor, RangeAssignor, RebalanceProtocol, StickyAssignor,
-                                 choose_protocol, select_rebalance_protocol)
+from offsetlog.assignors import (
+    AssignorArgumentError,
+    CooperativeStickyAssignor,
+    InconsistentGroupProtocolError,
+    PartitionAssignor,
+    RangeAssignor,
+    RebalanceProtocol,
+    StickyAssignor,
+    choose_protocol,
+    select_rebalance_protocol,
+)
 from offsetlog.errors import OffsetlogError
 
 

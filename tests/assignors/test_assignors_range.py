@@ -9,7 +9,6 @@ import pytest
 
 from offsetlog.assignors import RangeAssignor, Subscription
 from offsetlog.types import TopicPartition
-
 from support.assignor_invariants import check_every_assignment  # noqa: F401  (autouse fixture)
 
 

@@ -12,14 +12,23 @@ import sys
 import pytest
 
 import offsetlog.assignors as assignors
-from offsetlog.assignors import (AssignorArgumentError, CooperativeStickyAssignor, InvalidAssignmentError,
-                                 PartitionAssignor, RangeAssignor, RoundRobinAssignor, StickyAssignor,
-                                 Subscription, UnknownAssignorError, available_assignors, get_assignor,
-                                 register_assignor)
+from offsetlog.assignors import (
+    AssignorArgumentError,
+    CooperativeStickyAssignor,
+    InvalidAssignmentError,
+    PartitionAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+    Subscription,
+    UnknownAssignorError,
+    available_assignors,
+    get_assignor,
+    register_assignor,
+)
 from offsetlog.assignors import registry as registry_module
 from offsetlog.errors import OffsetlogError
 from offsetlog.types import TopicPartition
-
 from support.assignor_invariants import check_every_assignment  # noqa: F401  (autouse fixture)
 
 

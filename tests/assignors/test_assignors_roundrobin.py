@@ -10,7 +10,6 @@ import pytest
 
 from offsetlog.assignors import RoundRobinAssignor, Subscription
 from offsetlog.types import TopicPartition
-
 from support.assignor_invariants import check_every_assignment  # noqa: F401  (autouse fixture)
 
 

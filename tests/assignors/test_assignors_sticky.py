@@ -17,7 +17,6 @@ import pytest
 
 from offsetlog.assignors import CooperativeStickyAssignor, StickyAssignor, Subscription
 from offsetlog.types import TopicPartition
-
 from support.assignor_invariants import check_every_assignment, rebalance, resubscribe  # noqa: F401
 
 

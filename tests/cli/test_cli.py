@@ -9,19 +9,14 @@ from offsetlog.log.framing import BatchReader
 from offsetlog.log.naming import list_segments, partition_dir
 
 
-@pytest.fixture
-def populated(store_dir):
-    with OffsetStore.open(store_dir, partitions=3) as s:
-        s.commit_sync("alpha", {TopicPartition("orders", 0): 5,
-                                TopicPartition("orders", 1): OffsetAndMetadata(9, "note", 3)})
-        s.commit_sync("beta", {TopicPartition("clicks", 2): 11})
-        s.delete_offsets("beta", [TopicPartition("clicks", 2)])
-    return store_dir
+def records(text: str) -> list[str]:
+    """The record lines of a dump (its other lines are segment and batch headers)."""
+    return [line for line in text.splitlines() if line.startswith("| offset: ")]
 
 
 def test_dump_prints_every_record_with_tombstones(populated, capsys):
     assert main(["dump", populated]) == 0
-    out = capsys.readouterr().out.strip().splitlines()
+    out = records(capsys.readouterr().out)
     assert len(out) == 4
     assert any("group=alpha,topic=orders,partition=1" in l and "metadata=note" in l for l in out)
     assert sum("<DELETE>" in l for l in out) == 1
@@ -90,13 +85,11 @@ def test_compact_refuses_a_store_that_is_open(store_dir, capsys):
     with OffsetStore.open(store_dir, partitions=1) as s:
         s.commit_sync("g", {TopicPartition("t", 0): 1})
         assert main(["compact", store_dir]) == 1
-    assert "open" in capsys.readouterr().out
+    assert "open" in capsys.readouterr().err
 
 
 def test_bench_options_reach_the_runner(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["bench", "--help"])
-    assert e.value.code == 0
+    assert main(["bench", "--help"]) == 0
     assert "--quick" in capsys.readouterr().out
 
 
@@ -113,19 +106,19 @@ def test_dump_says_what_it_could_not_read(store_dir, capsys):
         assert len(data) > (end := sum(b.size for b in BatchReader(data)))  # the reserve
         assert main(["dump", store_dir]) == 0
         out, err = capsys.readouterr()
-        assert len(out.splitlines()) == 4 and err == ""
+        assert len(records(out)) == 4 and err == ""
     second = [b for b in BatchReader(data)][1]
     with open(seg, "r+b") as f:  # the store is closed: the file is its batches
         f.truncate(end - 1)  # the last batch torn
     assert main(["dump", store_dir]) == 0
     out, err = capsys.readouterr()
-    assert len(out.splitlines()) == 3 and "torn tail" in err and os.path.basename(seg) in err
+    assert len(records(out)) == 3 and "torn tail" in err and os.path.basename(seg) in err
     with open(seg, "r+b") as f:
         f.seek(second.position + 20)
         f.write(b"\xff")
     assert main(["dump", store_dir]) == 1
     out, err = capsys.readouterr()
-    assert len(out.splitlines()) == 2
+    assert len(records(out)) == 2
     assert f"@ {second.position}: dropped {second.size} bytes" in err, err
 
 

@@ -6,14 +6,29 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.errors import (IllegalGenerationError, InvalidGroupIdError,
-                              RebalanceInProgressError, UnknownMemberIdError)
-from offsetlog.group import (GroupConfig, GroupCoordinator, JoinGroupMember, JoinGroupResponse,
-                             LeaveGroupResponse, MemberIdentity, SyncGroupResponse)
-from offsetlog.group.errors import (GroupMaxSizeReachedError, InconsistentGroupProtocolError,
-                                    InvalidSessionTimeoutError, MemberIdRequiredError)
-from support.coordinator_harness import CoordinatorHarness
+from offsetlog.errors import (
+    IllegalGenerationError,
+    InvalidGroupIdError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
+from offsetlog.group import (
+    GroupConfig,
+    GroupCoordinator,
+    JoinGroupMember,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    MemberIdentity,
+    SyncGroupResponse,
+)
+from offsetlog.group.errors import (
+    GroupMaxSizeReachedError,
+    InconsistentGroupProtocolError,
+    InvalidSessionTimeoutError,
+    MemberIdRequiredError,
+)
 from offsetlog.log.records import group_metadata
+from support.coordinator_harness import CoordinatorHarness
 
 T0 = 1_000_000
 META = b"range-metadata"

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.group import (STANDALONE, GroupState, RetentionView, expired_offsets,
-                             should_delete_group)
+from offsetlog.group import (
+    STANDALONE,
+    GroupState,
+    RetentionView,
+    expired_offsets,
+    should_delete_group,
+)
 from offsetlog.group.consumer_protocol import encode_subscription
 from offsetlog.group.errors import NonEmptyGroupError
-from support.coordinator_harness import CoordinatorHarness
 from offsetlog.log.records import group_metadata, offset_tombstone
+from support.coordinator_harness import CoordinatorHarness
 
 T0 = 1_000_000
 DAY = 24 * 3600 * 1000

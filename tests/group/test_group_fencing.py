@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError,
-                              RebalanceInProgressError, UnknownMemberIdError)
+from offsetlog.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 from offsetlog.group import check_offset_commit
 from offsetlog.group.errors import CoordinatorNotAvailableError
 from offsetlog.group.group import Group

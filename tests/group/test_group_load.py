@@ -7,9 +7,9 @@ import pytest
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.group.errors import CoordinatorNotAvailableError, InvalidGroupMetadataError
-from support.coordinator_harness import CoordinatorHarness
 from offsetlog.log.records import group_metadata, offset_commit
 from offsetlog.table import OffsetTable
+from support.coordinator_harness import CoordinatorHarness
 
 T0 = 1_000_000
 

@@ -8,17 +8,21 @@ import itertools
 import pytest
 
 import offsetlog.group as group_pkg
-from offsetlog.log.framing import decode_payload, encode_payload
 from offsetlog.assignors import choose_protocol
 from offsetlog.group import VALID_PREVIOUS_STATES, GroupState
-from offsetlog.group.consumer_protocol import (decode_assignment, decode_subscription,
-                                               encode_assignment, encode_subscription,
-                                               subscribed_topics)
+from offsetlog.group.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    subscribed_topics,
+)
 from offsetlog.group.errors import IllegalGroupTransitionError
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member
 from offsetlog.group.schema import GROUP_FIELDS, MEMBER_FIELDS, group_value, load_group
 from offsetlog.group.timers import TimerQueue
+from offsetlog.log.framing import decode_payload, encode_payload
 from offsetlog.log.records import GROUP_METADATA, VALUE_DEFAULTS
 from offsetlog.types import TopicPartition
 

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.errors import (FencedInstanceIdError, IllegalGenerationError,
-                              RebalanceInProgressError, UnknownMemberIdError)
+from offsetlog.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 from offsetlog.group import JoinGroupMember, JoinGroupResponse
-from offsetlog.group.consumer_protocol import (decode_assignment, decode_subscription,
-                                               encode_assignment, encode_subscription)
-from support.coordinator_harness import CoordinatorHarness
+from offsetlog.group.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from offsetlog.log.records import group_metadata
 from offsetlog.types import TopicPartition
+from support.coordinator_harness import CoordinatorHarness
 
 T0 = 1_000_000
 META = b"range-metadata"

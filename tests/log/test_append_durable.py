@@ -15,11 +15,18 @@ import os
 
 import pytest
 
-from support.durability_helpers import (OAM, TP, SyncTracker, data_size, open_store, segment_files,
-                                store_state)
-from offsetlog.log import segment
 from offsetlog.errors import StoreFailedError
+from offsetlog.log import segment
 from offsetlog.log.partition_log import PartitionLog
+from support.durability_helpers import (
+    OAM,
+    TP,
+    SyncTracker,
+    data_size,
+    open_store,
+    segment_files,
+    store_state,
+)
 
 needs_dsync = pytest.mark.skipif(segment._write_dsync is None, reason="no pwritev/RWF_DSYNC here")
 

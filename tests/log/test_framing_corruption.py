@@ -19,11 +19,11 @@ import zlib
 
 import pytest
 
-from support.durability_helpers import Seeded
-from offsetlog.log import records as rec
 from offsetlog.errors import CorruptLogError, UnsupportedVersionError
+from offsetlog.log import records as rec
 from offsetlog.log.format import CRC_START, HEADER_AFTER_LENGTH, HEADER_SIZE, MAGIC, Attribute
 from offsetlog.log.framing import BatchReader, encode_batch, frame, read_batches
+from support.durability_helpers import Seeded
 
 # Byte positions of header fields (offsetlog.log.format.BATCH_HEADER).
 LENGTH_AT, HEADER_CRC_AT, CRC_AT, MAGIC_AT, ATTRIBUTES_AT, BASE_OFFSET_AT = 0, 4, 8, 12, 13, 14

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from offsetlog import TopicPartition
 from support.member_harness import GROUP, STEP, Recorder  # noqa: F401
 
-from offsetlog import TopicPartition
 INTERVAL = 5_000
 TP0 = TopicPartition("t", 0)
 

@@ -8,11 +8,14 @@ import pytest
 
 from offsetlog import TopicPartition
 from offsetlog.errors import RebalanceInProgressError, StoreClosedError, UnknownMemberIdError
-from offsetlog.member import (GroupMember, MemberClosedError, MemberState, NotSubscribedError,
-                              PartitionNotAssignedError)
-
+from offsetlog.member import (
+    GroupMember,
+    MemberClosedError,
+    MemberState,
+    NotSubscribedError,
+    PartitionNotAssignedError,
+)
 from support.member_harness import GROUP, SESSION, partitions
-
 
 
 def test_single_member_joins_and_gets_everything(harness):

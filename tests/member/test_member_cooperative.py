@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from support.member_harness import GROUP, Harness, Recorder, check_exact_cover, partitions
-
 from offsetlog.assignors import RebalanceProtocol
 from offsetlog.group.consumer_protocol import decode_assignment
 from offsetlog.member import MemberState
+from support.member_harness import GROUP, Harness, Recorder, check_exact_cover, partitions
 
 ALL = partitions("t", 6)
 COOP = ("cooperative-sticky",)

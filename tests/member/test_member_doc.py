@@ -8,6 +8,7 @@ import os
 import re
 
 from offsetlog import OffsetAndMetadata, TopicPartition
+
 DOC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "docs", "MEMBER.md")
 
 

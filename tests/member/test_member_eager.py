@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from support.member_harness import GROUP, Harness, Recorder, check_exact_cover, partitions
-
 from offsetlog import TopicPartition
 from offsetlog.assignors import RebalanceProtocol
+from support.member_harness import GROUP, Harness, Recorder, check_exact_cover, partitions
 
 TOPICS = {"t": 6, "u": 3}
 ALL = partitions("t", 6) | partitions("u", 3)

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from support.member_harness import (GROUP, HEARTBEAT, MAX_POLL, SESSION, STEP, check_exact_cover,
-                                   partitions)
-
 from offsetlog import TopicPartition
 from offsetlog.errors import FencedInstanceIdError, UnknownMemberIdError
 from offsetlog.member import MemberState
+from support.member_harness import (
+    GROUP,
+    HEARTBEAT,
+    MAX_POLL,
+    SESSION,
+    STEP,
+    check_exact_cover,
+    partitions,
+)
 
 ALL = partitions("t", 6)
 

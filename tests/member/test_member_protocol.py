@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from support.member_harness import (GROUP, Recorder, check_exact_cover,  # noqa: F401
-                                 partitions)
-
 from offsetlog import TopicPartition
-from offsetlog.assignors import (InvalidAssignmentError, PartitionAssignor, RebalanceProtocol,
-                                 get_assignor)
+from offsetlog.assignors import (
+    InvalidAssignmentError,
+    PartitionAssignor,
+    RebalanceProtocol,
+    get_assignor,
+)
 from offsetlog.errors import InvalidCommitError
 from offsetlog.group import JoinGroupMember
-from offsetlog.group.consumer_protocol import (decode_assignment, decode_subscription,
-                                               encode_subscription)
+from offsetlog.group.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_subscription,
+)
 from offsetlog.member.protocol import join_protocols, leader_assignments, topic_snapshot
+from support.member_harness import GROUP, Recorder, check_exact_cover, partitions  # noqa: F401
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 ALL = partitions("t", 6)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-from support.member_harness import check_exact_cover, partitions
-
 from offsetlog.member import GroupMember, RebalanceListener
 from support import stores
+from support.member_harness import check_exact_cover, partitions
 
 GROUP = "svc"
 

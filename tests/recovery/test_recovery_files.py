@@ -15,13 +15,25 @@ import sys
 
 import pytest
 
-from support.durability_helpers import (OAM, TP, CommitLog, Seeded, copy_store, file_sizes, flip_byte,
-                                last_segment, open_store, rebase, segment_files, store_state,
-                                truncate)
 from offsetlog.errors import CorruptLogError, StoreConfigError, StoreLockedError
 from offsetlog.log.format import HEADER_SIZE
 from offsetlog.log.framing import frame
 from offsetlog.partitioner import partition_for
+from support.durability_helpers import (
+    OAM,
+    TP,
+    CommitLog,
+    Seeded,
+    copy_store,
+    file_sizes,
+    flip_byte,
+    last_segment,
+    open_store,
+    rebase,
+    segment_files,
+    store_state,
+    truncate,
+)
 
 
 def groups_on(partitions: int, n: int, partition: int | None = None) -> list[str]:

@@ -10,13 +10,23 @@ import os
 import pytest
 
 import offsetlog.recovery.tools.salvage as salvage_mod
-from offsetlog.compaction.cleaner import STEPS
-from support.durability_helpers import (TP, CommitLog, copy_store, file_sizes, flip_byte, open_store,
-                                rebase, segment_files, store_state, truncate)
 from offsetlog.cli import main as cli_main
+from offsetlog.compaction.cleaner import STEPS
 from offsetlog.errors import CorruptLogError, StoreLockedError
 from offsetlog.recovery.tools.inspect import iter_records
 from offsetlog.recovery.tools.salvage import recover_store, salvage_store
+from support.durability_helpers import (
+    TP,
+    CommitLog,
+    copy_store,
+    file_sizes,
+    flip_byte,
+    open_store,
+    rebase,
+    segment_files,
+    store_state,
+    truncate,
+)
 
 
 def build(path, n=60) -> CommitLog:
@@ -193,8 +203,8 @@ def test_cli_recover(tmp_path, capsys):
     path, a, b = log.spans[4]
     flip_byte(path, a + 20)
     assert cli_main(["recover", str(tmp_path / "s")]) == 1
-    out = capsys.readouterr().out
-    assert "corrupt record batch" in out and str(a) in out
+    err = capsys.readouterr().err  # an error: on stderr
+    assert "corrupt record batch" in err and str(a) in err
     sizes = file_sizes(tmp_path / "s")
     assert cli_main(["recover", str(tmp_path / "s"), "--salvage"]) == 0
     out = capsys.readouterr().out

@@ -11,23 +11,24 @@ import zlib
 import msgpack
 import pytest
 
-from offsetlog.compaction.cleaner import clean_partition
-from support.durability_helpers import ManualClock, segment_files, truncate
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
-from offsetlog.log import naming
+from offsetlog.compaction.cleaner import clean_partition
 from offsetlog.errors import SnapshotError
+from offsetlog.log import naming
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.records import group_metadata, offset_commit, offset_tombstone
-from offsetlog.table import OffsetTable
-from offsetlog.recovery.tools import inspect
 from offsetlog.recovery import snapshot as snap
 from offsetlog.recovery.replay import recover_partition
+from offsetlog.recovery.tools import inspect
+from offsetlog.table import OffsetTable
+from support.durability_helpers import ManualClock, segment_files, truncate
 
 TP = TopicPartition
-from support.snapshots import P  # noqa: E402
-
-
-from support.snapshots import open_store, tables  # noqa: E402
+from support.snapshots import (  # noqa: E402
+    P,  # noqa: E402
+    open_store,
+    tables,
+)
 
 
 def replayed(path) -> dict[int, dict]:

@@ -8,6 +8,8 @@ from offsetlog import OffsetStore, TopicPartition
 from offsetlog.cli import main
 from offsetlog.log.naming import list_segments, partition_dir, snapshot_dir
 from offsetlog.recovery import snapshot as snap
+
+
 @pytest.fixture
 def store(store_dir, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")

@@ -19,13 +19,13 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from support.durability_helpers import Seeded, file_sizes, replace_sync
 from offsetlog import OffsetStore, TopicPartition
-from offsetlog.log import naming, segment
 from offsetlog.errors import SnapshotError, StoreFailedError
-from offsetlog.table import OffsetTable
-from offsetlog.recovery.tools import inspect
+from offsetlog.log import naming, segment
 from offsetlog.recovery import snapshot as snap
+from offsetlog.recovery.tools import inspect
+from offsetlog.table import OffsetTable
+from support.durability_helpers import Seeded, file_sizes, replace_sync
 from support.snapshots import open_store, tables
 
 TP = TopicPartition
@@ -48,7 +48,7 @@ def test_failed_snapshot_write_touches_nothing_and_commits_go_on(tmp_path, step,
         [first] = s.snapshot()
         s.commit_sync("g", {TP("t", 0): 2, TP("t", 1): 2})
         before = file_sizes(tmp_path)
-        s._snapshot_fault_hook = failing(step, error)
+        s._snapshots.fault_hook = failing(step, error)
         with pytest.raises(SnapshotError) as err:
             s.snapshot()
         assert 0 in err.value.failures
@@ -66,7 +66,7 @@ def test_failed_snapshot_write_touches_nothing_and_commits_go_on(tmp_path, step,
 
 def test_background_and_close_snapshots_that_fail_are_logged_and_counted(tmp_path, caplog):
     s = open_store(tmp_path, partitions=1, snapshot_interval_records=3)
-    s._snapshot_fault_hook = failing("in-transaction", lmdb.DiskError("No space left"))
+    s._snapshots.fault_hook = failing("in-transaction", lmdb.DiskError("No space left"))
     for i in range(10):
         s.commit_sync("g", {TP("t", i % 2): i})
     deadline = time.monotonic() + 10
@@ -120,7 +120,7 @@ store = OffsetStore.open(cfg["dir"], partitions=2, segment_bytes=2048, fsync="al
                          retention_check_interval_ms=0, cleaner_backoff_ms=0,
                          snapshot_interval_records=0, snapshot_interval_ms=0)
 # widen the window in which a kill lands inside an LMDB write transaction
-store._snapshot_fault_hook = lambda step: time.sleep(rng.random() * 0.004)
+store._snapshots.fault_hook = lambda step: time.sleep(rng.random() * 0.004)
 ack = os.open(cfg["acks"], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 os.write(ack, b"READY\n")
 

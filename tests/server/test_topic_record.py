@@ -8,8 +8,8 @@ import re
 import msgpack
 import pytest
 
-from offsetlog.compaction.rules import record_key as cleaner_key
 from offsetlog import OffsetStore
+from offsetlog.compaction.rules import record_key as cleaner_key
 from offsetlog.errors import InvalidTopicError, TopicAlreadyExistsError
 from offsetlog.log.format import RecordType
 from offsetlog.log.records import TOPIC, topic

@@ -61,8 +61,8 @@ def test_delete_groups_refuses_a_group_with_members_and_an_unknown_one(server, g
 
 
 def test_offset_delete_refuses_subscribed_topics_per_partition(server, group_id):
-    from support.wire_server import raw_socket
     from support.wire_raw import call
+    from support.wire_server import raw_socket
 
     c = kp_consumer(server, group_id, strategy="range")
     try:
@@ -100,8 +100,8 @@ def test_create_topics_and_metadata_auto_creation(server):
         assert len(topics["created"]["partitions"]) == 3
     finally:
         admin.close()
-    from support.wire_server import raw_socket
     from support.wire_raw import call
+    from support.wire_server import raw_socket
 
     with raw_socket(server) as sock:
         r = call(sock, 3, 12, topics=[dict(name="fresh", topic_id=None)],

@@ -11,8 +11,8 @@ from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata as KOM
 
 from support.wire_clients import kp_consumer
-from support.wire_server import raw_socket
 from support.wire_raw import frame, read_answer
+from support.wire_server import raw_socket
 
 
 def _closed(sock) -> bool:

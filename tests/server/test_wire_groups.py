@@ -11,8 +11,14 @@ import textwrap
 
 import pytest
 
-from support.wire_clients import (assignment_of, check_exclusive, ck_consumer, described, kp_consumer,
-                     poll_all)
+from support.wire_clients import (
+    assignment_of,
+    check_exclusive,
+    ck_consumer,
+    described,
+    kp_consumer,
+    poll_all,
+)
 from support.wire_server import wait_until
 
 

@@ -9,10 +9,10 @@ import pytest
 from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata as KOM
 
-from support.wire_clients import ck_consumer, kp_consumer
-from support.wire_server import raw_socket
-from support.wire_raw import call
 from offsetlog import OffsetStore, TopicPartition
+from support.wire_clients import ck_consumer, kp_consumer
+from support.wire_raw import call
+from support.wire_server import raw_socket
 
 
 def test_kafka_python_commit_and_fetch_with_metadata(server, group_id):
@@ -29,7 +29,8 @@ def test_kafka_python_commit_and_fetch_with_metadata(server, group_id):
 
 def test_aiokafka_commit_and_fetch_with_metadata(server, group_id):
     from aiokafka import AIOKafkaConsumer
-    from aiokafka.structs import OffsetAndMetadata, TopicPartition as ATP
+    from aiokafka.structs import OffsetAndMetadata
+    from aiokafka.structs import TopicPartition as ATP
 
     async def run():
         c = AIOKafkaConsumer(bootstrap_servers=server.bootstrap, group_id=group_id,

@@ -8,8 +8,8 @@ import pytest
 from kafka import TopicPartition as KTP
 
 from support.wire_clients import assignment_of, ck_consumer, described, kp_consumer, poll_all
-from support.wire_server import raw_socket
 from support.wire_raw import call
+from support.wire_server import raw_socket
 
 
 def _stable_fetch(server, group_id):
@@ -23,7 +23,8 @@ def _stable_fetch(server, group_id):
 
 
 def test_confluent_transactional_offsets_commit_then_abort(server, group_id):
-    from confluent_kafka import Producer, TopicPartition as CTP
+    from confluent_kafka import Producer
+    from confluent_kafka import TopicPartition as CTP
 
     c = ck_consumer(server, group_id)
     p = Producer({"bootstrap.servers": server.bootstrap, "transactional.id": "tx-1"})

@@ -5,14 +5,14 @@ import shutil
 
 import pytest
 
+from offsetlog import OffsetStore, TopicPartition
 from offsetlog.compaction.cleaner import STEPS
 from offsetlog.compaction.spark import SparkCompactionError, compact
-from support.stores import ManualClock
-from offsetlog import OffsetStore, TopicPartition
 from offsetlog.errors import StoreLockedError
 from offsetlog.log.naming import list_partition_dirs
 from offsetlog.recovery.tools.inspect import iter_records, scan
 from support.spark_fixtures import random_history
+from support.stores import ManualClock
 
 pytestmark = pytest.mark.spark
 DAY = 24 * 3600 * 1000

@@ -8,13 +8,13 @@ import pytest
 
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.compaction.rules import record_key as cleaner_key
-from offsetlog.log.format import Attribute
 from offsetlog.group.expiry import RetentionView, expired_offsets
+from offsetlog.log.format import Attribute
 from offsetlog.log.naming import list_partition_dirs
 from offsetlog.log.records import OFFSET_COMMIT, TRANSACTION_STATE
-from offsetlog.spark.report import report
-from offsetlog.recovery.tools.inspect import iter_records, scan
 from offsetlog.recovery.swap import plan_swaps
+from offsetlog.recovery.tools.inspect import iter_records, scan
+from offsetlog.spark.report import report
 from support.groups import form_group
 from support.spark_report import MIN, cleaned_copy, dead_records
 from support.stores import open_group_store as open_store

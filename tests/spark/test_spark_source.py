@@ -4,14 +4,14 @@ import os
 
 import pytest
 
-from support.stores import ManualClock
 from offsetlog import OffsetStore, TopicPartition
-from offsetlog.log.format import Attribute, HEADER_SIZE, RecordType
+from offsetlog.log.format import HEADER_SIZE, Attribute, RecordType
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.naming import list_segments, partition_dir
 from offsetlog.log.records import describe, offset_commit
 from offsetlog.recovery.tools.inspect import iter_records, scan
 from support.spark_fixtures import random_history, spark_error_text
+from support.stores import ManualClock
 
 pytestmark = pytest.mark.spark
 

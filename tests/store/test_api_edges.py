@@ -7,8 +7,11 @@ import time
 
 import pytest
 
-from offsetlog import OffsetAndMetadata as OAM, OffsetStore, TopicPartition as TP
+from offsetlog import OffsetAndMetadata as OAM
+from offsetlog import OffsetStore
+from offsetlog import TopicPartition as TP
 from support import stores
+
 WAIT_S = 10  # a bound on waits that only a broken engine reaches
 
 

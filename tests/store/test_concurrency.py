@@ -20,9 +20,16 @@ from concurrent.futures import wait
 
 import pytest
 
-from support.durability_helpers import (OAM, TP, Seeded, open_store, replace_sync, segment_files,
-                                store_state)
 import offsetlog.log.segment as segment_mod
+from support.durability_helpers import (
+    OAM,
+    TP,
+    Seeded,
+    open_store,
+    replace_sync,
+    segment_files,
+    store_state,
+)
 
 GROUPS = ["g-alpha", "g-beta", "g-gamma", "g-delta", "g-epsilon"]
 SHARED = [TP("shared", p) for p in range(4)]
@@ -381,7 +388,7 @@ def test_a_callback_queued_after_close_stopped_the_callback_thread_still_runs(tm
     writer = store._writer
     store.close()
     ran = []
-    writer.queue_callback(lambda arg, exc: ran.append((arg, exc, threading.current_thread())),
+    writer.callbacks.run_one(lambda arg, exc: ran.append((arg, exc, threading.current_thread())),
                           "offsets", None)
     assert ran == [("offsets", None, threading.current_thread())]
 

@@ -29,9 +29,20 @@ import time
 import pytest
 
 import offsetlog.log.segment as segment_mod
-from support.durability_helpers import (OAM, TP, Seeded, SyncTracker, data_size, file_sizes, last_segment,
-                                open_store, replace_sync, split_writes, store_state)
 from offsetlog.errors import StoreClosedError, StoreFailedError
+from support.durability_helpers import (
+    OAM,
+    TP,
+    Seeded,
+    SyncTracker,
+    data_size,
+    file_sizes,
+    last_segment,
+    open_store,
+    replace_sync,
+    split_writes,
+    store_state,
+)
 
 G1, G2 = "group-one", "group-two"  # on different partitions of a 3-partition store
 
@@ -502,7 +513,6 @@ def test_efbig_from_rlimit_fsize_poisons_the_store(tmp_path):
 # so its failure does not poison the store. Reopening, or the next cleaning, finishes or
 # discards what the failed one left. (tests/test_compaction.py covers a failing fault_hook.)
 
-from offsetlog.compaction.cleaner import STEPS  # noqa: E402
 from offsetlog.log import naming  # noqa: E402
 
 
@@ -582,10 +592,10 @@ def test_cleaning_again_after_a_failed_swap_then_reopening_loses_nothing(tmp_pat
         if name == "swap-renamed":
             raise OSError(errno.EIO, "injected at " + name)
 
-    store._cleaner_fault_hook = fail
+    store._cleaning.fault_hook = fail
     with pytest.raises(OSError):
         store.compact()  # leaves S0.S2.swap (S1's old a) beside S0 and S1
-    store._cleaner_fault_hook = None
+    store._cleaning.fault_hook = None
     store.commit_sync("g", {TP("b", 0): OAM(1, "x" * 950)})  # rolls S2 while it is small
     store.compact()  # groups S0, S1, S2 (with the latest a) into one swap ending at S3
     expected = store_state(store)
@@ -604,16 +614,16 @@ def test_the_background_cleaner_leaves_an_uncleanable_partition_alone(tmp_path, 
         calls.append(name)
         raise OSError(errno.EIO, "injected")
 
-    store._cleaner_fault_hook = fail
+    store._cleaning.fault_hook = fail
     with pytest.raises(OSError):
         store.compact()
     assert store.stats()[0]["uncleanable"]
     store.config = store.config.__class__(**{**store.config.__dict__, "cleaner_backoff_ms": 5,
                                              "min_cleanable_dirty_ratio": 0.0})
     for _ in range(5):  # what the background cleaner runs every cleaner_backoff_ms
-        store._cleaner_pass()
+        store._cleaning.run_pass()
     assert calls == ["cleaned-written"]  # never retried in the background
-    store._cleaner_fault_hook = None
+    store._cleaning.fault_hook = None
     store.close()
 
 
@@ -654,7 +664,7 @@ def test_an_unexpected_error_in_a_round_fails_it_and_poisons_the_store(
     """Not only OSError: any exception while a leader frames or applies a round fails every
     item of it (sync, async, callbacks) and poisons the store, rather than leaving its
     committers asleep and its futures pending for ever."""
-    import offsetlog.store.group_commit as writer_mod
+    import offsetlog.store.commit_queue as round_mod
     from offsetlog.table import OffsetTable
 
     def boom(*_args, **_kw):
@@ -662,7 +672,7 @@ def test_an_unexpected_error_in_a_round_fails_it_and_poisons_the_store(
 
     store = acked_store(tmp_path)
     if where == "frame":
-        monkeypatch.setattr(writer_mod, "frame_batch", boom)
+        monkeypatch.setattr(round_mod, "frame_batch", boom)
     else:
         monkeypatch.setattr(OffsetTable, "apply_batches", boom)
     called = []

@@ -1,6 +1,6 @@
 """Commit calls share batches: back-to-back ``commit_async`` calls one run (one batch, one
 future: ``commit_queue.AsyncRun``), and the back-to-back commit calls of one round, sync or
-async, one batch (``writer.GroupCommitter._frame``).
+async, one batch (``commit_queue.frame_round``).
 
 Every call lands whole in one batch, in call order, with consecutive log offsets, so a torn
 batch loses all of its calls or none. A run ends when anything else is queued behind it (a
@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-from offsetlog import OffsetAndMetadata as OAM, TopicPartition as TP
+from offsetlog import OffsetAndMetadata as OAM
+from offsetlog import TopicPartition as TP
 from offsetlog.log.format import RecordType
 from offsetlog.log.framing import encode_payload, read_batches
 from support.durability_helpers import last_segment, open_store, truncate
@@ -133,13 +134,12 @@ def test_the_sync_commits_of_one_round_share_one_batch(tmp_path):
 
 
 def test_a_round_frames_each_other_kind_of_item_as_a_batch_of_its_own(tmp_path):
-    """``_frame`` on a round of: two commit calls, a transaction's offsets, a coordinator
+    """``frame_round`` on a round of: two commit calls, a transaction's offsets, a coordinator
     write, a run: the two calls share a batch; every other item is its own, in queue order,
     with its own attributes and producer."""
-    from offsetlog.store.commit_queue import AsyncRun, Commit, Pending
     from offsetlog.log.format import Attribute
     from offsetlog.log.records import group_metadata, offset_commit_fields
-    from offsetlog.store.group_commit import GroupCommitter
+    from offsetlog.store.commit_queue import AsyncRun, Commit, Pending, frame_round
 
     def commit(topic, offset, timestamp, item=Commit):
         fields, nbytes = offset_commit_fields("g", {TP(topic, 0): offset}, timestamp, 4096)
@@ -158,7 +158,7 @@ def test_a_round_frames_each_other_kind_of_item_as_a_batch_of_its_own(tmp_path):
     for item in group:
         item.base_offset = base
         base += 1
-    frames, applied = GroupCommitter._frame(group)
+    frames, applied = frame_round(group)
     out = list(read_batches(io.BytesIO(b"".join(frames))))
     assert [(b.base_offset, b.record_count, b.attributes, b.producer_id, b.timestamp)
             for b in out] == [(100, 2, 0, -1, 20), (102, 1, Attribute.TRANSACTIONAL, 9, 30),

@@ -6,6 +6,7 @@ import pytest
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.errors import StoreClosedError, StoreConfigError, StoreLockedError
+from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.log.naming import list_segments, partition_dir
 from support import stores
 
@@ -150,7 +151,8 @@ def test_delete_group(store_dir):
         s.commit_sync("h", {TP0: 1})
         s.delete_group("g")
         assert s.fetch("g") == {} and s.groups() == ["h"]
-        s.delete_group("never-existed")
+        with pytest.raises(GroupIdNotFoundError):  # Kafka's GROUP_ID_NOT_FOUND
+            s.delete_group("never-existed")
     with open_store(store_dir) as s:
         assert s.groups() == ["h"]
 
@@ -267,12 +269,12 @@ def test_the_per_group_route_cache_stays_bounded_and_correct(tmp_path, monkeypat
     """The commit path remembers each group's partition and fencing check; with groups
     coming and going it must not grow for ever, and a group whose entry was dropped is
     routed the same way again."""
-    import offsetlog.store.store as store_mod
-    monkeypatch.setattr(store_mod, "ROUTES_CACHED", 10)
+    import offsetlog.store.routing as routing
+    monkeypatch.setattr(routing, "ROUTES_CACHED", 10)
     with OffsetStore.open(tmp_path / "s", partitions=3) as s:
         for i in range(100):
             s.commit_sync(f"g{i}", {TopicPartition("t", 0): i})
-            assert len(s._routes) <= 10
+            assert len(s._router.routes) <= 10
         for i in range(100):
             s.commit_sync(f"g{i}", {TopicPartition("t", 0): i + 1})
             assert s.committed(f"g{i}", TopicPartition("t", 0)).offset == i + 1

@@ -5,7 +5,8 @@ import pytest
 from offsetlog import OffsetAndMetadata as OAM, TopicPartition
 from offsetlog.errors import (IllegalGenerationError, RebalanceInProgressError, StoreClosedError,
                               UnknownMemberIdError)
-from offsetlog.group.errors import CoordinatorNotAvailableError, NonEmptyGroupError
+from offsetlog.group.errors import (CoordinatorNotAvailableError, GroupIdNotFoundError,
+                                    NonEmptyGroupError)
 from support.groups import form_group
 from support.stores import open_group_store
 
@@ -113,8 +114,8 @@ def test_deleting_a_loaded_group_writes_exactly_one_metadata_tombstone(store_dir
     """The coordinator alone decides the GROUP_METADATA tombstone, for a group it formed and
     for one it loaded from the log alike (one tombstone: none would resurrect the group on
     replay, two would be noise)."""
-    from offsetlog.recovery.tools.inspect import iter_records
     from offsetlog.log.records import GROUP_METADATA
+    from offsetlog.recovery.tools.inspect import iter_records
 
     def metadata_tombstones() -> int:
         return sum(1 for *_, r in iter_records(store_dir) if r[1] == GROUP_METADATA and r[4] is None)
@@ -129,7 +130,8 @@ def test_deleting_a_loaded_group_writes_exactly_one_metadata_tombstone(store_dir
     assert metadata_tombstones() == 1
     with open_store(store_dir, clock) as s:
         assert s.groups() == [] and s.describe_group("g") is None
-        s.delete_group("g")  # gone: nothing more is written
+        with pytest.raises(GroupIdNotFoundError):  # gone: Kafka's GROUP_ID_NOT_FOUND,
+            s.delete_group("g")                    # and nothing more is written
     assert metadata_tombstones() == 1
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from offsetlog.log.framing import decode_payload, encode_payload
 from offsetlog.group.config import GroupConfig
 from offsetlog.group.coordinator import GroupCoordinator
 from offsetlog.group.responses import GroupDescription, Response, Result
+from offsetlog.log.framing import decode_payload, encode_payload
 
 DEFAULT_SESSION_MS = 10_000
 DEFAULT_PROTOCOLS = (("range", b"range-metadata"),)

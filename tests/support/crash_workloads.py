@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 
 from offsetlog import OffsetAndMetadata, TopicPartition
+
+
 def consumer_loop(ctx) -> None:
     """A service's consumer: polls a batch of records per partition it owns, then commits the
     next offsets of all of them in one call (async every other batch, like auto-commit)."""

@@ -16,10 +16,8 @@ import threading
 from typing import Iterable
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
-
 from offsetlog.log import naming, segment
 from offsetlog.recovery.tools.inspect import data_size
-
 from support.stores import ManualClock, open_log_store  # noqa: F401 - the suites import them from here
 
 TP = TopicPartition

@@ -57,7 +57,7 @@ def lint_imports(*, repo: str = REPO, replace: dict[str, str] | None = None
         return subprocess.run(
             [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command;"
              " sys.exit(lint_imports_command())",
-             "--config", os.path.join(repo, "pyproject.toml"), "--no-cache"],
+             "--no-cache", os.path.join(repo, "pyproject.toml")],
             env=env, cwd=tmp, capture_output=True, text=True)
 
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import threading
 import time
 
-
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.group import GroupConfig
-from offsetlog.member import (GroupMember, RebalanceListener)
+from offsetlog.member import GroupMember, RebalanceListener
 
 GROUP = "svc"
 SESSION = 10_000

@@ -3,7 +3,6 @@
 import os
 import shutil
 
-
 from offsetlog.compaction.cleaner import clean_partition
 from offsetlog.compaction.rules import record_key as cleaner_key
 from offsetlog.log.format import Attribute

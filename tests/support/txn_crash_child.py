@@ -21,6 +21,7 @@ import signal
 import sys
 
 from offsetlog import OffsetStore, TopicPartition
+
 KEY_G = TopicPartition("in", 0)
 KEY_H = TopicPartition("in", 1)
 TXN_VALUE = 10
@@ -44,7 +45,7 @@ def main(config: dict) -> None:
         store.commit_sync("g", {KEY_G: PLAIN_VALUE})
         store.commit_sync("h", {KEY_H: PLAIN_VALUE})
         txn = store.init_transactions("t")
-        store._txn_fault_hook = hook
+        store._transactions.fault_hook = hook
         txn.begin()
         txn.commit_offsets("g", {KEY_G: TXN_VALUE})
         txn.commit_offsets("h", {KEY_H: TXN_VALUE})
@@ -67,7 +68,7 @@ def main(config: dict) -> None:
 
     current = [0]
     txn = store.init_transactions("t")
-    store._txn_fault_hook = decided
+    store._transactions.fault_hook = decided
     i = config["start"]
     while True:
         current[0] = i

@@ -13,10 +13,10 @@ HEARTBEAT_MS = 300
 
 
 def kp_consumer(server, group_id, *, strategy=None, **kw) -> KafkaConsumer:
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
-    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 
     strategies = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
                   "sticky": StickyPartitionAssignor,

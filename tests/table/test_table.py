@@ -1,7 +1,7 @@
 import pytest
 
-from offsetlog.log import records as rec
 from offsetlog.errors import UnsupportedVersionError
+from offsetlog.log import records as rec
 from offsetlog.log.framing import BatchReader, encode_batch
 from offsetlog.table import OffsetTable
 

@@ -4,15 +4,20 @@ prepare / keep_prepared, timeouts, expiry, delete_group, reopen and compaction."
 import pytest
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
-from offsetlog.errors import (IllegalGenerationError, InvalidTxnStateError, ProducerFencedError,
-                              StoreClosedError, TransactionTimeoutError,
-                              UnknownMemberIdError, UnstableOffsetCommitError)
-from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARED
+from offsetlog.errors import (
+    IllegalGenerationError,
+    InvalidTxnStateError,
+    ProducerFencedError,
+    StoreClosedError,
+    TransactionTimeoutError,
+    UnknownMemberIdError,
+    UnstableOffsetCommitError,
+)
 from offsetlog.recovery.tools.inspect import iter_records
-
+from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARED
+from support import stores
 from support.groups import form_group
 from support.stores import open_group_store
-from support import stores
 
 TP0, TP1, TP2 = TopicPartition("in", 0), TopicPartition("in", 1), TopicPartition("in", 2)
 DAY = 24 * 3600 * 1000

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from support.durability_helpers import Seeded, open_store
 from offsetlog.errors import UnstableOffsetCommitError
 from offsetlog.partitioner import partition_for
+from support.durability_helpers import Seeded, open_store
 from support.txn_crash_child import KEY_G, KEY_H, PLAIN_VALUE, TXN_VALUE
 
 CHILD = str(Path(__file__).parents[1] / "support" / "txn_crash_child.py")

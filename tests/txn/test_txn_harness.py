@@ -6,7 +6,11 @@ import sqlite3
 import pytest
 
 from offsetlog.recovery.crashtest import exactly_once as txn_harness
-from offsetlog.recovery.crashtest.exactly_once import ExactlyOnceViolation, run_harness, verify_ledger
+from offsetlog.recovery.crashtest.exactly_once import (
+    ExactlyOnceViolation,
+    run_harness,
+    verify_ledger,
+)
 
 
 def test_few_kill_cycles_leave_every_record_exactly_once(tmp_path, seeded_random):

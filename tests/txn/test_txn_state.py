@@ -3,13 +3,24 @@
 import msgpack
 import pytest
 
-from offsetlog.log import records as rec
 from offsetlog.errors import InvalidTxnStateError, UnsupportedVersionError
+from offsetlog.log import records as rec
 from offsetlog.table import OffsetTable
 from offsetlog.table.pending import PendingTransactions
-from offsetlog.txn.state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, MAX_EPOCH, ONGOING,
-                                 PREPARE_ABORT, PREPARE_COMMIT, PREPARED, STATES, TRANSITIONS,
-                                 TxnMetadata, next_epoch)
+from offsetlog.txn.state import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    EMPTY,
+    MAX_EPOCH,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    PREPARED,
+    STATES,
+    TRANSITIONS,
+    TxnMetadata,
+    next_epoch,
+)
 
 TXN, CTRL = 0x01, 0x03
 

@@ -1,0 +1,72 @@
+"""Records computed at the head of a partition's queue: deletes, expiry, topic creation.
+
+Each function here returns a *producer*: a function of the partition's ``OffsetTable`` that
+the group-commit leader calls when the queue item reaches the head of the queue, alone in its
+round (``Pending(deferred=...)``). So the records see every earlier commit, and a retention
+pass can never tombstone an offset committed a moment before it. Producers read the table
+and the coordinator and return records; they change nothing themselves (the leader applies
+what they return, like any other batch). Raising refuses the item: nothing is written.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from offsetlog.errors import TopicAlreadyExistsError
+from offsetlog.group import GroupCoordinator
+from offsetlog.group.errors import GroupIdNotFoundError
+from offsetlog.log import records as rec
+from offsetlog.table import OffsetTable
+from offsetlog.types import TopicPartition
+
+Producer = Callable[[OffsetTable], tuple]
+
+
+def offset_deletes(coordinator: GroupCoordinator, group_id: str,
+                   partitions: list[TopicPartition]) -> Producer:
+    """Tombstones for ``group_id``'s committed (or pending) offsets of ``partitions``, under
+    Kafka's OffsetDelete rule (KIP-496), checked against the group as of the item's turn."""
+    def tombstones(table: OffsetTable) -> tuple:
+        coordinator.check_offset_delete(group_id, partitions)
+        # A tombstone also drops the key's pending transactional offsets.
+        present = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
+        return tuple(rec.offset_tombstone(i, group_id, t, p)
+                     for i, (t, p) in enumerate(tp for tp in partitions if tp in present))
+    return tombstones
+
+
+def group_delete(coordinator: GroupCoordinator, group_id: str, now_ms: int) -> Producer:
+    """Tombstones for every offset of ``group_id`` and its group metadata; the coordinator
+    refuses (``NonEmptyGroupError``) while the group has members, and a group the partition
+    has neither offsets nor metadata of is ``GroupIdNotFoundError`` (Kafka's answer)."""
+    def tombstones(table: OffsetTable) -> tuple:
+        result = coordinator.delete_group(group_id, now_ms=now_ms)
+        # Pending transactional offsets go too: a tombstone drops them (docs/TRANSACTIONS.md)
+        keys = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
+        out = [rec.offset_tombstone(i, group_id, t, p) for i, (t, p) in enumerate(sorted(keys))]
+        out.extend((len(out) + i,) + tuple(r[1:]) for i, r in enumerate(result.records))
+        if not out and group_id not in table.group_metadata:
+            raise GroupIdNotFoundError(f"group {group_id!r} does not exist")
+        return tuple(out)
+    return tombstones
+
+
+def expiry(coordinator: GroupCoordinator, now_ms: int, retention_ms: int) -> Producer:
+    """The retention pass of one partition (KIP-211): standalone groups expire from their
+    commits; managed groups by state (Empty since when, subscribed topics), and emptied
+    groups are deleted. Keys with pending transactional offsets, and groups holding any, are
+    left alone until their transactions complete."""
+    def expire(table: OffsetTable) -> tuple:
+        result = coordinator.expire_offsets(table.offsets, now_ms=now_ms,
+                                            retention_ms=retention_ms, pending=table.txn.keys)
+        return tuple(result.records)
+    return expire
+
+
+def topic_creation(name: str, value: dict) -> Producer:
+    """The TOPIC record registering ``name``, unless it is registered already."""
+    def record(table: OffsetTable) -> tuple:
+        if name in table.topics:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        return (rec.topic(0, name, value),)
+    return record

@@ -1,0 +1,99 @@
+"""Where a commit goes and who may make it: a group's partition and the fencing checks.
+
+A route is ``(PartitionWriter, standalone check)``, made once per group and cached by the
+``CommitRouter`` (the commit hot path looks both up in one dict). Fencing checks are closures run under
+the partition's lock, in the same hold that queues the commit, so no generation change can
+slip between the check and the commit's place in the log.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from offsetlog.errors import IllegalGenerationError, UnknownMemberIdError
+from offsetlog.log.records import offset_commit_fields
+from offsetlog.partitioner import partition_for
+from offsetlog.store.commit_queue import PartitionWriter
+from offsetlog.validation import check_group_id
+
+Check = Callable[[], None]
+Route = tuple[PartitionWriter, Check]
+
+#: groups whose route the router keeps; about 500 bytes each
+ROUTES_CACHED = 65_536
+
+
+class CommitRouter:
+    """Checks commit calls before anything is queued, and finds where each goes."""
+
+    def __init__(self, parts: list[PartitionWriter], clock: Callable[[], int],
+                 metadata_max_bytes: int) -> None:
+        self._parts = parts
+        self._clock = clock
+        self._metadata_max = metadata_max_bytes
+        #: group -> its Route; a cache, emptied when full (groups come and go)
+        self.routes: dict[str, Route] = {}
+        #: record key maps shared by commits of one key (records.offset_commit_fields)
+        self._keys: dict = {}
+
+    def check(self, group_id, offsets, generation_id, member_id, group_instance_id,
+              transactional: bool = False) -> tuple[PartitionWriter, tuple, int, int, Check]:
+        """``(the group's PartitionWriter, the checked offsets as record fields, their size
+        bound, now, precheck)``, where ``precheck`` is the fencing check to run under the
+        partition's lock. Raises for bad arguments; changes nothing."""
+        route = self.routes.get(group_id) if group_id.__class__ is str else None
+        if route is None:
+            if len(self.routes) >= ROUTES_CACHED:
+                self.routes.clear()
+            route = self.routes[group_id] = make_route(self._parts, group_id, self._clock)
+        part, precheck = route
+        now = self._clock()
+        fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
+                                              self._keys)
+        if transactional or not (generation_id.__class__ is int and generation_id == -1
+                                 and member_id == "" and group_instance_id is None):
+            precheck = fencing(part, group_id, generation_id, member_id, group_instance_id,
+                               now, transactional)
+        return part, fields, nbytes, now, precheck
+
+
+def make_route(parts: list[PartitionWriter], group_id: str, clock: Callable[[], int]) -> Route:
+    """``group_id``'s partition, and the check of its standalone commits (generation -1, no
+    member): Kafka's simple consumer, valid unless a managed group of that name exists."""
+    check_group_id(group_id)
+    part = parts[partition_for(group_id, len(parts))]
+    coord = part.coordinator
+    managed = coord.managed_groups()
+
+    def standalone() -> None:
+        if group_id in managed:
+            coord.validate_offset_commit(group_id, now_ms=clock())
+
+    return part, standalone
+
+
+def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id: str,
+            group_instance_id: str | None, now_ms: int, transactional: bool = False) -> Check:
+    """The group coordinator's check of a member's commit (Kafka's order of checks; see
+    ``GroupCoordinator.validate_offset_commit``)."""
+    if not isinstance(generation_id, int) or isinstance(generation_id, bool):
+        raise IllegalGenerationError(f"generation_id must be an int, not {generation_id!r}")
+    if not isinstance(member_id, str):
+        raise UnknownMemberIdError(f"member_id must be a str, not {member_id!r}")
+    if group_instance_id is not None and not isinstance(group_instance_id, str):
+        raise UnknownMemberIdError(
+            f"group_instance_id must be a str or None, not {group_instance_id!r}")
+    coord = part.coordinator
+    # The usual standalone call (generation -1 as a plain int, no member, no instance) takes
+    # the route's check; an equal call of other types arrives here.
+    standalone = generation_id == -1 and not member_id and group_instance_id is None
+
+    def check() -> None:
+        if standalone and not coord.has_group(group_id):
+            return
+        coord.validate_offset_commit(group_id, member_id=member_id,
+                                     group_instance_id=group_instance_id,
+                                     generation_id=generation_id, now_ms=now_ms,
+                                     transactional=transactional)
+
+    return check
