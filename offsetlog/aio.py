@@ -239,6 +239,10 @@ class AsyncOffsetStore:
     async def allocate_producer_id(self) -> int:
         return self.store.allocate_producer_id()
 
+    async def resume_transaction(self, transactional_id: str) -> "AsyncTransaction | None":
+        txn = self.store.resume_transaction(transactional_id)
+        return None if txn is None else AsyncTransaction(txn)
+
     async def transaction_state(self, transactional_id: str) -> TxnMetadata | None:
         return self.store.transaction_state(transactional_id)
 

@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
-from kio.serial.readers import read_int32
+from kio.serial.readers import read_int16, read_int32
 from kio.serial.writers import write_int32
 from kio.static.primitive import i32Timedelta, i64Timedelta
 
@@ -44,9 +44,9 @@ class Header:
     body_at: int  #: where the request body starts in the frame
 
 
-def frame_length(prefix: bytes) -> int:
-    """The length a 4-byte prefix announces."""
-    return read_int32(prefix, 0)[0]
+def frame_length(data, offset: int = 0) -> int:
+    """The length the 4-byte prefix at ``offset`` of ``data`` announces."""
+    return read_int32(data, offset)[0]
 
 
 def read_header(frame: bytes, *, flexible: bool) -> Header:
@@ -65,9 +65,15 @@ def read_header(frame: bytes, *, flexible: bool) -> Header:
 
 def peek_api(frame: bytes) -> tuple[int, int, int]:
     """``(api_key, api_version, correlation_id)``: the fields every header version starts
-    with, enough to pick the schema (or to answer an unsupported ApiVersions)."""
-    h = read_header(frame[:8] + b"\xff\xff", flexible=False)  # client id: null
-    return h.api_key, h.api_version, h.correlation_id
+    with (int16, int16, int32: RequestHeader.json), read with kio's readers for those types;
+    enough to pick the schema, or to answer an unsupported ApiVersions.
+
+    :raises FrameError: the frame is too short
+    """
+    try:
+        return read_int16(frame, 0)[0], read_int16(frame, 2)[0], read_int32(frame, 4)[0]
+    except Exception as e:
+        raise FrameError(f"bad request header: {type(e).__name__}: {e}") from None
 
 
 @functools.cache
@@ -94,19 +100,87 @@ def decode_request(frame: bytes, api_key: int, version: int) -> tuple[Header, An
     return header, body
 
 
+@dataclasses.dataclass(frozen=True)
+class Encoded:
+    """A response encoded ahead (its header version and body), for answers a handler keeps
+    and sends again (``offsets.offset_commit``); see :func:`encoded`."""
+
+    header_schema: type
+    body: bytes
+
+
+def encoded(response: Any) -> Encoded:
+    return Encoded(type(response).__header_schema__, _encode(response))
+
+
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The length-prefixed response frame (header version as the response's schema says:
-    v0 for non-flexible versions and for ApiVersions, v1 otherwise)."""
-    header_schema = type(response).__header_schema__
+    v0 for non-flexible versions and for ApiVersions, v1 otherwise); ``response`` is a kio
+    message or an :class:`Encoded` one."""
+    if response.__class__ is Encoded:
+        header_schema, body = response.header_schema, response.body
+    else:
+        header_schema, body = type(response).__header_schema__, encode_body(response)
+    rest = _header_rest(header_schema)
     buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    entity_writer(header_schema)(buf, header_schema(correlation_id=correlation_id))
+    write_int32(buf, ID_SIZE + len(rest) + len(body))
+    write_int32(buf, correlation_id)
+    buf.write(rest)
+    buf.write(body)
+    return buf.getvalue()
+
+
+#: bytes of a response header's correlation id (int32)
+ID_SIZE = 4
+
+
+@functools.cache
+def _header_rest(header_schema) -> bytes:
+    """What a response header of this version holds after the correlation id, as kio
+    writes it (v1: its empty tagged fields). The correlation id is every response header's
+    first field (ResponseHeader.json); a probe checks that kio's bytes start with it, so
+    only the id (kio's int32) is written per answer, not a header entity (4 us a frame)."""
+    probe = 0x0102_0304
+    whole, first = io.BytesIO(), io.BytesIO()
+    entity_writer(header_schema)(whole, header_schema(correlation_id=probe))
+    write_int32(first, probe)
+    data, prefix = whole.getvalue(), first.getvalue()
+    if not data.startswith(prefix) or len(prefix) != ID_SIZE:
+        raise AssertionError(f"{header_schema.__name__} does not start with its correlation id")
+    return data[ID_SIZE:]
+
+
+#: how many encoded response bodies ``encode_body`` keeps
+BODY_CACHE_SIZE = 512
+_bodies: dict[Any, bytes] = {}
+
+
+def encode_body(response: Any) -> bytes:
+    """The bytes of a response message (no header).
+
+    kio's writers are Python, a call per field: 25 us for a one-partition OffsetCommit
+    answer, most of a commit's CPU time on the server. Answers repeat (a consumer commits
+    the same partitions again and again and gets the same answer; heartbeats, fetches), and
+    kio's messages are frozen dataclasses, equal and hashable by value, so the bytes of
+    recent ones are kept. The hash and compare cost 2-3 us; a message with an unhashable
+    field is encoded every time.
+    """
+    try:
+        data = _bodies.get(response)
+    except TypeError:  # an unhashable field
+        return _encode(response)
+    if data is None:
+        data = _encode(response)
+        if len(_bodies) >= BODY_CACHE_SIZE:
+            _bodies.clear()  # simpler than LRU order, and answers that repeat come back at once
+        _bodies[response] = data
+    return data
+
+
+def _encode(response: Any) -> bytes:
+    buf = io.BytesIO()
     entity_writer(type(response))(buf, response)
-    data = buf.getbuffer()
-    size = io.BytesIO()
-    write_int32(size, len(data) - LENGTH_SIZE)
-    data[:LENGTH_SIZE] = size.getvalue()
-    return bytes(data)
+    return buf.getvalue()
 
 
 # -- building responses ------------------------------------------------------------------

@@ -41,6 +41,7 @@ PROPERTIES = {
     "num.partitions": ("num_partitions", _int(1)),
     "socket.request.max.bytes": ("socket_request_max_bytes", _int(1)),
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int(1)),
+    "connections.max.idle.ms": ("connections_max_idle_ms", _int(1)),
 }
 
 
@@ -70,6 +71,9 @@ class ServerConfig:
     socket_request_max_bytes: int = 100 * 1024 * 1024
     #: transaction.max.timeout.ms: longest transaction timeout a producer may ask for
     transaction_max_timeout_ms: int = 900_000
+    #: connections.max.idle.ms (10 min): a connection that sends nothing and is owed nothing
+    #: for this long is closed (a half-sent frame cannot hold one open)
+    connections_max_idle_ms: int = 600_000
     #: the settings given, by Kafka name (for the startup log)
     given: dict = field(default_factory=dict, compare=False)
 

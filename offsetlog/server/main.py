@@ -13,10 +13,9 @@ import logging
 import signal
 import socket
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 from offsetlog.server.config import ConfigError, ServerConfig, parse_topic
-from offsetlog.server.connection import Connections
+from offsetlog.server.connection import Connections, Workers
 from offsetlog.server.context import Context
 from offsetlog.server.topics import TopicRegistry
 
@@ -25,6 +24,9 @@ log = logging.getLogger("offsetlog.server")
 DEFAULT_LISTEN = "127.0.0.1:9092"
 #: seconds a stopping server gives in-flight answers before it drops their connections
 DRAIN_SECONDS = 5.0
+#: worker threads for store calls that wait for an fsync (commits among them): as many
+#: commits as this can be in flight at once, each log partition's shared by group commit
+WORKERS = 32
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -111,23 +113,12 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass  # not the main thread (tests run servers in threads)
-    executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="offsetlog-serve")
+    workers = Workers(WORKERS)
     ctx = Context(store=store, config=config, topics=registry, host=host, port=port)
-    conns = Connections(ctx, executor, store.config.clock)
-    tasks: set[asyncio.Task] = set()
-
-    async def accept(reader, writer):
-        task = asyncio.current_task()
-        tasks.add(task)
-        try:
-            await conns.serve(reader, writer)
-        finally:
-            tasks.discard(task)
-
-    server = await asyncio.start_server(accept, host, port, reuse_address=True)
-    bound = server.sockets[0].getsockname()
+    conns = Connections(ctx, workers, store.config.clock)
+    bound = conns.listen(host, port)
     ctx.port = bound[1]
-    if host in ("0.0.0.0", "::"):
+    if host in ("0.0.0.0", "::", ""):
         ctx.host = socket.gethostname()
     print(f"listening on {bound[0]}:{bound[1]}", file=sys.stderr, flush=True)
     if ready is not None:
@@ -135,16 +126,12 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
     try:
         await stop.wait()
     finally:
-        server.close()
-        conns.stopping = True
+        conns.stop_reading()
         # Closing the store answers parked JoinGroups and SyncGroups (COORDINATOR_NOT_AVAILABLE)
-        # and finishes every queued commit; it waits for fsyncs, so on a worker thread.
-        await loop.run_in_executor(executor, store.close)
-        if tasks:
-            await asyncio.wait(set(tasks), timeout=DRAIN_SECONDS)
-        for task in set(tasks):
-            task.cancel()
-        executor.shutdown(wait=False, cancel_futures=True)
+        # and finishes every queued commit; it waits for fsyncs, so not on the loop's thread.
+        await asyncio.to_thread(store.close)
+        await conns.drain(DRAIN_SECONDS)
+        workers.shutdown()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,11 +8,12 @@ the group (fencing) apply to every partition of the call, as Kafka gives them.
 
 from __future__ import annotations
 
-from offsetlog.errors import OffsetlogError, UnstableOffsetCommitError
+from offsetlog.errors import IllegalGenerationError, OffsetlogError, UnstableOffsetCommitError
 from offsetlog.group.errors import GroupSubscribedToTopicError
 from offsetlog.server import errors as E
+from offsetlog.server.codec import encoded
 from offsetlog.server.context import Call, Context
-from offsetlog.server.work import after, run_blocking
+from offsetlog.server.work import run_blocking
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import MAX_OFFSET, check_group_id, utf16_length
 
@@ -65,18 +66,51 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
     good, bad = checked_offsets(ctx, b.topics)
     if not good:
         return call.respond(topics=partition_answers(b.topics, bad, E.NONE))
-    if generation >= 0 and call.version >= 9 and ctx.store.describe_group(b.group_id) is None:
-        # Kafka 3.x+: a generation for a group it does not know is GROUP_ID_NOT_FOUND from
-        # v9 on, ILLEGAL_GENERATION before (offsetlog's check gives the latter)
-        return call.respond(topics=partition_answers(b.topics, bad, E.GROUP_ID_NOT_FOUND))
-    try:
-        fut = ctx.store.commit_async(b.group_id, good, generation_id=generation,
-                                     member_id=b.member_id,
-                                     group_instance_id=getattr(b, "group_instance_id", None))
-    except Exception as e:
-        return call.respond(topics=partition_answers(b.topics, bad, E.code_of(e)))
-    return after([fut], lambda o: call.respond(
-        topics=partition_answers(b.topics, bad, E.code_of(o[0].error))))
+    store = ctx.store
+    commit = store.commit_sync
+    group_id, member_id = b.group_id, b.member_id
+    instance = getattr(b, "group_instance_id", None)
+
+    def durable() -> None:
+        # A worker thread leads its log partition's round or joins the one being written
+        # (connection.py says why not commit_async); fencing is checked under the partition
+        # lock, so no generation change slips in between the check and the write.
+        commit(group_id, good, generation_id=generation, member_id=member_id,
+               group_instance_id=instance)
+
+    def finish(outcome):
+        error = outcome.error
+        if error is None and not bad:
+            return _all_committed(call, b.topics)
+        code = E.code_of(error)
+        if (isinstance(error, IllegalGenerationError) and call.version >= 9
+                and store.describe_group(group_id) is None):
+            # Kafka 3.x+: a generation for a group it does not know is GROUP_ID_NOT_FOUND
+            # from v9 on, ILLEGAL_GENERATION before (the store's fencing gives the latter).
+            # Asked after the fencing, not before the commit: a check first could see the
+            # group that the commit then finds deleted, or the other way round.
+            code = E.GROUP_ID_NOT_FOUND
+        return call.respond(topics=partition_answers(b.topics, bad, code))
+    return run_blocking(durable, finish)
+
+
+#: (version, the request's topics and partitions) -> its answer when every partition was
+#: committed, encoded: a consumer commits the same partitions again and again, and building
+#: and encoding the answer with kio cost more than the rest of the handler
+_committed_answers: dict = {}
+ANSWERS_KEPT = 1024
+
+
+def _all_committed(call: Call, topics):
+    key = (call.version, tuple((t.name, tuple(p.partition_index for p in t.partitions))
+                               for t in topics))
+    answer = _committed_answers.get(key)
+    if answer is None:
+        answer = encoded(call.respond(topics=partition_answers(topics, {}, E.NONE)))
+        if len(_committed_answers) >= ANSWERS_KEPT:
+            _committed_answers.clear()
+        _committed_answers[key] = answer
+    return answer
 
 
 # -- OffsetFetch -------------------------------------------------------------------------

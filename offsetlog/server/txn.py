@@ -5,6 +5,11 @@ handles (offsetlog/transactions.py, docs/TRANSACTIONS.md), one per transactional
 Each step waits for fsyncs, so each runs on a worker thread; the store serialises the calls
 of one transactional id. The transaction is begun by AddOffsetsToTxn, its offsets are
 written pending by TxnOffsetCommit, and EndTxn commits or aborts it.
+
+The handles live in the server process, the state they stand for in the store's log: after
+a restart a producer is known by its durable TRANSACTION_STATE (``_resume``), as Kafka's
+coordinator knows it from ``__transaction_state`` after a failover, so it goes on without
+InitProducerId.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from offsetlog.server.context import Call, Context
 from offsetlog.server.offsets import checked_offsets, group_error, partition_answers
 from offsetlog.server.work import run_blocking
 from offsetlog.store.transactions import Transaction
+from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT
 
 
 def _fenced_code(call: Call, min_version: int) -> int:
@@ -46,6 +52,7 @@ def init_producer_id(ctx: Context, call: Call, now_ms: int):
         def allocate():
             txn = store.init_transactions(tid, transaction_timeout_ms=timeout)
             ctx.producers[tid] = txn
+            ctx.ended.pop(tid, None)
             return txn.producer_id, txn.producer_epoch
 
     def finish(outcome):
@@ -60,7 +67,9 @@ def init_producer_id(ctx: Context, call: Call, now_ms: int):
 def _handle(ctx: Context, tid: str, producer_id: int, producer_epoch: int) -> Transaction:
     """The live handle of ``tid``; raises what Kafka answers for a stale or unknown one."""
     txn = ctx.producers.get(tid)
-    if txn is None or txn.producer_id != producer_id:
+    if txn is None:
+        txn = _resume(ctx, tid, producer_id)
+    if txn.producer_id != producer_id:
         raise _Answer(E.INVALID_PRODUCER_ID_MAPPING)
     if txn.producer_epoch != producer_epoch:
         raise ProducerFencedError(f"transactional id {tid!r}: epoch {producer_epoch} is "
@@ -68,6 +77,26 @@ def _handle(ctx: Context, tid: str, producer_id: int, producer_epoch: int) -> Tr
                                   producer_epoch=producer_epoch,
                                   current_epoch=txn.producer_epoch)
     return txn
+
+
+def _resume(ctx: Context, tid: str, producer_id: int) -> Transaction:
+    """A handle for a producer this server process has not seen (it restarted): its
+    durable TRANSACTION_STATE says who it is, as ``__transaction_state`` does for Kafka's
+    coordinator after a failover. A producer whose id and epoch match carries on without
+    InitProducerId, in its Ongoing transaction if it had one; the store aborts that one
+    only if it times out first. ``ctx.ended`` keeps the outcome its state had already
+    recorded (CompleteCommit / CompleteAbort), which an EndTxn retried across the restart
+    must find."""
+    meta = ctx.store.transaction_state(tid)
+    if meta is None or meta.producer_id != producer_id:
+        raise _Answer(E.INVALID_PRODUCER_ID_MAPPING)
+    txn = ctx.store.resume_transaction(tid)
+    if txn is None or txn.producer_id != producer_id:
+        raise _Answer(E.INVALID_PRODUCER_ID_MAPPING)
+    ended = {COMPLETE_COMMIT: True, COMPLETE_ABORT: False}.get(meta.state)
+    if ended is not None:
+        ctx.ended[tid] = ended
+    return ctx.producers.setdefault(tid, txn)
 
 
 class _Answer(Exception):
@@ -88,6 +117,7 @@ def add_offsets_to_txn(ctx: Context, call: Call, now_ms: int):
     def add():
         txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
         if txn.state == "ready":
+            ctx.ended.pop(b.transactional_id, None)  # a new transaction
             txn.begin()
         elif txn.state != "in_transaction":
             raise InvalidTxnStateError(f"AddOffsetsToTxn in state {txn.state}")
@@ -120,6 +150,14 @@ def end_txn(ctx: Context, call: Call, now_ms: int):
     def end():
         txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
         if txn.state == "ready":
+            ended = ctx.ended.get(b.transactional_id)
+            if ended is not None and ended != bool(b.committed):
+                # resumed after a restart: the transaction it ends was already decided the
+                # other way (a timeout abort, say); Kafka: INVALID_TXN_STATE. The same
+                # outcome is a retry whose answer the restart lost: success.
+                raise InvalidTxnStateError(f"EndTxn({'commit' if b.committed else 'abort'})"
+                                           " of a transaction already "
+                                           f"{'committed' if ended else 'aborted'}")
             # nothing was added (the producer only produced, which this server refuses): an
             # empty transaction, as Kafka ends one
             return

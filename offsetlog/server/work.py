@@ -4,14 +4,17 @@ Handlers are plain functions (h11's shape): a decoded request and ``now_ms`` in,
 :class:`Reply` out. They never block and never await; the connection code
 (``offsetlog.server.connection``) does the waiting:
 
-* ``futures``: the store's ``concurrent.futures.Future``s (a parked JoinGroup, a queued
-  commit), awaited with ``asyncio.wrap_future``;
-* ``blocking``: a store call that waits for an fsync (deleting groups, transactions, topic
-  creation), run on a worker thread so the event loop never waits for a disk;
+* ``futures``: the store's ``concurrent.futures.Future``s (a parked JoinGroup, a
+  SyncGroup waiting for its fsync); the loop carries on when they resolve;
+* ``blocking``: a store call that waits for an fsync (commits, deleting groups,
+  transactions, topic creation), run on a worker thread so the event loop never waits for
+  a disk;
 * ``delay_ms``: a pause first (Fetch's ``max_wait_ms``: there are never messages).
 
 ``finish`` gets the outcomes, in order (futures, then the blocking call's), each an
-:class:`Outcome`, and returns the response, or another ``Reply`` to chain more work.
+:class:`Outcome`, and returns the response, or another ``Reply`` to chain more work. After a
+blocking call it runs on that worker thread (which then sends the answer), so it must be a
+plain function of the outcomes and of what the handler captured: no event-loop objects.
 """
 
 from __future__ import annotations

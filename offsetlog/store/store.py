@@ -157,7 +157,7 @@ class OffsetStore:
     def __enter__(self) -> "OffsetStore":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -380,7 +380,7 @@ class OffsetStore:
             log.info("%s: expired %d offsets", self.path, total)
         return total
 
-    # -- compaction (offsetlog.store.cleaning) --------------------------------------------
+    # -- compaction and snapshots (offsetlog.store.cleaning, offsetlog.store.snapshots) -----
 
     def compact(self, partitions: Iterable[int] | None = None, *,
                 now_ms: int | None = None) -> list[CleanResult]:
@@ -391,8 +391,6 @@ class OffsetStore:
         :return: one ``CleanResult`` per partition that had closed segments
         """
         return self._cleaning.compact(partitions, now_ms)
-
-    # -- snapshots (offsetlog.store.snapshots) ----------------------------------------------
 
     def snapshot(self, partitions: Iterable[int] | None = None) -> list[SnapshotResult]:
         """Snapshot every (or the given) log partition now, each in one LMDB transaction.
@@ -488,6 +486,10 @@ class OffsetStore:
         :return: how many transactions were aborted
         """
         return self._transactions.poll(now_ms)
+
+    def resume_transaction(self, transactional_id: str) -> Transaction | None:
+        """``transactional_id``'s handle as its durable state stands (no epoch bump), or None."""
+        return self._transactions.resume(transactional_id)
 
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before (InitProducerId of an idempotent producer,

@@ -229,6 +229,15 @@ class Transactions:
         self._flush_owed()
         return aborted
 
+    def resume(self, transactional_id: str) -> Transaction | None:
+        """A handle for the producer ``transactional_id``'s durable state names, as it stands
+        (no epoch bump, unlike ``init_transactions``; in its Ongoing transaction if it has
+        one), or None for an unknown id: how the wire server takes its producers up after a
+        restart, as Kafka's coordinator does after a failover."""
+        self.check_open()
+        meta = self.meta(transactional_id)
+        return None if meta is None else Transaction(self, meta)
+
     def state(self, transactional_id: str) -> TxnMetadata | None:
         """The durable metadata of ``transactional_id`` (state, producer id and epoch, the
         log partitions its open transaction touched), or None for an unknown id."""
@@ -360,9 +369,12 @@ class Transaction:
         self.producer_epoch = meta.producer_epoch
         self.transaction_timeout_ms = meta.timeout_ms
         prepared = meta.state == PREPARED
-        self._state = PREPARED_LOCAL if prepared else READY
+        # Ongoing: a handle made again for a producer that carries on (resume_transaction,
+        # the wire server after a restart); init_transactions never makes one.
+        ongoing = meta.state == ONGOING
+        self._state = PREPARED_LOCAL if prepared else IN_TRANSACTION if ongoing else READY
         #: start timestamp of our durable Ongoing transaction (None: nothing written yet)
-        self._started: int | None = meta.start_timestamp if prepared else None
+        self._started: int | None = meta.start_timestamp if prepared or ongoing else None
 
     def __repr__(self) -> str:
         return (f"<Transaction {self.transactional_id!r} producer_id={self.producer_id} "

@@ -15,9 +15,11 @@ from offsetlog.server.main import is_loopback
 def test_kafka_property_names_are_parsed():
     c = ServerConfig.parse(["group.initial.rebalance.delay.ms=0", "num.partitions=3",
                             "auto.create.topics.enable=false", "offsets.retention.minutes=2",
-                            "socket.request.max.bytes=1024"])
+                            "socket.request.max.bytes=1024", "connections.max.idle.ms=500"])
     assert (c.initial_rebalance_delay_ms, c.num_partitions, c.auto_create_topics,
-            c.retention_ms, c.socket_request_max_bytes) == (0, 3, False, 120_000, 1024)
+            c.retention_ms, c.socket_request_max_bytes, c.connections_max_idle_ms) == (
+        0, 3, False, 120_000, 1024, 500)
+    assert ServerConfig().connections_max_idle_ms == 600_000  # Kafka's default, 10 min
     assert c.group_config().initial_rebalance_delay_ms == 0
 
 

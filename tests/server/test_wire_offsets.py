@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata as KOM
 
@@ -122,3 +123,54 @@ def test_an_answered_commit_survives_kill_9(server, group_id):
         assert "orders" in store.topics()
     server.start()
     assert _committed(server, group_id) == KOM(4321, "m", -1)
+
+
+class _Store:
+    """A store whose commits are fenced as the coordinator fences a generation for a group
+    it does not know, and whose group appears or disappears meanwhile."""
+
+    class config:
+        metadata_max_bytes = 4096
+
+    def __init__(self, known_after_commit: bool) -> None:
+        self.known_after_commit = known_after_commit
+        self.committed = False
+
+    def commit_sync(self, group_id, offsets, **kw):
+        from offsetlog.errors import IllegalGenerationError
+        self.committed = True
+        raise IllegalGenerationError("offset-commit: there is no group with generation 3")
+
+    def describe_group(self, group_id):
+        assert self.committed, "asked before the commit: the answer could be stale"
+        return object() if self.known_after_commit else None
+
+
+@pytest.mark.parametrize("version, known, code", [(9, False, 69), (9, True, 22), (8, False, 22)])
+def test_group_id_not_found_is_decided_after_the_fencing(version, known, code):
+    from kio.index import load_request_schema
+
+    from offsetlog.server.codec import Header, build
+    from offsetlog.server.config import ServerConfig
+    from offsetlog.server.context import Call, Context
+    from offsetlog.server.offsets import offset_commit
+
+    class Topics:
+        def has_partition(self, name, p):
+            return True
+
+    body = build(load_request_schema(8, version), group_id="g",
+                 generation_id_or_member_epoch=3, member_id="m", group_instance_id=None,
+                 topics=[dict(name="orders", partitions=[dict(
+                     partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                     committed_metadata="")])])
+    store = _Store(known)
+    ctx = Context(store=store, config=ServerConfig(), topics=Topics(), host="h", port=1)
+    reply = offset_commit(ctx, Call(8, version, Header(8, version, 1, "t", 0), body), 0)
+    from offsetlog.server.work import Outcome
+    try:
+        reply.blocking()
+    except Exception as e:
+        outcome = Outcome(error=e)
+    answer = reply.finish([outcome])
+    assert int(answer.topics[0].partitions[0].error_code) == code
