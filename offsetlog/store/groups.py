@@ -58,14 +58,12 @@ class Groups:
 
     # -- requests ------------------------------------------------------------------------
 
+    # The requests' defaults and documentation are OffsetStore's, which calls these.
+
     def join_group(self, group_id: str, *, protocols: Iterable[tuple[str, bytes]],
-                   member_id: str = "", group_instance_id: str | None = None,
-                   client_id: str = "", client_host: str = "",
-                   session_timeout_ms: int = 45_000, rebalance_timeout_ms: int | None = 300_000,
-                   protocol_type: str = "consumer", require_known_member_id: bool = False
-                   ) -> Future:
-        """JoinGroup. The future resolves to a ``JoinGroupResponse`` when the join phase ends
-        (for a new group, after ``initial_rebalance_delay_ms`` of the store's clock)."""
+                   member_id: str, group_instance_id: str | None, client_id: str,
+                   client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int | None,
+                   protocol_type: str, require_known_member_id: bool) -> Future:
         protocols = list(protocols)
         return self._group_request(group_id, lambda c, now: c.join_group(
             group_id, member_id=member_id, group_instance_id=group_instance_id,
@@ -75,27 +73,21 @@ class Groups:
             require_known_member_id=require_known_member_id, now_ms=now))
 
     def sync_group(self, group_id: str, *, member_id: str, generation_id: int,
-                   group_instance_id: str | None = None, protocol_type: str | None = None,
-                   protocol_name: str | None = None,
-                   assignments: dict[str, bytes] | None = None) -> Future:
-        """SyncGroup: resolves to a ``SyncGroupResponse`` with this member's assignment once
-        the leader's assignment is durable."""
+                   group_instance_id: str | None, protocol_type: str | None,
+                   protocol_name: str | None, assignments: dict[str, bytes] | None) -> Future:
         return self._group_request(group_id, lambda c, now: c.sync_group(
             group_id, member_id=member_id, generation_id=generation_id,
             group_instance_id=group_instance_id, protocol_type=protocol_type,
             protocol_name=protocol_name, assignments=assignments, now_ms=now))
 
     def heartbeat(self, group_id: str, *, member_id: str, generation_id: int,
-                  group_instance_id: str | None = None) -> Future:
-        """Heartbeat: resolves to a ``HeartbeatResponse`` (``RebalanceInProgressError`` in
-        ``.error`` tells the member to rejoin)."""
+                  group_instance_id: str | None) -> Future:
         return self._group_request(group_id, lambda c, now: c.heartbeat(
             group_id, member_id=member_id, generation_id=generation_id,
             group_instance_id=group_instance_id, now_ms=now))
 
-    def leave_group(self, group_id: str, *, member_id: str = "",
-                    members: Iterable[MemberIdentity] | None = None) -> Future:
-        """LeaveGroup for one member, or a batch by identity (KIP-345)."""
+    def leave_group(self, group_id: str, *, member_id: str,
+                    members: Iterable[MemberIdentity] | None) -> Future:
         members = None if members is None else list(members)
         return self._group_request(group_id, lambda c, now: c.leave_group(
             group_id, member_id=member_id, members=members, now_ms=now))

@@ -227,18 +227,10 @@ class Snapshots:
             self.thread = background.start(
                 "offsetlog-snapshots", lambda: background.every(
                     stop, period, self._pass, f"{self.path}: snapshot pass", log))
+
     def snapshot(self, partitions=None) -> list[SnapshotResult]:
-        """Snapshot every (or the given) log partition now, each in one LMDB transaction.
-
-        Only records that are durable in the log are covered (under ``fsync="interval"`` or
-        ``"never"`` the partition's log is fsynced first). A partition whose snapshot on disk
-        is already at its current offset is not rewritten (``taken`` is False); an empty one
-        is left out.
-
-        :return: one ``SnapshotResult`` per partition snapshotted or already up to date
-        :raises SnapshotError: some partition's snapshot could not be written (the others
-            were; ``failures`` says which and why). The log and commits are unaffected.
-        """
+        """``OffsetStore.snapshot``: each partition in one LMDB transaction, covering only
+        what is durable in its log; failures gathered into one ``SnapshotError``."""
         self._check_open()
         if self._db is None:
             raise SnapshotError(f"{self.path}: snapshots are disabled for this store")

@@ -145,17 +145,8 @@ class Transactions:
 
     def init_transactions(self, transactional_id: str, *, keep_prepared: bool = False,
                           transaction_timeout_ms: int | None = None) -> Transaction:
-        """Start (or take over) the transactional producer ``transactional_id``.
-
-        Each call bumps the id's epoch, which fences every older handle (their later calls
-        raise ``ProducerFencedError``). A transaction an older handle left open is aborted;
-        with ``keep_prepared=True`` a *prepared* one is kept instead and the returned handle
-        is in it (``txn.prepared``), to be finished with ``commit()`` or ``abort()``.
-
-        :param transaction_timeout_ms: how long a transaction may stay open (not prepared)
-            before the store aborts it; default the store's ``transaction_timeout_ms``
-        :return: the handle, with ``producer_id`` and ``producer_epoch``
-        """
+        """``OffsetStore.init_transactions``: bump the id's epoch (fencing older handles),
+        abort what an older handle left open (or keep a prepared one), write the new state."""
         self.check_open()
         if not isinstance(transactional_id, str) or not transactional_id:
             raise InvalidTxnStateError(
