@@ -38,7 +38,7 @@ test: $(STAMP) java
 
 # the import contracts of pyproject.toml (also a test) and the linter
 lint: $(STAMP)
-	$(BIN)/python tests/support/layers.py
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check --select E9,F,I offsetlog compaction recovery bench
 
 clean:

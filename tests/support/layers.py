@@ -1,12 +1,12 @@
-"""Run import-linter (the contracts in pyproject.toml) over the package as it installs.
+"""Run import-linter (the contracts in pyproject.toml), on the tree or on a changed copy.
 
 compaction/, recovery/ and bench/ install as ``offsetlog.compaction`` and so on (pyproject's
-package-dir), but grimp finds a package's modules by walking its folder. So the check runs on a
-*view*: a temporary ``offsetlog/`` folder of symlinks to the repository's files, with the three
-mapped folders linked in where they install. ``replace`` swaps one file of the view for other
-text, which is how a test shows that a broken layering fails the check.
+package-dir), and ``offsetlog/`` holds links to them where they install, so ``lint-imports``
+run in the repository sees the package as it is installed. ``replace`` runs the check on a
+*view* instead: a temporary ``offsetlog/`` of links to the repository's files with one file
+swapped for other text, which is how a test shows that a broken layering fails the check.
 
-    python tests/support/layers.py      # what `make lint` runs
+    python tests/support/layers.py      # lint-imports, as `make lint` runs it
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MAPPED = {"compaction": "compaction", "recovery": "recovery", "bench": "bench"}
 
 
 def build_view(dest: str, *, repo: str = REPO, replace: dict[str, str] | None = None) -> str:
@@ -40,9 +39,7 @@ def build_view(dest: str, *, repo: str = REPO, replace: dict[str, str] | None = 
             elif name.endswith(".py"):
                 os.symlink(src, dst)
 
-    link_tree(os.path.join(repo, "offsetlog"), root, "offsetlog")
-    for sub, folder in MAPPED.items():
-        link_tree(os.path.join(repo, folder), os.path.join(root, sub), folder)
+    link_tree(os.path.join(repo, "offsetlog"), root, "offsetlog")  # through its links
     if replace:
         raise ValueError(f"not in the package: {sorted(replace)}")
     return root
@@ -50,15 +47,18 @@ def build_view(dest: str, *, repo: str = REPO, replace: dict[str, str] | None = 
 
 def lint_imports(*, repo: str = REPO, replace: dict[str, str] | None = None
                  ) -> subprocess.CompletedProcess:
-    """``lint-imports`` with the repository's pyproject.toml over a view of the package."""
+    """``lint-imports`` with the repository's pyproject.toml, over the repository or (with
+    ``replace``) over a view of it."""
     with tempfile.TemporaryDirectory(prefix="offsetlog-layers-") as tmp:
-        build_view(tmp, repo=repo, replace=replace)
-        env = dict(os.environ, PYTHONPATH=tmp)
+        root = repo
+        if replace:
+            build_view(tmp, repo=repo, replace=replace)
+            root = tmp
         return subprocess.run(
             [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command;"
              " sys.exit(lint_imports_command())",
              "--no-cache", os.path.join(repo, "pyproject.toml")],
-            env=env, cwd=tmp, capture_output=True, text=True)
+            env=dict(os.environ, PYTHONPATH=root), cwd=root, capture_output=True, text=True)
 
 
 if __name__ == "__main__":
