@@ -18,6 +18,7 @@ from offsetlog.errors import CorruptLogError, PartitionMismatchError
 from offsetlog.log import naming, segment
 from offsetlog.log.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
 from offsetlog.log.framing import BatchReader
+from offsetlog.partitioner import partition_for
 from offsetlog.recovery.report import DroppedRange, PartitionRecovery
 from offsetlog.recovery.swap import finish_swaps, plan_swaps
 
@@ -235,8 +236,6 @@ def check_placement(table, partition: int, partitions: int, directory: str) -> N
 
     :raises PartitionMismatchError: naming the partition directory and the first such group
     """
-    from offsetlog.partitioner import partition_for  # a pure leaf module
-
     for kind, names in (("group", table.offsets), ("group", table.group_metadata),
                         ("group", table.txn.keys), ("transactional id", table.txn.states)):
         for name in names:

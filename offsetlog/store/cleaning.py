@@ -19,36 +19,28 @@ from typing import Callable
 from offsetlog.compaction.cleaner import CleanResult, clean_partition
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter
-from offsetlog.store.config import StoreConfig
-from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.store.part import StoreCore, StorePart
 from offsetlog.validation import check_partition_numbers, check_time_ms
 
 log = logging.getLogger("offsetlog.store")
 
 
-class Cleaning:
+class Cleaning(StorePart):
     """``compact()`` and the background cleaner of one store."""
 
     #: tests set this to a callable(step) to crash a cleaning at a chosen step
     fault_hook = None
 
-    def __init__(self, path: str, config: StoreConfig, parts: list[PartitionWriter],
-                 writer: GroupCommitter, clock: Callable[[], int],
-                 check_open: Callable[[], None],
-                 tombstone_floor: Callable[[int], int | None], stop: threading.Event) -> None:
-        self.path = path
-        self.config = config
-        self._parts = parts
-        self._writer = writer
-        self._clock = clock
-        self._check_open = check_open
+    def __init__(self, core: StoreCore, tombstone_floor: Callable[[int], int | None],
+                 stop: threading.Event) -> None:
+        super().__init__(core)
         self._tombstone_floor = tombstone_floor
-        self._locks = [threading.Lock() for _ in parts]  # one cleaning per partition
+        self._locks = [threading.Lock() for _ in self._parts]  # one cleaning per partition
         self.thread: threading.Thread | None = None
-        if config.cleaner_backoff_ms:
+        if self.config.cleaner_backoff_ms:
             self.thread = background.start("offsetlog-cleaner", lambda: background.every(
-                stop, config.cleaner_backoff_ms / 1000.0, self.run_pass,
-                f"{path}: cleaner pass", log))
+                stop, self.config.cleaner_backoff_ms / 1000.0, self.run_pass,
+                f"{self.path}: cleaner pass", log))
 
     def compact(self, partitions: Iterable[int] | None, now_ms: int | None) -> list[CleanResult]:
         self._check_open()

@@ -24,7 +24,7 @@ from offsetlog.partitioner import partition_for
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, QueueItem
 from offsetlog.store.futures import running_future
-from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.store.part import StoreCore, StorePart
 from offsetlog.validation import check_group_id, check_time_ms
 
 #: real-time seconds between the timer thread's looks at the coordinators' deadlines; the
@@ -34,18 +34,13 @@ GROUP_TIMER_INTERVAL_S = 0.05
 log = logging.getLogger("offsetlog.groups")
 
 
-class Groups:
+class Groups(StorePart):
     """The store's part for the group protocol: each log partition's coordinator is driven
     from here, under that partition's lock, and its records go through the store's
     ``GroupCommitter``. Owns the parked requests and the timer thread."""
 
-    def __init__(self, path: str, parts: list[PartitionWriter], writer: GroupCommitter,
-                 clock: Callable[[], int], check_open: Callable[[], None]) -> None:
-        self.path = path
-        self._parts = parts
-        self._writer = writer
-        self._clock = clock
-        self._check_open = check_open
+    def __init__(self, core: StoreCore) -> None:
+        super().__init__(core)
         self._requests: dict[tuple[int, int], Future] = {}
         self._requests_lock = threading.Lock()
         self._group_timer_stop = threading.Event()

@@ -17,7 +17,6 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 import lmdb
 
@@ -27,9 +26,8 @@ from offsetlog.recovery import snapshot as snap
 from offsetlog.recovery.replay import recover_partition
 from offsetlog.recovery.report import PartitionRecovery, RecoveryReport
 from offsetlog.store import background
-from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.store.config import StoreConfig
-from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.store.part import StoreCore, StorePart
 from offsetlog.table import OffsetTable
 from offsetlog.validation import check_partition_numbers
 
@@ -188,7 +186,7 @@ def delete_discarded(store: snap.SnapshotStore | None, keys: list[bytes]) -> Non
 
 # -- the store's part ---------------------------------------------------------------------------
 
-class Snapshots:
+class Snapshots(StorePart):
     """The store's part for snapshots: ``snapshot()``, the background snapshotter, close-time
     snapshots and the cleaner's tombstone floor. Owns the LMDB environment and what it knows
     of each partition's snapshot; reads a table only while holding its partition's
@@ -198,16 +196,8 @@ class Snapshots:
     #: (offsetlog.recovery.snapshot.STEPS)
     fault_hook = None
 
-    def __init__(self, path: str, config: StoreConfig, parts: list[PartitionWriter],
-                 writer: GroupCommitter, clock: Callable[[], int],
-                 check_open: Callable[[], None], loaded: LoadedSnapshots,
-                 stop: threading.Event) -> None:
-        self.path = path
-        self.config = config
-        self._parts = parts
-        self._writer = writer
-        self._clock = clock
-        self._check_open = check_open
+    def __init__(self, core: StoreCore, loaded: LoadedSnapshots, stop: threading.Event) -> None:
+        super().__init__(core)
         self._db = loaded.store
         now = self._clock()
         self._snap = []

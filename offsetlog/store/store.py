@@ -33,6 +33,7 @@ from offsetlog.store.futures import failed_future, resolved_future
 from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.store.groups import Groups
 from offsetlog.store.opening import open_directory
+from offsetlog.store.part import StoreCore
 from offsetlog.store.routing import CommitRouter
 from offsetlog.store.snapshots import LoadedSnapshots, SnapshotResult, Snapshots
 from offsetlog.store.transactions import Transaction, Transactions
@@ -91,24 +92,21 @@ class OffsetStore:
             part.coordinator = GroupCoordinator(_group_config or GroupConfig())
             for group_id, value in sorted(part.table.group_metadata.items()):
                 part.coordinator.load(group_id, value, now_ms=now)
-        check_open = self._check_open
-        self._groups = Groups(path, _parts, self._writer, self._clock, check_open)
+        core = StoreCore(path, config, _parts, self._writer, self._check_open)
+        self._groups = Groups(core)
         self._background_stop = threading.Event()  # stops the store's periodic passes
         # before the cleaner starts (it asks for the snapshots' tombstone floor) and before
         # anything is written (the roll-forward below)
-        self._snapshots = Snapshots(path, config, _parts, self._writer, self._clock, check_open,
-                                    _snapshots or LoadedSnapshots(None, {}),
+        self._snapshots = Snapshots(core, _snapshots or LoadedSnapshots(None, {}),
                                     self._background_stop)
-        self._transactions = Transactions(path, config, _parts, self._writer, self._clock,
-                                          check_open, self._prepare_commit)
+        self._transactions = Transactions(core, self._prepare_commit)
         self._transactions.start()  # rolls forward transactions decided before a crash
         self._retention_thread: threading.Thread | None = None
         if config.retention_check_interval_ms:
             self._retention_thread = background.start("offsetlog-retention", lambda: background.every(
                 self._background_stop, config.retention_check_interval_ms / 1000.0,
                 self.expire_offsets, f"{path}: retention pass", log))
-        self._cleaning = Cleaning(path, config, _parts, self._writer, self._clock, check_open,
-                                  self._snapshots.tombstone_floor, self._background_stop)
+        self._cleaning = Cleaning(core, self._snapshots.tombstone_floor, self._background_stop)
 
     # -- opening -------------------------------------------------------------------------
 

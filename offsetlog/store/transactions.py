@@ -53,8 +53,7 @@ from offsetlog.log.format import Attribute
 from offsetlog.partitioner import partition_for
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, QueueItem
-from offsetlog.store.config import StoreConfig
-from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.store.part import StoreCore, StorePart
 from offsetlog.txn.state import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
@@ -79,7 +78,7 @@ log = logging.getLogger("offsetlog.transactions")
 MARKER_ATTRIBUTES = Attribute.TRANSACTIONAL | Attribute.CONTROL
 
 
-class Transactions:
+class Transactions(StorePart):
     """The store's part for transactions (KIP-98, KIP-447 fencing, KIP-939 prepare). It owns
     the per-id locks, the Complete records it owes and the producer id counter; it writes
     only through the store's ``GroupCommitter``, and ``Transaction`` handles talk to it through
@@ -90,17 +89,10 @@ class Transactions:
     #: ("decided", "marker", "completed")
     fault_hook = None
 
-    def __init__(self, path: str, config: StoreConfig, parts: list[PartitionWriter],
-                 writer: GroupCommitter, clock: Callable[[], int],
-                 check_open: Callable[[], None], prepare_commit: PrepareCommit) -> None:
-        self.path = path
-        self.config = config
-        self._parts = parts
-        self._writer = writer
-        self._clock = clock
-        self._partitions = config.partitions
+    def __init__(self, core: StoreCore, prepare_commit: PrepareCommit) -> None:
+        super().__init__(core)
         #: the store's checks (closed store) and commit preparation, for the handles
-        self.check_open = check_open
+        self.check_open = core.check_open
         self.prepare_commit = prepare_commit
         self._txn_locks: dict[str, threading.RLock] = {}
         self._txn_locks_lock = threading.Lock()
@@ -251,7 +243,7 @@ class Transactions:
             return pid
 
     def _part_of(self, transactional_id: str) -> PartitionWriter:
-        return self._parts[partition_for(transactional_id, self._partitions)]
+        return self._parts[partition_for(transactional_id, len(self._parts))]
 
     def meta(self, transactional_id: str) -> TxnMetadata | None:
         owed = self._txn_owed.get(transactional_id)
