@@ -113,7 +113,7 @@ class GroupCommitter:
             the check and the commit's place in the log)
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        waiter = None
+        waiter = group = None
         with part.lock:
             if self.closing or self.failure is not None:
                 self.check_usable()
@@ -128,31 +128,24 @@ class GroupCommitter:
             lead = not (part.leader_active or part.exclusive_waiting or part.async_scheduled)
             if lead:
                 # Lead in the same lock hold that queued the item: a committer alone in its
-                # partition (many groups, each committing on its own) takes the lock twice
-                # per commit, not three times.
+                # partition takes the lock twice per commit, not three times.
                 group = self._lead(part)
             else:
                 waiter = self._enlist(item, deadline)
-        if lead:
-            self._complete(group)
-            if item.done:
-                if item.error is not None:
-                    raise item.error
-                return item.result
-            if deadline is not None and time.monotonic() >= deadline:
-                raise self._timeout(timeout)
         while True:
             if lead:
-                with part.lock:
-                    if item.done:
-                        break
-                    if part.leader_active or part.exclusive_waiting:
-                        # taken meanwhile (async thread), or a swap is waiting its turn
-                        waiter, lead = self._enlist(item, deadline), False
-                    else:
-                        group = self._lead(part)
+                if group is None:
+                    with part.lock:
+                        if item.done:
+                            break
+                        if part.leader_active or part.exclusive_waiting:
+                            # taken meanwhile (async thread), or a swap is waiting its turn
+                            waiter, lead = self._enlist(item, deadline), False
+                        else:
+                            group = self._lead(part)
                 if lead:
                     self._complete(group)
+                    group = None
                     if item.done:
                         break
                     if deadline is not None and time.monotonic() >= deadline:
