@@ -75,7 +75,7 @@ def generate(path: str, records: int, *, seed: int = 1) -> dict:
                  for i, (t, p) in enumerate(chosen)]
         st = state[lp]
         data = frame_payload(st[2], encode_payload(batch), record_count=n, last_offset_delta=n - 1,
-                     timestamp=ts)
+                             timestamp=ts)
         if st[1] and st[1] + len(data) > SEGMENT_BYTES:
             os.close(st[0])
             st[0] = os.open(naming.segment_path(naming.partition_dir(path, lp), st[2]),
@@ -92,9 +92,9 @@ def generate(path: str, records: int, *, seed: int = 1) -> dict:
         os.close(st[0])
         g = by_partition[lp][0]
         data = frame_payload(st[2], encode_payload([(0, 1, 0, {"group": g, "topic": "events-0",
-                                                       "partition": 0},
-                                             {"offset": 0, "commit_timestamp": ts})]),
-                     record_count=1, last_offset_delta=0, timestamp=ts)
+                             "partition": 0},
+                             {"offset": 0, "commit_timestamp": ts})]),
+                             record_count=1, last_offset_delta=0, timestamp=ts)
         with open(naming.segment_path(naming.partition_dir(path, lp), st[2]), "wb") as f:
             f.write(data)
     subprocess.run(["sync"], check=False)

@@ -266,6 +266,6 @@ def _reframe(batch, kept: list, attributes: int, timestamp: int) -> bytes:
     (so the offsets of what follows stay where they were), its producer and the given
     attributes and timestamp."""
     return frame_payload(batch.base_offset, encode_payload(kept), record_count=len(kept),
-                 last_offset_delta=batch.last_offset_delta, timestamp=timestamp,
-                 attributes=attributes, producer_id=batch.producer_id,
-                 producer_epoch=batch.producer_epoch)
+                         last_offset_delta=batch.last_offset_delta, timestamp=timestamp,
+                         attributes=attributes, producer_id=batch.producer_id,
+                         producer_epoch=batch.producer_epoch)

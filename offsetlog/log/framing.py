@@ -92,9 +92,8 @@ def encode_batch(base_offset: int, records: Sequence[Record], *, timestamp: int,
                  producer_epoch: int = NO_PRODUCER_EPOCH) -> bytes:
     if not records:
         raise ValueError("a batch holds at least one record")
-    return frame_payload(base_offset, encode_payload(records), record_count=len(records),
-                 last_offset_delta=records[-1][0], timestamp=timestamp, attributes=attributes,
-                 producer_id=producer_id, producer_epoch=producer_epoch)
+    return frame_payload(base_offset, encode_payload(records), len(records), records[-1][0],
+                         timestamp, attributes, producer_id, producer_epoch)
 
 
 class LogWriter:

@@ -192,15 +192,6 @@ def frame_round(group: list[QueueItem]) -> tuple[list[bytes], list[tuple]]:
     """
     frames: list[bytes] = []
     batches: list[tuple] = []
-    if len(group) == 1:
-        # A round of one commit call (a committer alone in its partition): its batch without
-        # the loop below
-        item = group[0]
-        fields = item.fields
-        if fields is not None and not item.attributes:
-            item.fields = None
-            _frame_commits((fields,), item.base_offset, item.timestamp, frames, batches)
-            return frames, batches
     plain = None  # the fields of the commit calls since the last batch of another kind
     for item in group:
         fields = item.fields
@@ -226,8 +217,8 @@ def frame_round(group: list[QueueItem]) -> tuple[list[bytes], list[tuple]]:
             attributes, producer_id, producer_epoch = (item.attributes, item.producer_id,
                                                        item.producer_epoch)
             frames.append(frame_payload(item.base_offset, payload, len(records),
-                                      records[-1][0], item.timestamp, attributes,
-                                      producer_id, producer_epoch))
+                                        records[-1][0], item.timestamp, attributes,
+                                        producer_id, producer_epoch))
             batches.append((item.base_offset, records, attributes, producer_id,
                             producer_epoch))
     if plain is not None:
@@ -241,5 +232,5 @@ def _frame_commits(plain: list, base: int, timestamp: int, frames: list, batches
     records = records_from_fields(fields)
     n = len(records)
     frames.append(frame_payload(base, encode_payload(records), n, n - 1, timestamp, 0,
-                              NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
+                                NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
     batches.append((base, records, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))

@@ -491,7 +491,7 @@ def _utf8_embedded_batch(base_offset: int) -> str:
         # must change between attempts, or one bad value would repeat forever.
         timestamp = int.from_bytes(b"%08d" % (i % 10 ** 8), "little")
         data = frame_payload(base_offset, b"p%08d" % i, record_count=1, last_offset_delta=0,
-                     timestamp=timestamp, producer_id=0, producer_epoch=0)
+                             timestamp=timestamp, producer_id=0, producer_epoch=0)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:

@@ -238,7 +238,7 @@ def test_torn_tail_holding_batch_bytes_in_metadata_is_still_repaired(tmp_path):
         # the timestamp (ASCII digits) varies so the header checksum changes per attempt
         timestamp = int.from_bytes(b"%08d" % (i % 10 ** 8), "little")
         data = frame_payload(next_offset, b"p%08d" % i, record_count=1, last_offset_delta=0,
-                     timestamp=timestamp, producer_id=0, producer_epoch=0)
+                             timestamp=timestamp, producer_id=0, producer_epoch=0)
         try:
             embedded = data.decode("utf-8")
             break

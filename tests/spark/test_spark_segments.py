@@ -72,7 +72,7 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_is_skipped_and_listed_u
     rows_before = len(list(segment_rows(task)))
     with open(last, "ab") as f:  # 0xc1 is never valid msgpack
         f.write(frame_payload(task.base + 10_000, b"\xc1", record_count=1, last_offset_delta=0,
-                      timestamp=1))
+                              timestamp=1))
         f.write(encode_batch(task.base + 10_001,
                              [offset_commit(0, "g0", "t", 0, 99, commit_timestamp=1)],
                              timestamp=1))
