@@ -25,12 +25,15 @@ def kp_consumer(server, group_id, *, strategy=None, **kw) -> KafkaConsumer:
         kw["partition_assignment_strategy"] = [strategies[strategy]]
     # A leader that joins before its metadata lists the topic assigns nothing ("No partition
     # metadata for topic orders") and only rejoins once a metadata refresh shows it: every
-    # second, not kafka-python's 5 minutes (confluent's consumers below do the same)
+    # second, not kafka-python's 5 minutes (confluent's consumers below do the same). Asking
+    # for every topic's metadata first makes the usual case not depend on that refresh at all.
     kw.setdefault("metadata_max_age_ms", 1000)
-    return KafkaConsumer(bootstrap_servers=server.bootstrap, group_id=group_id,
-                         enable_auto_commit=False, session_timeout_ms=SESSION_MS,
-                         heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=10_000,
-                         request_timeout_ms=15_000, **kw)
+    consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id=group_id,
+                             enable_auto_commit=False, session_timeout_ms=SESSION_MS,
+                             heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=10_000,
+                             request_timeout_ms=15_000, **kw)
+    consumer.topics()
+    return consumer
 
 
 def ck_consumer(server, group_id, **conf):
