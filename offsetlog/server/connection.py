@@ -19,6 +19,13 @@ Why commits look the way they do (bench/wire.py; measured on 2 cores, 32 connect
   log partitions are written in parallel. The store's ``commit_async`` queues without a
   thread hop, but its one background writer syncs every log partition in turn: 0.15x of 32
   embedded threads.
+* A lone commit runs on the loop's own thread (``Reply.inline``) when no worker has a
+  store call under way: waking a worker and waiting for it to get the GIL added 30-45 us
+  to a commit's round trip of 250-350 us (bench/wire.py, one client). The loop then waits
+  for that one fsync, as a worker would; if one ever takes longer than ``INLINE_STALL_S``,
+  commits go to workers only for ``INLINE_PAUSE_S``, so a slow disk cannot hold up
+  heartbeats and reads commit after commit. Under load some worker is always busy, so
+  commits from many connections still share fsyncs on the workers.
 * The worker that made an answer sends it. Handing it back to the event loop
   (``call_soon_threadsafe``, then encoding there) cost a thread wake-up and a wait for the
   GIL behind the loop's own work; timestamps in the server put that hop at a p50 of
@@ -73,6 +80,12 @@ MIN_FRAME = 10
 RECV_SIZE = 256 * 1024
 #: connections one wake-up of the listening socket accepts at most
 ACCEPT_BATCH = 64
+#: a commit run on the loop's thread that takes longer than this (seconds) ...
+INLINE_STALL_S = 0.02
+#: ... sends every commit to the workers for this long (seconds)
+INLINE_PAUSE_S = 10.0
+#: a commit runs on the loop's thread only if no other connection's came this recently
+INLINE_ALONE_S = 0.005
 #: an answer that could not be made (the handler failed, logged): the connection is closed
 #: after the answers ahead of it, since its client would wait for it forever
 _FAILED = object()
@@ -85,6 +98,8 @@ class Workers:
     def __init__(self, count: int, name: str = "offsetlog-serve") -> None:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._stopped = False
+        self._active = 0  #: jobs submitted and not finished
+        self._active_lock = threading.Lock()
         self._threads = [threading.Thread(target=self._run, name=f"{name}-{i}", daemon=True)
                          for i in range(count)]
         for t in self._threads:
@@ -97,7 +112,14 @@ class Workers:
         """
         if self._stopped:
             raise RuntimeError("the workers have stopped")
+        with self._active_lock:
+            self._active += 1
         self._jobs.put((fn, args))
+
+    @property
+    def idle(self) -> bool:
+        """No job is queued or running."""
+        return self._active == 0
 
     def _run(self) -> None:
         jobs = self._jobs
@@ -110,6 +132,9 @@ class Workers:
                 fn(*args)
             except BaseException:  # a bug: the thread must live on
                 log.exception("worker job %r failed", fn)
+            finally:
+                with self._active_lock:
+                    self._active -= 1
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Let queued jobs finish (at most ``timeout`` seconds in all), then stop."""
@@ -134,16 +159,40 @@ class Connections:
     """The listening sockets and the connections, and what they share: the context, the
     worker threads, the clock, the idle limit."""
 
-    def __init__(self, ctx: Context, workers: Workers, clock) -> None:
+    def __init__(self, ctx: Context, workers: Workers, clock, *,
+                 monotonic=time.monotonic) -> None:
         self.ctx = ctx
         self.workers = workers
         self.clock = clock
+        self.monotonic = monotonic  #: seconds, for the inline commits' guards
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.open: set[Connection] = set()
         self.listeners: list[socket.socket] = []
         self.stopping = False
         self.idle_s = ctx.config.connections_max_idle_ms / 1000
+        #: (time.monotonic) commits run on the loop's thread again from then on
+        self.inline_from = 0.0
+        #: the connection of the last commit that asked to run inline, and when it asked
+        self.last_inline: tuple[Connection | None, float] = (None, 0.0)
+
+    def may_inline(self, conn: Connection) -> bool:
+        """(loop thread) Whether a commit of ``conn`` may run on the loop's thread now: no
+        worker is busy, and no other connection has committed in the last ``INLINE_ALONE_S``
+        (under load the loop must keep reading: a commit it ran itself would hold up every
+        other connection's request for one fsync)."""
+        now = self.monotonic()
+        last, at = self.last_inline
+        self.last_inline = (conn, now)
+        return (self.workers.idle and now >= self.inline_from
+                and (last is conn or now - at > INLINE_ALONE_S))
+
+    def ran_inline(self, seconds: float) -> None:
+        """(loop thread) A commit ran on the loop's thread for ``seconds``."""
+        if seconds > INLINE_STALL_S:
+            log.warning("a commit held the event loop for %.0f ms: commits go to worker "
+                        "threads only for the next %.0f s", seconds * 1000, INLINE_PAUSE_S)
+            self.inline_from = self.monotonic() + INLINE_PAUSE_S
 
     def listen(self, host: str, port: int) -> tuple[str, int]:
         """Listen on every address of ``host`` (one port for all, also when ``port`` is 0);
@@ -383,14 +432,22 @@ class Connection:
         if reply.blocking is None:
             self._finish(reply, call, slot, outcomes)
             return
+        conns = self.conns
+        if reply.inline and threading.get_ident() == conns.loop_thread \
+                and conns.may_inline(self):
+            started = conns.monotonic()
+            self._run_blocking(reply, call, slot, outcomes)
+            conns.ran_inline(conns.monotonic() - started)
+            return
         try:
-            self.conns.workers.submit(self._run_blocking, reply, call, slot, outcomes)
+            conns.workers.submit(self._run_blocking, reply, call, slot, outcomes)
         except RuntimeError as e:  # the workers have stopped: the server is stopping
             outcomes.append(Outcome(error=e))
             self._finish(reply, call, slot, outcomes)
 
     def _run_blocking(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
-        """(a worker thread) The blocking call, then the answer, made and sent from here."""
+        """(a worker thread, or the loop's for an inline commit) The blocking call, then the
+        answer, made and sent from here."""
         try:
             outcome = Outcome(reply.blocking())
         except Exception as e:

@@ -9,7 +9,10 @@ Handlers are plain functions (h11's shape): a decoded request and ``now_ms`` in,
 * ``blocking``: a store call that waits for an fsync (commits, deleting groups,
   transactions, topic creation), run on a worker thread so the event loop never waits for
   a disk;
-* ``delay_ms``: a pause first (Fetch's ``max_wait_ms``: there are never messages).
+* ``delay_ms``: a pause first (Fetch's ``max_wait_ms``: there are never messages);
+* ``inline``: the blocking call is one commit, which waits for nothing but its own fsync:
+  when no other blocking call is under way, the event loop may run it itself rather than
+  wake a worker (connection.py says when).
 
 ``finish`` gets the outcomes, in order (futures, then the blocking call's), each an
 :class:`Outcome`, and returns the response, or another ``Reply`` to chain more work. After a
@@ -41,11 +44,13 @@ class Reply:
     futures: list[Future] = field(default_factory=list)
     blocking: Callable[[], Any] | None = None
     delay_ms: int = 0
+    inline: bool = False
 
 
-def run_blocking(fn: Callable[[], Any], finish: Callable[[Outcome], Any]) -> Reply:
+def run_blocking(fn: Callable[[], Any], finish: Callable[[Outcome], Any], *,
+                 inline: bool = False) -> Reply:
     """A reply made from one blocking call's outcome."""
-    return Reply(lambda outcomes: finish(outcomes[0]), blocking=fn)
+    return Reply(lambda outcomes: finish(outcomes[0]), blocking=fn, inline=inline)
 
 
 def after(futures: list[Future], finish: Callable[[list[Outcome]], Any]) -> Reply:
