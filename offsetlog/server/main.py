@@ -15,9 +15,10 @@ import socket
 import sys
 
 from offsetlog.server.config import ConfigError, ServerConfig, parse_topic
-from offsetlog.server.connection import Connections, Workers
+from offsetlog.server.connection import Connections
 from offsetlog.server.context import Context
 from offsetlog.server.topics import TopicRegistry
+from offsetlog.server.workers import Workers
 
 log = logging.getLogger("offsetlog.server")
 

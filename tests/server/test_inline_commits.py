@@ -16,6 +16,7 @@ from offsetlog.server.config import ServerConfig
 from offsetlog.server.connection import INLINE_ALONE_S, INLINE_PAUSE_S, Connections
 from offsetlog.server.main import serve
 from offsetlog.server.topics import TopicRegistry
+from offsetlog.server.workers import Workers
 from support.wire_raw import call
 
 # -- the rules, with a fake clock ----------------------------------------------------------
@@ -82,7 +83,7 @@ def test_a_slow_inline_commit_pauses_inlining():
 
 
 def test_workers_count_their_jobs():
-    workers = connection.Workers(2, name="test-workers")
+    workers = Workers(2, name="test-workers")
     try:
         assert workers.idle
         release = threading.Event()
