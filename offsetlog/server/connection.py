@@ -120,6 +120,11 @@ class Connections:
         self.inline_from = 0.0
         #: the connection of the last commit that asked to run inline, and when it asked
         self.last_inline: tuple[Connection | None, float] = (None, 0.0)
+        #: the loop's thread is inside a commit it runs itself. That commit may lead a round
+        #: holding other requests' group records, whose futures then resolve on this thread,
+        #: inside the store call: their continuations wait for the loop instead of running
+        #: nested in it.
+        self.inline_running = False
 
     def may_inline(self, conn: Connection) -> bool:
         """(loop thread) Whether a commit of ``conn`` may run on the loop's thread now: no
@@ -191,8 +196,9 @@ class Connections:
             Connection(self, sock, str(peer[0]) if peer else "").start()
 
     def call_in_loop(self, fn, *args) -> None:
-        """``fn(*args)`` on the loop's thread: now if this is it, else as soon as it can."""
-        if threading.get_ident() == self.loop_thread:
+        """``fn(*args)`` on the loop's thread: now if this is it (and it is not inside a
+        commit it runs itself), else as soon as it can."""
+        if threading.get_ident() == self.loop_thread and not self.inline_running:
             fn(*args)
         else:
             self.later(fn, *args)
@@ -381,7 +387,11 @@ class Connection:
         if reply.inline and threading.get_ident() == conns.loop_thread \
                 and conns.may_inline(self):
             started = conns.monotonic()
-            self._run_blocking(reply, call, slot, outcomes)
+            conns.inline_running = True
+            try:
+                self._run_blocking(reply, call, slot, outcomes)
+            finally:
+                conns.inline_running = False
             conns.ran_inline(conns.monotonic() - started)
             return
         try:

@@ -3,18 +3,14 @@ is a real Kafka client. Short timeouts everywhere, so the suite stays fast."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-import uuid
 
 #: settings every test server starts with: no initial rebalance delay, short sessions allowed
 FAST = ["group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=500"]
-SESSION_MS = 3000
-HEARTBEAT_MS = 300
 
 
 class Server:
