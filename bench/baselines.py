@@ -36,6 +36,7 @@ from offsetlog.bench.workload import (
 from offsetlog.log import format as fmt
 from offsetlog.log import naming
 from offsetlog.log.format import BATCH_HEADER, CRC_START, HEADER_SIZE, LENGTH_SIZE
+from offsetlog.log.records import commit_entry
 
 
 def _append_fd(path: str) -> int:
@@ -305,8 +306,18 @@ def bare_replay(root: str) -> tuple[int, int, dict]:
                         break
                 elif crc32(mv[pos + cstart:stop]) != h[1]:
                     break
-                for _, _, _, key, value in unpackb(mv[pos + hsize:stop], use_list=False,
-                                                   raw=False):
+                for _, _, version, key, value in unpackb(mv[pos + hsize:stop],
+                                                         use_list=False, raw=False):
+                    if version:  # OFFSET_COMMIT version 1: fields by position
+                        group, topic, partition = key
+                        k = (intern(group), intern(topic), partition)
+                        if value is None:
+                            table.pop(k, None)
+                        elif len(value) == 2:
+                            table[k] = (value[0], "", None, value[1], None)
+                        else:
+                            table[k] = commit_entry(version, value)
+                        continue
                     k = (intern(key["group"]), intern(key["topic"]), key["partition"])
                     if value is None:
                         table.pop(k, None)

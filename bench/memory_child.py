@@ -24,7 +24,7 @@ import sys
 from offsetlog.bench.common import rss_bytes
 from offsetlog.bench.workload import FIRST_OFFSET, memory_keys
 from offsetlog.log.framing import BatchReader, encode_batch
-from offsetlog.log.records import offset_commit
+from offsetlog.log.records import commit_entry, commit_key, offset_commit
 
 BATCH = 4
 TS = 1_700_000_000_000
@@ -58,10 +58,9 @@ def build_dict(chunks) -> dict:
     table: dict = {}
     for decoded in chunks:
         for _, records in decoded:
-            for _, _, _, key, value in records:
-                table[(intern(key["group"]), intern(key["topic"]), key["partition"])] = (
-                    value["offset"], value.get("metadata", ""), value.get("leader_epoch"),
-                    value["commit_timestamp"], value.get("expire_timestamp"))
+            for _, _, version, key, value in records:
+                group, topic, partition = commit_key(version, key)
+                table[(intern(group), intern(topic), partition)] = commit_entry(version, value)
     return table
 
 

@@ -35,6 +35,7 @@ from offsetlog.log.records import (
     TOPIC,
     TRANSACTION_MARKER,
     TRANSACTION_STATE,
+    commit_key,
 )
 
 Key = tuple
@@ -58,7 +59,7 @@ def record_key(record) -> Key | None:
     """``compaction_key`` of a decoded record (``offsetlog.log.records``)."""
     rtype, key = record[1], record[3]
     if rtype == OFFSET_COMMIT:
-        return (OFFSET_COMMIT, key["group"], key["topic"], key["partition"])
+        return (OFFSET_COMMIT, *commit_key(record[2], key))
     if rtype == GROUP_METADATA:
         return (GROUP_METADATA, key["group"])
     if rtype == TRANSACTION_STATE:

@@ -10,7 +10,6 @@ from offsetlog.errors import (
     InvalidTopicError,
     OffsetlogError,
     OffsetMetadataTooLargeError,
-    UnknownMemberIdError,
 )
 from offsetlog.validation import check_offsets, utf16_length
 
@@ -164,22 +163,22 @@ def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets
         assert nbytes >= len(encode_payload(got))  # max_group_commit_bytes counts this bound
     else:
         assert nbytes == 0
-    # with a cache of key maps (commit_async's), warm or cold: the same records, and each
-    # key map names its own group
+    # with a cache of record keys (commit_async's), warm or cold: the same records, and each
+    # key names its own group
     keys: dict = {}
     for group in ("g", "h", "g"):
         cached, n = offset_commit_records(group, offsets, 1234, 4096, keys)
         assert n == nbytes
-        assert cached == tuple((d, t, v, {**k, "group": group}, val)
+        assert cached == tuple((d, t, v, [group, *k[1:]], val)
                                for d, t, v, k, val in expected)
 
 
-def test_the_key_map_cache_is_bounded():
+def test_the_record_key_cache_is_bounded():
     from offsetlog.log.records import KEYS_CACHED
     keys: dict = {}
     for p in range(KEYS_CACHED + 10):
         (record,), _ = offset_commit_records("g", {TopicPartition("t", p): 1}, 0, 4096, keys)
-        assert record[3] == {"group": "g", "topic": "t", "partition": p}
+        assert record[3] == ["g", "t", p]
         assert len(keys) <= KEYS_CACHED
     assert len(keys) == 10  # started over once full
 

@@ -25,7 +25,14 @@ from offsetlog.errors import CorruptLogError, StoreConfigError
 from offsetlog.log import naming
 from offsetlog.log.format import HEADER_SIZE, META_FILE, RecordType
 from offsetlog.log.framing import BatchReader
-from offsetlog.log.records import OFFSET_COMMIT, TOPIC, TRANSACTION_MARKER, TRANSACTION_STATE
+from offsetlog.log.records import (
+    OFFSET_COMMIT,
+    TOPIC,
+    TRANSACTION_MARKER,
+    TRANSACTION_STATE,
+    commit_entry,
+    commit_key,
+)
 from offsetlog.log.segment import read_file
 from offsetlog.recovery.replay import UNDECODABLE, check_limit
 from offsetlog.recovery.swap import plan_swaps
@@ -202,17 +209,16 @@ def _row(store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, record, pack
         type_name = RecordType(rtype).name
     except ValueError:
         type_name = "UNKNOWN"
-    key = key if isinstance(key, dict) else {}
-    group = key.get("group")
     topic = partition = offset = leader_epoch = metadata = commit_ts = expire_ts = None
     result = blob = txn_id = None
     if rtype == OFFSET_COMMIT:
-        topic, partition = key.get("topic"), key.get("partition")
-        if isinstance(value, dict):
-            offset, leader_epoch = value.get("offset"), value.get("leader_epoch")
-            metadata = value.get("metadata", "")
-            commit_ts, expire_ts = value.get("commit_timestamp"), value.get("expire_timestamp")
-    elif rtype == TRANSACTION_STATE:
+        group, topic, partition = commit_key(version, key)
+        if value is not None:
+            offset, metadata, leader_epoch, commit_ts, expire_ts = commit_entry(version, value)
+    else:
+        key = key if isinstance(key, dict) else {}
+        group = key.get("group")
+    if rtype == TRANSACTION_STATE:
         txn_id = key.get("transactional_id")
     elif rtype == TOPIC:
         topic = key.get("topic")

@@ -33,7 +33,7 @@ class CommitRouter:
         self._metadata_max = metadata_max_bytes
         #: group -> its Route; a cache, emptied when full (groups come and go)
         self.routes: dict[str, Route] = {}
-        #: record key maps shared by commits of one key (records.offset_commit_fields)
+        #: record keys shared by commits of one key (records.offset_commit_fields)
         self._keys: dict = {}
 
     def check(self, group_id, offsets, generation_id, member_id, group_instance_id,

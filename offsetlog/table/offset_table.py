@@ -29,15 +29,20 @@ from offsetlog.log.records import (
     COMMIT,
     GROUP_METADATA,
     OFFSET_COMMIT,
+    OFFSET_COMMIT_VERSION,
     TOPIC,
     TRANSACTION_MARKER,
     TRANSACTION_STATE,
     Record,
     check_version,
+    commit_entry,
+    commit_key,
 )
 from offsetlog.table.pending import PendingTransactions
 
 SEMANTIC = Attribute.SEMANTIC
+#: the OFFSET_COMMIT version written (1: fields by position); version 0 (named) is read too
+LATEST_COMMIT = OFFSET_COMMIT_VERSION
 CONTROL = Attribute.CONTROL
 
 #: index of each field in a table entry
@@ -79,9 +84,13 @@ class OffsetTable:
                 count += len(records)
                 continue
             for delta, rtype, version, key, value in records:
-                if rtype == OFFSET_COMMIT and version == 0:
-                    group = key["group"]
-                    tp = (intern(key["topic"]), key["partition"])
+                if rtype == OFFSET_COMMIT and version <= LATEST_COMMIT:
+                    if version == LATEST_COMMIT:
+                        group, topic, partition = key
+                        tp = (intern(topic), partition)
+                    else:
+                        group = key["group"]
+                        tp = (intern(key["topic"]), key["partition"])
                     if pending and group in pending:
                         # A plain commit supersedes the key's pending transactional offsets
                         # (Kafka's log-offset rule); a tombstone drops them.
@@ -97,8 +106,12 @@ class OffsetTable:
                         if g is None:
                             g = offsets[group] = {}
                         # the usual commit holds just the two required fields
-                        g[tp] = ((value["offset"], "", None, value["commit_timestamp"], None)
-                                 if len(value) == 2 else _entry(value))
+                        if len(value) != 2:
+                            g[tp] = commit_entry(version, value)
+                        elif version:
+                            g[tp] = (value[0], "", None, value[1], None)
+                        else:
+                            g[tp] = (value["offset"], "", None, value["commit_timestamp"], None)
                 else:
                     self._apply_other(base_offset + delta, rtype, version, key, value)
             count += len(records)
@@ -121,15 +134,16 @@ class OffsetTable:
             return
         intern = sys.intern
         for delta, rtype, version, key, value in records:
-            if rtype != OFFSET_COMMIT or version != 0:
+            if rtype != OFFSET_COMMIT or version > LATEST_COMMIT:
                 raise UnsupportedVersionError(
                     f"transactional batch at offset {base_offset} holds a record of type "
                     f"{rtype}; only offset commits can be transactional")
             if value is None:
                 raise UnsupportedVersionError(
                     f"transactional batch at offset {base_offset} holds a tombstone")
-            txn.add(key["group"], (intern(key["topic"]), key["partition"]), producer_id,
-                    _entry(value), base_offset + delta)
+            group, topic, partition = commit_key(version, key)
+            txn.add(group, (intern(topic), partition), producer_id,
+                    commit_entry(version, value), base_offset + delta)
 
     def apply_batch(self, base_offset: int, records, attributes: int = 0,
                     producer_id: int = -1, producer_epoch: int = -1) -> None:
@@ -270,7 +284,3 @@ class OffsetTable:
             out["topics"] = dict(self.topics)
         return out
 
-
-def _entry(value: dict) -> Entry:
-    return (value["offset"], value.get("metadata", ""), value.get("leader_epoch"),
-            value["commit_timestamp"], value.get("expire_timestamp"))

@@ -1,12 +1,11 @@
 import json
 import os
 
-import pytest
-
-from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
+from offsetlog import OffsetStore, TopicPartition
 from offsetlog.cli import main
 from offsetlog.log.framing import BatchReader
 from offsetlog.log.naming import list_segments, partition_dir
+from offsetlog.log.records import commit_entry, commit_key
 
 
 def records(text: str) -> list[str]:
@@ -185,5 +184,5 @@ def test_dump_goes_on_after_what_a_cleaner_swapped_under_it(store_dir, monkeypat
     assert offsets == sorted(set(offsets))
     latest = {}
     for _, record in rows:
-        latest[record[3]["partition"]] = record[4]["offset"]
+        latest[commit_key(record[2], record[3])[2]] = commit_entry(record[2], record[4])[0]
     assert latest == {0: 57, 1: 58, 2: 59}

@@ -63,7 +63,8 @@ def test_compaction_keeps_latest_per_key_and_their_offsets(store_dir):
     latest = {}
     for off in sorted(before):
         r = before[off]
-        latest[(r[1], tuple(sorted(r[3].items())))] = off
+        key = r[3]
+        latest[(r[1], tuple(key) if isinstance(key, list) else tuple(sorted(key.items())))] = off
     active_base = list_segments(partition_dir(store_dir, 0))[-1][0]
     for key, off in latest.items():
         if off < active_base:

@@ -11,7 +11,7 @@ from offsetlog.compaction.rules import record_key as cleaner_key
 from offsetlog.group.expiry import RetentionView, expired_offsets
 from offsetlog.log.format import Attribute
 from offsetlog.log.naming import list_partition_dirs
-from offsetlog.log.records import OFFSET_COMMIT, TRANSACTION_STATE
+from offsetlog.log.records import OFFSET_COMMIT, TRANSACTION_STATE, commit_entry, record_group
 from offsetlog.recovery.swap import plan_swaps
 from offsetlog.recovery.tools.inspect import iter_records, scan
 from offsetlog.spark.report import report
@@ -64,14 +64,14 @@ def expected(path, now, tmp):
                         reclaimable_now=cleaned[p][0],
                         tombstones=sum(r[4] is None for *_, r in rows),
                         segments=len(plan_swaps(directory).segments))
-    commits = [(r[3]["group"], r[4]["commit_timestamp"]) for *_, r in recs
+    commits = [(record_group(r), commit_entry(r[2], r[4])[3]) for *_, r in recs
                if r[1] == OFFSET_COMMIT and r[4] is not None]
     times = [t for _, t in commits]
     span_min = max(max(times) - min(times), MIN) / MIN
     count = Counter(g for g, _ in commits)
     groups = {}
     for lp, table in tables.items():
-        names = {r[3]["group"] for q, *_, r in recs if q == lp and r[3].get("group")}
+        names = {record_group(r) for q, *_, r in recs if q == lp and record_group(r)}
         for g in names:
             entries = dict(table.group_entries(g))
             view = RetentionView.of_value(table.group_metadata.get(g))
@@ -140,14 +140,14 @@ def build_with_transactions(path, clock):
                 s.commit_sync(f"tg-{(i + 1) % 2}", {TopicPartition("in", i % 3): i})
                 txn.commit() if i % 4 != 3 else txn.abort()
             s.delete_group("tg-1")
-            for j in range(10):  # closes the tombstones' segment (the group's log partition)
+            for j in range(20):  # closes the tombstones' segment (the group's log partition)
                 s.commit_sync("tg-1", {TopicPartition("pad", 0): j})
             s.compact()  # stamps horizons (now + 1 min) on tombstones and spent markers
             clock.advance(2 * MIN)
         txn = s.init_transactions("tx-open")
         txn.begin()
         txn.commit_offsets("open", {TopicPartition("in", 0): 1})
-        for i in range(20):  # closes the undecided transaction's segment
+        for i in range(30):  # closes the undecided transaction's segment
             s.commit_sync("open", {TopicPartition("other", i % 2): i})
         for i in range(8):  # more superseded TRANSACTION_STATE records after the cut
             s.init_transactions(f"tx-{i % 3}")

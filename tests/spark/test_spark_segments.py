@@ -12,7 +12,7 @@ from offsetlog.log.records import offset_commit
 from offsetlog.spark.segments import find_stores, plan_segments, segment_rows
 
 
-def make_store(path, clock, n=30):
+def make_store(path, clock, n=60):
     with OffsetStore.open(path, partitions=2, segment_bytes=1024, clock=clock,
                           cleaner_backoff_ms=0, retention_check_interval_ms=0) as s:
         for i in range(n):

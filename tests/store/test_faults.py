@@ -326,14 +326,15 @@ def test_failed_sync_while_rolling_a_segment_poisons_the_store(tmp_path, monkeyp
         store.commit_sync("g", {TP("t", 0): n})
         n += 1
     monkeypatch.setattr(segment_mod, "_sync", eio)  # the roll's sync of the full segment
+    big = {TP("t", p): 10_000 for p in range(8)}  # over the 1024 - 900 bytes left: it rolls
     with pytest.raises(StoreFailedError):
-        store.commit_sync("g", {TP("t", 0): 10_000, TP("t", 1): 10_000})
+        store.commit_sync("g", big)
     monkeypatch.undo()
     assert store.fetch("g") == {TP("t", 0): OAM(n - 1)}
     store.close()
     with open_store(tmp_path) as again:
         assert again.fetch("g") in ({TP("t", 0): OAM(n - 1)},
-                                    {TP("t", 0): OAM(10_000), TP("t", 1): OAM(10_000)})
+                                    {tp: OAM(o) for tp, o in big.items()})
 
 
 # -- failed and partial writes -----------------------------------------------------------

@@ -72,9 +72,8 @@ def test_unknown_record_type_fails_loudly():
 
 def test_newer_record_version_fails_loudly():
     t = OffsetTable()
-    with pytest.raises(UnsupportedVersionError, match="version 1 is newer"):
-        t.apply_batch(0, ((0, rec.OFFSET_COMMIT, 1, {"group": "g", "topic": "t", "partition": 0},
-                           {"offset": 1, "commit_timestamp": 1}),))
+    with pytest.raises(UnsupportedVersionError, match="version 2 is newer"):
+        t.apply_batch(0, ((0, rec.OFFSET_COMMIT, 2, ["g", "t", 0], [1, 1]),))
 
 
 def test_transactional_batches_hold_offsets_pending_until_their_marker():

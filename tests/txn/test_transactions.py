@@ -13,6 +13,7 @@ from offsetlog.errors import (
     UnknownMemberIdError,
     UnstableOffsetCommitError,
 )
+from offsetlog.log.records import commit_entry, commit_key
 from offsetlog.recovery.tools.inspect import iter_records
 from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARED
 from support import stores
@@ -388,7 +389,8 @@ def test_compaction_drops_aborted_keeps_undecided_and_then_markers(store_dir, cl
         s.compact()
         assert {g: s.fetch(g) for g in ("g", "p")} == state
         kept = [r for _, r in _records(store_dir)]
-        pending_values = [r[4]["offset"] for r in kept if r[1] == 1 and r[3]["group"] == "g"]
+        pending_values = [commit_entry(r[2], r[4])[0] for r in kept
+                          if r[1] == 1 and commit_key(r[2], r[3])[0] == "g"]
         assert 3 in pending_values  # the prepared transaction's record is still there
         assert 1 in pending_values and 2 not in pending_values  # aborted record dropped
         t.commit()
