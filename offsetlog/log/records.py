@@ -320,9 +320,13 @@ def describe(record: Record) -> dict[str, Any]:
     if rtype == OFFSET_COMMIT and version == OFFSET_COMMIT_VERSION:
         out: dict[str, Any] = {"type": name, "version": version,
                                "key": dict(zip(KEY_FIELDS[rtype], key))}
-        out["value"] = None if value is None else dict(zip(
-            ("offset", "metadata", "leader_epoch", "commit_timestamp", "expire_timestamp"),
-            commit_entry(version, value)))
+        if value is None:
+            out["value"] = None
+        else:  # in VALUE_DEFAULTS' order, as version 0's view below
+            offset, metadata, epoch, timestamp, expire = commit_entry(version, value)
+            out["value"] = {"offset": offset, "commit_timestamp": timestamp,
+                            "metadata": metadata, "leader_epoch": epoch,
+                            "expire_timestamp": expire}
         return out
     out = {"type": name, "version": version, "key": dict(key)}
     if value is None:

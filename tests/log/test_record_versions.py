@@ -49,6 +49,10 @@ def test_both_versions_read_the_same(c):
         assert describe(record)["key"] == {"group": group, "topic": topic,
                                            "partition": partition}
     assert len(encode_payload([v1])) < len(encode_payload([as_v0(v1)]))
+    # dumps show both alike, fields in the same order (only the version differs)
+    views = [describe(r) for r in decoded([v1, as_v0(v1)])]
+    assert [(list(v["key"].items()), list(v["value"].items())) for v in views] == [
+        (list(views[0]["key"].items()), list(views[0]["value"].items()))] * 2
 
 
 def test_trailing_defaults_are_left_out_and_later_fields_ignored():
