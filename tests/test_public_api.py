@@ -93,3 +93,17 @@ def test_every_package_declares_what_it_exports():
         assert isinstance(getattr(package, "__all__", None), list), name
         for exported in package.__all__:
             assert hasattr(package, exported), (name, exported)
+
+
+def test_importing_offsetlog_leaves_the_heavy_optional_parts_alone():
+    """A service embedding the store pays for none of kio (the Kafka schemas: they took
+    longer to import than the rest of offsetlog together), pyspark, or rich; they load with
+    the part that needs them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, offsetlog, offsetlog.store; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'kio', 'pyspark', 'rich'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

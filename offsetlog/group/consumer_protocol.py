@@ -23,33 +23,11 @@ revoke (:func:`held_back_for`).
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterable
 from itertools import groupby
-
-from kio.schema.consumer_protocol_assignment.v0.data import (
-    ConsumerProtocolAssignment as AssignmentV0,
-)
-from kio.schema.consumer_protocol_assignment.v1.data import (
-    ConsumerProtocolAssignment as AssignmentV1,
-)
-from kio.schema.consumer_protocol_assignment.v2.data import (
-    ConsumerProtocolAssignment as AssignmentV2,
-)
-from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
-from kio.schema.consumer_protocol_subscription.v0.data import (
-    ConsumerProtocolSubscription as SubscriptionV0,
-)
-from kio.schema.consumer_protocol_subscription.v1.data import (
-    ConsumerProtocolSubscription as SubscriptionV1,
-)
-from kio.schema.consumer_protocol_subscription.v2.data import (
-    ConsumerProtocolSubscription as SubscriptionV2,
-)
-from kio.schema.consumer_protocol_subscription.v3 import data as subscription_v3
-from kio.serial import entity_reader, entity_writer
-from kio.serial.readers import read_int16
-from kio.serial.writers import write_int16
+from types import SimpleNamespace
 
 from offsetlog.types import TopicPartition
 
@@ -59,34 +37,72 @@ PROTOCOL_TYPE = "consumer"
 SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
 
-_SUBSCRIPTIONS = {0: SubscriptionV0, 1: SubscriptionV1, 2: SubscriptionV2,
-                  3: subscription_v3.ConsumerProtocolSubscription}
-_ASSIGNMENTS = {0: AssignmentV0, 1: AssignmentV1, 2: AssignmentV2,
-                3: assignment_v3.ConsumerProtocolAssignment}
+
+@functools.cache
+def _kio() -> SimpleNamespace:
+    """kio's schemas and serialisers, imported on first use: they take longer to import
+    than the rest of ``offsetlog`` together (~0.18 s here), and a store that never meets a
+    consumer group needs none of them."""
+    from kio.schema.consumer_protocol_assignment.v0.data import (
+        ConsumerProtocolAssignment as AssignmentV0,
+    )
+    from kio.schema.consumer_protocol_assignment.v1.data import (
+        ConsumerProtocolAssignment as AssignmentV1,
+    )
+    from kio.schema.consumer_protocol_assignment.v2.data import (
+        ConsumerProtocolAssignment as AssignmentV2,
+    )
+    from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
+    from kio.schema.consumer_protocol_subscription.v0.data import (
+        ConsumerProtocolSubscription as SubscriptionV0,
+    )
+    from kio.schema.consumer_protocol_subscription.v1.data import (
+        ConsumerProtocolSubscription as SubscriptionV1,
+    )
+    from kio.schema.consumer_protocol_subscription.v2.data import (
+        ConsumerProtocolSubscription as SubscriptionV2,
+    )
+    from kio.schema.consumer_protocol_subscription.v3 import data as subscription_v3
+    from kio.serial import entity_reader, entity_writer
+    from kio.serial.readers import read_int16
+    from kio.serial.writers import write_int16
+
+    return SimpleNamespace(
+        subscriptions={0: SubscriptionV0, 1: SubscriptionV1, 2: SubscriptionV2,
+                       3: subscription_v3.ConsumerProtocolSubscription},
+        assignments={0: AssignmentV0, 1: AssignmentV1, 2: AssignmentV2,
+                     3: assignment_v3.ConsumerProtocolAssignment},
+        subscription_v3=subscription_v3, assignment_v3=assignment_v3,
+        entity_reader=entity_reader, entity_writer=entity_writer, read_int16=read_int16,
+        write_int16=write_int16)
 
 
-def _topic_partitions(partitions: Iterable) -> tuple[subscription_v3.TopicPartition, ...]:
+def _topic_partitions(partitions: Iterable) -> tuple:
+    """kio's v3 ``TopicPartition`` entities of ``(topic, partition)`` pairs."""
     pairs = sorted({(str(t), int(p)) for t, p in partitions})
-    return tuple(subscription_v3.TopicPartition(topic=t, partitions=tuple(p for _, p in g))
+    return tuple(_kio().subscription_v3.TopicPartition(topic=t, partitions=tuple(p for _, p in g))
                  for t, g in groupby(pairs, key=lambda tp: tp[0]))
 
 
 def _encode(version: int, schema, entity) -> bytes:
+    k = _kio()
     buf = io.BytesIO()
-    write_int16(buf, version)
-    entity_writer(schema)(buf, entity)
+    k.write_int16(buf, version)
+    k.entity_writer(schema)(buf, entity)
     return buf.getvalue()
 
 
-def _decode(data: bytes, schemas: dict, what: str):
+def _decode(data: bytes, what: str):
     """(version, entity) of ``data``; ``ValueError`` when it is not one."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ValueError(f"not a consumer {what}: {type(data).__name__}, not bytes")
     try:
-        version, size = read_int16(data, 0)
+        k = _kio()
+        schemas = k.subscriptions if what == "subscription" else k.assignments
+        version, size = k.read_int16(data, 0)
         if version < 0:
             raise ValueError(f"negative version {version}")
-        entity, _ = entity_reader(schemas[min(version, 3)])(data, size)
+        entity, _ = k.entity_reader(schemas[min(version, 3)])(data, size)
     except ValueError as e:
         raise ValueError(f"not a consumer {what}: {e}") from None
     except Exception as e:  # kio's readers raise several unrelated types for garbage
@@ -107,6 +123,7 @@ def encode_subscription(topics: Iterable[str], *, user_data: bytes | None = None
     >>> sorted(decode_subscription(encode_subscription(["b", "a"]))["topics"])
     ['a', 'b']
     """
+    subscription_v3 = _kio().subscription_v3
     entity = subscription_v3.ConsumerProtocolSubscription(
         topics=tuple(sorted(set(topics))), user_data=user_data,
         owned_partitions=_topic_partitions(owned_partitions), generation_id=generation_id,
@@ -118,7 +135,7 @@ def decode_subscription(data: bytes) -> dict:
     """The fields of a subscription (``topics``, ``user_data``, ``owned_partitions`` as
     sorted ``TopicPartition``s, ``generation_id``, ``rack_id``, ``version``); fields its
     version lacks take Kafka's defaults. Raises ``ValueError`` if ``data`` is not one."""
-    version, s = _decode(data, _SUBSCRIPTIONS, "subscription")
+    version, s = _decode(data, "subscription")
     return {"version": version, "topics": list(s.topics), "user_data": s.user_data,
             "owned_partitions": _flatten(getattr(s, "owned_partitions", ())),
             "generation_id": int(getattr(s, "generation_id", -1)),
@@ -137,6 +154,7 @@ def subscribed_topics(data: bytes) -> frozenset[str] | None:
 
 def encode_assignment(partitions: Iterable, *, user_data: bytes | None = None) -> bytes:
     """What a leader hands the coordinator for one member in SyncGroup: Assignment v3."""
+    assignment_v3 = _kio().assignment_v3
     entity = assignment_v3.ConsumerProtocolAssignment(
         assigned_partitions=tuple(assignment_v3.TopicPartition(topic=tp.topic,
                                                                partitions=tp.partitions)
@@ -151,7 +169,7 @@ def decode_assignment_fields(data: bytes) -> dict:
     partitions. Raises ``ValueError`` if ``data`` is not one."""
     if not data:
         return {"version": ASSIGNMENT_VERSION, "partitions": [], "user_data": None}
-    version, a = _decode(data, _ASSIGNMENTS, "assignment")
+    version, a = _decode(data, "assignment")
     return {"version": version, "partitions": _flatten(a.assigned_partitions),
             "user_data": a.user_data}
 
