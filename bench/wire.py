@@ -261,21 +261,6 @@ class _Floor:
         self.proc.wait(30)
 
 
-def embedded_latency_ns(directory: str, *, count: int, warmup: int) -> list[int]:
-    store = cases.open_store(directory)
-    try:
-        op = cases.commit_sync_op(store)
-        out = []
-        for i in range(warmup + count):
-            t0 = time.perf_counter_ns()
-            op()
-            if i >= warmup:
-                out.append(time.perf_counter_ns() - t0)
-        return out
-    finally:
-        store.close()
-
-
 def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
     """The wire case's rows (called by bench/runner.py's ``wire`` case)."""
     reps = 1 if quick else 3

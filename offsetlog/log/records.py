@@ -20,7 +20,7 @@ from typing import Any
 from offsetlog.errors import BatchTooLargeError, UnsupportedVersionError
 from offsetlog.log.format import HEADER_AFTER_LENGTH, MAX_BATCH_BYTES, Record, RecordType
 from offsetlog.log.framing import encode_payload
-from offsetlog.types import TopicPartition
+from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import MAX_INT32, MAX_OFFSET, check_offsets
 
 # A Record (offsetlog.log.format) is (offset_delta, record_type, version, key, value): a tuple
@@ -156,6 +156,9 @@ def call_too_large(nbytes: int, limit: int) -> BatchTooLargeError:
 #: never written and then refused by the reader (docs/FORMAT.md, "Limits")
 MAX_CALL_BYTES = max_call_bytes()
 
+#: (metadata, leader_epoch) of an OffsetAndMetadata that commits no more than its offset
+_PLAIN = ("", None)
+
 #: record keys a ``keys`` cache (see ``offset_commit_fields``) holds before it starts over
 KEYS_CACHED = 8192
 
@@ -172,7 +175,8 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
     container the cyclic collector tracks, which is why commit calls queue these and the
     leader builds the records once per round, when it frames it (bench/RESULTS.md).
 
-    The usual call, a dict of ``TopicPartition -> int``, is checked in one pass; anything
+    The usual call, a dict of ``TopicPartition -> int`` (or ``OffsetAndMetadata`` with neither
+    metadata nor a leader epoch, the same commit), is checked in one pass; anything
     else goes through ``check_offsets``. Both give the records ``offset_commit`` builds (once
     ``records_from_fields`` has built them: the leader does, see ``commit_queue.frame_round``).
 
@@ -186,6 +190,8 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
             # which is a real share of what commit_async costs its caller.
             for tp, value in offsets.items():
                 pass
+            if value.__class__ is OffsetAndMetadata and value[1:] == _PLAIN:
+                value = value.offset  # the same commit: offset_commit writes them alike
             if tp.__class__ is TopicPartition and value.__class__ is int \
                     and 0 <= value <= MAX_OFFSET:
                 topic, partition = tp
@@ -202,6 +208,8 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
         out = []
         text = 0
         for tp, value in offsets.items():
+            if value.__class__ is OffsetAndMetadata and value[1:] == _PLAIN:
+                value = value.offset
             if tp.__class__ is TopicPartition and value.__class__ is int \
                     and 0 <= value <= MAX_OFFSET:
                 topic, partition = tp

@@ -34,10 +34,9 @@ def checked_offsets(ctx: Context, topics) -> tuple[dict, dict]:
                 bad[tp] = E.OFFSET_METADATA_TOO_LARGE
             elif not 0 <= p.committed_offset <= MAX_OFFSET:
                 bad[tp] = E.INVALID_COMMIT_OFFSET_SIZE
-            elif metadata or epoch >= 0:
-                good[tp] = OffsetAndMetadata(int(p.committed_offset), metadata, epoch)
-            else:  # the same commit, in the form the store checks fastest (~14 us less)
-                good[tp] = int(p.committed_offset)
+            else:
+                good[tp] = OffsetAndMetadata(int(p.committed_offset), metadata,
+                                             None if epoch < 0 else epoch)
     return good, bad
 
 

@@ -41,8 +41,6 @@ from offsetlog.log.records import (
 from offsetlog.table.pending import PendingTransactions
 
 SEMANTIC = Attribute.SEMANTIC
-#: the OFFSET_COMMIT version written (1: fields by position); version 0 (named) is read too
-LATEST_COMMIT = OFFSET_COMMIT_VERSION
 CONTROL = Attribute.CONTROL
 
 #: index of each field in a table entry
@@ -84,13 +82,12 @@ class OffsetTable:
                 count += len(records)
                 continue
             for delta, rtype, version, key, value in records:
-                if rtype == OFFSET_COMMIT and version <= LATEST_COMMIT:
-                    if version == LATEST_COMMIT:
+                if rtype == OFFSET_COMMIT and version <= OFFSET_COMMIT_VERSION:
+                    if version == OFFSET_COMMIT_VERSION:
                         group, topic, partition = key
-                        tp = (intern(topic), partition)
-                    else:
-                        group = key["group"]
-                        tp = (intern(key["topic"]), key["partition"])
+                    else:  # version 0, named fields: logs written before version 1
+                        group, topic, partition = commit_key(version, key)
+                    tp = (intern(topic), partition)
                     if pending and group in pending:
                         # A plain commit supersedes the key's pending transactional offsets
                         # (Kafka's log-offset rule); a tombstone drops them.
@@ -106,12 +103,8 @@ class OffsetTable:
                         if g is None:
                             g = offsets[group] = {}
                         # the usual commit holds just the two required fields
-                        if len(value) != 2:
-                            g[tp] = commit_entry(version, value)
-                        elif version:
-                            g[tp] = (value[0], "", None, value[1], None)
-                        else:
-                            g[tp] = (value["offset"], "", None, value["commit_timestamp"], None)
+                        g[tp] = ((value[0], "", None, value[1], None)
+                                 if version and len(value) == 2 else commit_entry(version, value))
                 else:
                     self._apply_other(base_offset + delta, rtype, version, key, value)
             count += len(records)
@@ -134,7 +127,7 @@ class OffsetTable:
             return
         intern = sys.intern
         for delta, rtype, version, key, value in records:
-            if rtype != OFFSET_COMMIT or version > LATEST_COMMIT:
+            if rtype != OFFSET_COMMIT or version > OFFSET_COMMIT_VERSION:
                 raise UnsupportedVersionError(
                     f"transactional batch at offset {base_offset} holds a record of type "
                     f"{rtype}; only offset commits can be transactional")
