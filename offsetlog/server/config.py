@@ -41,6 +41,8 @@ PROPERTIES = {
     "num.partitions": ("num_partitions", _int(1)),
     "socket.request.max.bytes": ("socket_request_max_bytes", _int(1)),
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int(1)),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+        ("transaction_check_interval_ms", _int(1)),
     "connections.max.idle.ms": ("connections_max_idle_ms", _int(1)),
 }
 
@@ -71,6 +73,9 @@ class ServerConfig:
     socket_request_max_bytes: int = 100 * 1024 * 1024
     #: transaction.max.timeout.ms: longest transaction timeout a producer may ask for
     transaction_max_timeout_ms: int = 900_000
+    #: transaction.abort.timed.out.transaction.cleanup.interval.ms: how often transactions
+    #: open past their timeout are looked for (and aborted, fencing their producer)
+    transaction_check_interval_ms: int = 10_000
     #: connections.max.idle.ms (10 min): a connection that sends nothing and is owed nothing
     #: for this long is closed (a half-sent frame cannot hold one open)
     connections_max_idle_ms: int = 600_000

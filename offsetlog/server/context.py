@@ -23,9 +23,6 @@ class Context:
     port: int
     #: transactional id -> its Transaction handle (offsetlog.transactions), from InitProducerId
     producers: dict = field(default_factory=dict)
-    #: transactional id -> the outcome (True: committed) its durable state had recorded when
-    #: a restarted server took the producer up, until it begins another transaction
-    ended: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

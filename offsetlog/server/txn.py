@@ -10,11 +10,15 @@ The handles live in the server process, the state they stand for in the store's 
 a restart a producer is known by its durable TRANSACTION_STATE (``_resume``), as Kafka's
 coordinator knows it from ``__transaction_state`` after a failover, so it goes on without
 InitProducerId.
+
+A transaction the store aborts for its timeout fences its producer's epoch, as Kafka's
+coordinator bumps the epoch when it aborts one: every later request with that epoch gets
+PRODUCER_FENCED, and the producer starts again with InitProducerId.
 """
 
 from __future__ import annotations
 
-from offsetlog.errors import InvalidTxnStateError, ProducerFencedError
+from offsetlog.errors import InvalidTxnStateError, ProducerFencedError, TransactionTimeoutError
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 from offsetlog.server.offsets import checked_offsets, group_error, partition_answers
@@ -52,7 +56,6 @@ def init_producer_id(ctx: Context, call: Call, now_ms: int):
         def allocate():
             txn = store.init_transactions(tid, transaction_timeout_ms=timeout)
             ctx.producers[tid] = txn
-            ctx.ended.pop(tid, None)
             return txn.producer_id, txn.producer_epoch
 
     def finish(outcome):
@@ -76,6 +79,13 @@ def _handle(ctx: Context, tid: str, producer_id: int, producer_epoch: int) -> Tr
                                   f"stale", transactional_id=tid,
                                   producer_epoch=producer_epoch,
                                   current_epoch=txn.producer_epoch)
+    try:
+        txn.ensure_current()
+    except TransactionTimeoutError as e:
+        raise ProducerFencedError(f"transactional id {tid!r}: epoch {producer_epoch} was "
+                                  f"fenced when its transaction timed out ({e})",
+                                  transactional_id=tid, producer_epoch=producer_epoch,
+                                  current_epoch=None) from None
     return txn
 
 
@@ -84,18 +94,13 @@ def _resume(ctx: Context, tid: str, producer_id: int) -> Transaction:
     durable TRANSACTION_STATE says who it is, as ``__transaction_state`` does for Kafka's
     coordinator after a failover. A producer whose id and epoch match carries on without
     InitProducerId, in its Ongoing transaction if it had one; the store aborts that one
-    only if it times out first. ``ctx.ended`` keeps the outcome its state had already
-    recorded (CompleteCommit / CompleteAbort), which an EndTxn retried across the restart
-    must find."""
+    only if it times out first."""
     meta = ctx.store.transaction_state(tid)
     if meta is None or meta.producer_id != producer_id:
         raise _Answer(E.INVALID_PRODUCER_ID_MAPPING)
     txn = ctx.store.resume_transaction(tid)
     if txn is None or txn.producer_id != producer_id:
         raise _Answer(E.INVALID_PRODUCER_ID_MAPPING)
-    ended = {COMPLETE_COMMIT: True, COMPLETE_ABORT: False}.get(meta.state)
-    if ended is not None:
-        ctx.ended[tid] = ended
     return ctx.producers.setdefault(tid, txn)
 
 
@@ -117,7 +122,6 @@ def add_offsets_to_txn(ctx: Context, call: Call, now_ms: int):
     def add():
         txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
         if txn.state == "ready":
-            ctx.ended.pop(b.transactional_id, None)  # a new transaction
             txn.begin()
         elif txn.state != "in_transaction":
             raise InvalidTxnStateError(f"AddOffsetsToTxn in state {txn.state}")
@@ -148,18 +152,20 @@ def end_txn(ctx: Context, call: Call, now_ms: int):
     b = call.body
 
     def end():
-        txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
+        tid = b.transactional_id
+        txn = _handle(ctx, tid, b.producer_id, b.producer_epoch)
         if txn.state == "ready":
-            ended = ctx.ended.get(b.transactional_id)
-            if ended is not None and ended != bool(b.committed):
-                # resumed after a restart: the transaction it ends was already decided the
-                # other way (a timeout abort, say); Kafka: INVALID_TXN_STATE. The same
-                # outcome is a retry whose answer the restart lost: success.
-                raise InvalidTxnStateError(f"EndTxn({'commit' if b.committed else 'abort'})"
-                                           " of a transaction already "
-                                           f"{'committed' if ended else 'aborted'}")
-            # nothing was added (the producer only produced, which this server refuses): an
-            # empty transaction, as Kafka ends one
+            # No transaction open: Kafka's answer follows the durable state. The outcome it
+            # recorded is a retry whose answer was lost (a restart, say): success; the other
+            # outcome, or Empty (nothing was ever added), is INVALID_TXN_STATE.
+            meta = ctx.store.transaction_state(tid)
+            ended = {COMPLETE_COMMIT: True, COMPLETE_ABORT: False}.get(
+                None if meta is None else meta.state)
+            if ended != bool(b.committed):
+                what = ("no transaction" if ended is None else "a transaction already "
+                        + ("committed" if ended else "aborted"))
+                raise InvalidTxnStateError(
+                    f"EndTxn({'commit' if b.committed else 'abort'}) of {what}")
             return
         if b.committed:
             txn.commit()

@@ -368,6 +368,14 @@ class Transaction:
         """``ready``, ``in_transaction``, ``prepared``, ``timed_out`` or ``fenced``."""
         return self._state
 
+    def ensure_current(self) -> None:
+        """Raise what the next call would: ``ProducerFencedError`` once a newer
+        ``init_transactions`` took the id, ``TransactionTimeoutError`` once the store aborted
+        the open transaction (a front end answering for this handle checks before it
+        answers anything, as Kafka's coordinator checks the epoch first)."""
+        with self._txns.lock(self.transactional_id):
+            self._current()
+
     @property
     def prepared(self) -> bool:
         """Whether the handle is in a prepared transaction (after ``prepare()``, or from

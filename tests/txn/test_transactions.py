@@ -306,6 +306,26 @@ def test_open_transactions_time_out_but_prepared_ones_do_not(store_dir, clock):
         assert offsets(s, "g") == {TP0: 7, TP1: 6}
 
 
+def test_ensure_current_raises_what_the_next_call_would(store_dir, clock):
+    with open_store(store_dir, clock, transaction_timeout_ms=1_000) as s:
+        txn = s.init_transactions("t")
+        txn.ensure_current()  # ready: nothing to raise
+        txn.begin()
+        txn.commit_offsets("g", {TP0: 5})
+        txn.ensure_current()
+        clock.advance(1_000)
+        assert s.poll_transactions() == 1
+        with pytest.raises(TransactionTimeoutError):
+            txn.ensure_current()
+        assert txn.state == "timed_out"
+        txn.abort()
+        txn.ensure_current()
+        newer = s.init_transactions("t")
+        with pytest.raises(ProducerFencedError):
+            txn.ensure_current()
+        newer.ensure_current()
+
+
 def test_the_timer_thread_aborts_timed_out_transactions(store_dir):
     import time
     with open_store(store_dir, transaction_timeout_ms=1, transaction_check_interval_ms=20) as s:

@@ -1,0 +1,145 @@
+"""Kafka's answers around a transaction's life: a transaction the store aborts for its
+timeout fences its producer's epoch (Kafka's coordinator bumps it), and an EndTxn with no
+transaction open succeeds only as a retry of the outcome last recorded (Kafka's
+CompleteCommit / CompleteAbort), never for one that was never begun (Empty)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from support.wire_raw import call
+from support.wire_server import Server, raw_socket, wait_until
+
+PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, UNSTABLE = 90, 47, 48, 88
+PARTS = [dict(partition_index=0, committed_offset=17, committed_leader_epoch=-1,
+              committed_metadata="")]
+
+
+@pytest.fixture
+def quick_timeouts(tmp_path):
+    """A server that looks for timed-out transactions every 50 ms."""
+    s = Server(str(tmp_path / "store"), config=[
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=50"]).start()
+    yield s
+    s.stop()
+
+
+def _init(sock, tid, timeout_ms=60_000):
+    r = call(sock, 22, 4, transactional_id=tid, transaction_timeout=timeout_ms,
+             producer_id=-1, producer_epoch=-1)
+    assert int(r.error_code) == 0
+    return r.producer_id, r.producer_epoch
+
+
+def _add(sock, tid, pid, epoch, group_id, version=3):
+    return int(call(sock, 25, version, transactional_id=tid, producer_id=pid,
+                    producer_epoch=epoch, group_id=group_id).error_code)
+
+
+def _txn_commit(sock, tid, pid, epoch, group_id):
+    r = call(sock, 28, 3, transactional_id=tid, group_id=group_id, producer_id=pid,
+             producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None,
+             topics=[dict(name="orders", partitions=PARTS)])
+    return int(r.topics[0].partitions[0].error_code)
+
+
+def _end(sock, tid, pid, epoch, committed, version=3):
+    return int(call(sock, 26, version, transactional_id=tid, producer_id=pid,
+                    producer_epoch=epoch, committed=committed).error_code)
+
+
+def _fetch(server, group_id):
+    with raw_socket(server) as sock:
+        r = call(sock, 9, 7, group_id=group_id,
+                 topics=[dict(name="orders", partition_indexes=[0])], require_stable=True)
+    p = r.topics[0].partitions[0]
+    return p.committed_offset, int(p.error_code)
+
+
+def test_a_timed_out_transaction_fences_its_producer(quick_timeouts, group_id):
+    server, tid = quick_timeouts, f"tx-{group_id}"
+    with raw_socket(server) as sock:
+        pid, epoch = _init(sock, tid, timeout_ms=300)
+        assert _add(sock, tid, pid, epoch, group_id) == 0
+        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        assert _fetch(server, group_id) == (-1, UNSTABLE)
+        # the store aborts it: the pending offset is gone, nothing was committed
+        wait_until(lambda: _fetch(server, group_id) == (-1, 0), timeout=10,
+                   what="the timed-out transaction's abort")
+        # every request with the old epoch is fenced, commit and abort alike
+        assert _end(sock, tid, pid, epoch, True) == PRODUCER_FENCED
+        assert _end(sock, tid, pid, epoch, False) == PRODUCER_FENCED
+        assert _end(sock, tid, pid, epoch, True, version=1) == INVALID_PRODUCER_EPOCH
+        assert _add(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
+        assert _add(sock, tid, pid, epoch, group_id, version=1) == INVALID_PRODUCER_EPOCH
+        assert _txn_commit(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
+        assert _fetch(server, group_id) == (-1, 0)
+        # InitProducerId starts the producer over with a new epoch
+        pid2, epoch2 = _init(sock, tid)
+        assert (pid2, epoch2) != (pid, epoch)
+        assert _add(sock, tid, pid2, epoch2, group_id) == 0
+        assert _txn_commit(sock, tid, pid2, epoch2, group_id) == 0
+        assert _end(sock, tid, pid2, epoch2, True) == 0
+    assert _fetch(server, group_id) == (17, 0)
+
+
+def test_end_txn_with_no_transaction_open(server, group_id):
+    tid = f"tx-{group_id}"
+    with raw_socket(server) as sock:
+        pid, epoch = _init(sock, tid)
+        # Empty: nothing was ever begun
+        assert _end(sock, tid, pid, epoch, True) == INVALID_TXN_STATE
+        assert _end(sock, tid, pid, epoch, False) == INVALID_TXN_STATE
+        assert _add(sock, tid, pid, epoch, group_id) == 0
+        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        assert _end(sock, tid, pid, epoch, True) == 0
+        # CompleteCommit: the same outcome again is a retry; the other one is refused
+        assert _end(sock, tid, pid, epoch, True) == 0
+        assert _end(sock, tid, pid, epoch, False) == INVALID_TXN_STATE
+        assert _add(sock, tid, pid, epoch, group_id) == 0
+        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        assert _end(sock, tid, pid, epoch, False) == 0
+        # CompleteAbort likewise
+        assert _end(sock, tid, pid, epoch, False) == 0
+        assert _end(sock, tid, pid, epoch, True) == INVALID_TXN_STATE
+    assert _fetch(server, group_id) == (17, 0)
+
+
+def test_confluent_producer_is_fenced_after_its_transaction_timed_out(quick_timeouts,
+                                                                      group_id):
+    from confluent_kafka import KafkaError, KafkaException, Producer
+    from confluent_kafka import TopicPartition as CTP
+
+    from support.wire_clients import ck_consumer
+
+    server = quick_timeouts
+    c = ck_consumer(server, group_id)
+    p = Producer({"bootstrap.servers": server.bootstrap, "transactional.id": f"tx-{group_id}",
+                  "transaction.timeout.ms": 1000})
+    try:
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.send_offsets_to_transaction([CTP("orders", 0, 33)], c.consumer_group_metadata(), 20)
+        assert _fetch(server, group_id) == (-1, UNSTABLE)
+        wait_until(lambda: _fetch(server, group_id) == (-1, 0), timeout=10,
+                   what="the timed-out transaction's abort")
+        time.sleep(0.1)
+        with pytest.raises(KafkaException) as raised:
+            p.commit_transaction(20)
+        error = raised.value.args[0]
+        # librdkafka's reading of PRODUCER_FENCED: this producer instance is done
+        assert error.fatal()
+        assert error.code() == KafkaError._FENCED
+        # a new producer with the same transactional id goes on
+        p2 = Producer({"bootstrap.servers": server.bootstrap,
+                       "transactional.id": f"tx-{group_id}"})
+        p2.init_transactions(20)
+        p2.begin_transaction()
+        p2.send_offsets_to_transaction([CTP("orders", 0, 34)], c.consumer_group_metadata(),
+                                       20)
+        p2.commit_transaction(20)
+        assert _fetch(server, group_id) == (34, 0)
+    finally:
+        c.close()
