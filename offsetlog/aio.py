@@ -299,6 +299,9 @@ class AsyncTransaction:
     async def pending_offsets(self) -> dict[str, dict[TopicPartition, OffsetAndMetadata]]:
         return await asyncio.to_thread(self.transaction.pending_offsets)
 
+    async def ensure_current(self) -> None:
+        await asyncio.to_thread(self.transaction.ensure_current)
+
     async def __aenter__(self) -> "AsyncTransaction":
         if self.transaction.state == "ready":  # a prepared handle is already in one
             await self.begin()
