@@ -23,6 +23,8 @@ Checked = tuple
 #: Kafka's field types: offsets are int64, partitions and leader epochs int32 (a larger value
 #: would be written, then break every reader that uses those types, such as the Spark source)
 MAX_OFFSET = (1 << 63) - 1
+#: the lowest offset a store opened with ``negative_offsets=True`` takes (Kafka's int64)
+MIN_OFFSET = -(1 << 63)
 MAX_INT32 = (1 << 31) - 1
 
 
@@ -75,8 +77,12 @@ def check_partition(tp) -> TopicPartition:
     return tp
 
 
-def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
-    """Every offset of one commit call, checked and normalised, in the caller's order."""
+def check_offsets(offsets, *, metadata_max: int, min_offset: int = 0) -> list[Checked]:
+    """Every offset of one commit call, checked and normalised, in the caller's order.
+
+    :param min_offset: the lowest offset accepted: 0, or ``MIN_OFFSET`` for a store opened
+        with ``negative_offsets=True``
+    """
     if not isinstance(offsets, Mapping):
         raise InvalidCommitError(
             f"offsets must be a Mapping[TopicPartition, OffsetAndMetadata | int], "
@@ -93,9 +99,10 @@ def check_offsets(offsets, *, metadata_max: int) -> list[Checked]:
         else:
             raise InvalidCommitError(
                 f"{tp}: value must be an OffsetAndMetadata or an int, not {type(value).__name__}")
-        if not _is_int(offset) or not 0 <= offset <= MAX_OFFSET:
+        if not _is_int(offset) or not min_offset <= offset <= MAX_OFFSET:
             raise InvalidCommitError(
-                f"{tp}: offset must be an int from 0 to {MAX_OFFSET}, not {offset!r}")
+                f"{tp}: offset must be an int from {min_offset} to {MAX_OFFSET}, not "
+                f"{offset!r}")
         if type(offset) is not int:
             offset = int.__index__(offset)
         if metadata is None:

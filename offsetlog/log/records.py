@@ -164,7 +164,7 @@ KEYS_CACHED = 8192
 
 
 def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata_max: int,
-                         keys: dict | None = None) -> tuple[tuple, int]:
+                         keys: dict | None = None, min_offset: int = 0) -> tuple[tuple, int]:
     """One commit call, checked: its offsets as flat ``(key, value, timestamp)`` triples (see
     ``records_from_fields``), in the caller's order, after every check of
     ``validation.check_offsets`` (which raises for the whole call), and an upper bound of
@@ -180,6 +180,8 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
     else goes through ``check_offsets``. Both give the records ``offset_commit`` builds (once
     ``records_from_fields`` has built them: the leader does, see ``commit_queue.frame_round``).
 
+    :param min_offset: the lowest offset accepted (``validation.check_offsets``); the usual
+        call's one pass takes offsets from 0, anything lower goes through ``check_offsets``
     :param keys: a cache of record keys, ``(group, topic, partition) -> [group, topic,
         partition]``: the usual call takes its record keys from it, so the records of one
         key share one (read-only) list. It starts over at ``KEYS_CACHED`` keys.
@@ -232,7 +234,7 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
     records = [offset_commit(0, group_id, topic, partition, offset, metadata=metadata,
                              leader_epoch=epoch, commit_timestamp=commit_timestamp)
                for topic, partition, offset, metadata, epoch
-               in check_offsets(offsets, metadata_max=metadata_max)]
+               in check_offsets(offsets, metadata_max=metadata_max, min_offset=min_offset)]
     if not records:
         return (), 0
     fields = []

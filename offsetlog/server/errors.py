@@ -30,7 +30,6 @@ UNSTABLE_OFFSET_COMMIT = int(ErrorCode.unstable_offset_commit)
 GROUP_SUBSCRIBED_TO_TOPIC = int(ErrorCode.group_subscribed_to_topic)
 KAFKA_STORAGE_ERROR = int(ErrorCode.kafka_storage_error)
 UNKNOWN_TOPIC_ID = int(ErrorCode.unknown_topic_id)
-INVALID_COMMIT_OFFSET_SIZE = int(ErrorCode.invalid_commit_offset_size)
 
 
 def code_of(error: BaseException | None) -> int:

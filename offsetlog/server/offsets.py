@@ -15,7 +15,7 @@ from offsetlog.server.codec import encoded
 from offsetlog.server.context import Call, Context
 from offsetlog.server.work import run_blocking
 from offsetlog.types import OffsetAndMetadata, TopicPartition
-from offsetlog.validation import MAX_OFFSET, check_group_id, utf16_length
+from offsetlog.validation import check_group_id, utf16_length
 
 
 def checked_offsets(ctx: Context, topics) -> tuple[dict, dict]:
@@ -32,9 +32,10 @@ def checked_offsets(ctx: Context, topics) -> tuple[dict, dict]:
                 bad[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif utf16_length(metadata) > limit:
                 bad[tp] = E.OFFSET_METADATA_TOO_LARGE
-            elif not 0 <= p.committed_offset <= MAX_OFFSET:
-                bad[tp] = E.INVALID_COMMIT_OFFSET_SIZE
             else:
+                # Any int64 offset, negative ones too: Kafka's coordinator stores what a
+                # client commits (clients check their own; kafkajs's resetOffsets commits -2
+                # and -1 as markers), and the store is opened to take them (main.run).
                 good[tp] = OffsetAndMetadata(int(p.committed_offset), metadata,
                                              None if epoch < 0 else epoch)
     return good, bad

@@ -69,6 +69,11 @@ class StoreConfig:
     snapshot_on_close: bool = True
     #: longest metadata string, in UTF-16 code units (offset.metadata.max.bytes)
     metadata_max_bytes: int = 4096
+    #: take negative offsets (any int64), as Kafka's coordinator does: it stores what a
+    #: client commits and leaves the checks to clients, some of which commit -1 and -2 as
+    #: markers (kafkajs's resetOffsets). The wire server opens its store with True; False
+    #: (embedded use) refuses them as the bad input they usually are
+    negative_offsets: bool = False
     #: callable returning epoch ms; every timestamp the store writes comes from it
     clock: Callable[[], int] = field(default=system_clock_ms, compare=False)
 
@@ -90,6 +95,9 @@ class StoreConfig:
                                    f"(one round's commits share one batch), not "
                                    f"{self.max_group_commit_bytes!r}")
         positive_int("metadata_max_bytes", self.metadata_max_bytes, 0)
+        if not isinstance(self.negative_offsets, bool):
+            raise StoreConfigError(f"negative_offsets must be a bool, not "
+                                   f"{self.negative_offsets!r}")
         positive_int("delete_retention_ms", self.delete_retention_ms, 0)
         positive_int("cleaner_backoff_ms", self.cleaner_backoff_ms, 0)
         positive_int("transaction_timeout_ms", self.transaction_timeout_ms)

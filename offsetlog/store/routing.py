@@ -27,10 +27,11 @@ class CommitRouter:
     """Checks commit calls before anything is queued, and finds where each goes."""
 
     def __init__(self, parts: list[PartitionWriter], clock: Callable[[], int],
-                 metadata_max_bytes: int) -> None:
+                 metadata_max_bytes: int, min_offset: int = 0) -> None:
         self._parts = parts
         self._clock = clock
         self._metadata_max = metadata_max_bytes
+        self._min_offset = min_offset
         #: group -> its Route; a cache, emptied when full (groups come and go)
         self.routes: dict[str, Route] = {}
         #: record keys shared by commits of one key (records.offset_commit_fields)
@@ -49,7 +50,7 @@ class CommitRouter:
         part, precheck = route
         now = self._clock()
         fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
-                                              self._keys)
+                                              self._keys, self._min_offset)
         if transactional or not (generation_id.__class__ is int and generation_id == -1
                                  and member_id == "" and group_instance_id is None):
             precheck = fencing(part, group_id, generation_id, member_id, group_instance_id,

@@ -40,6 +40,7 @@ from offsetlog.store.transactions import Transaction, Transactions
 from offsetlog.txn.state import TxnMetadata
 from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
 from offsetlog.validation import (
+    MIN_OFFSET,
     check_group_id,
     check_partition_list,
     check_time_ms,
@@ -75,7 +76,8 @@ class OffsetStore:
         self._lock_fd = _lock_fd
         self._parts = _parts
         self._partitions = config.partitions
-        self._router = CommitRouter(_parts, self._clock, config.metadata_max_bytes)
+        self._router = CommitRouter(_parts, self._clock, config.metadata_max_bytes,
+                                    MIN_OFFSET if config.negative_offsets else 0)
         #: what recovery found when this store was opened
         self.recovery_report = _report
         self._closed = False

@@ -1,5 +1,6 @@
 """kafkajs 2.x (Node.js) against the server: a consumer joins a group, commits offsets as
-its member and fetches them back with the admin client.
+its member and fetches them back with the admin client; transactional offsets, and the
+admin's setOffsets and resetOffsets.
 
 kafkajs is installed on first use with npm into ``tests/server/.kafkajs/`` (git-ignored)
 and reused after; the test is skipped when node or npm is missing or the install fails
@@ -67,4 +68,24 @@ def test_kafkajs_joins_commits_and_fetches(node, server, group_id):
     finally:
         c.close()
     # it left the group on disconnect
+    assert described(server, group_id)["state"] == "Empty"
+
+
+def test_kafkajs_transactions_and_offset_admin(node, server, group_id):
+    """kafkajs's sendOffsets in a committed and an aborted transaction, then the admin's
+    setOffsets and resetOffsets, which commit through a member of their own: resetOffsets
+    commits -2 (kafkajs's marker for "earliest", which its consumers resolve), and Kafka
+    stores a negative offset as it stores any other."""
+    env = dict(os.environ, NODE_PATH=str(PREFIX / "node_modules"))
+    r = subprocess.run([node, str(HERE / "kafkajs_admin_txn.js"), server.bootstrap, group_id,
+                        "orders", f"tx-{group_id}"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines, f"kafkajs printed nothing: {r.stderr[-3000:]}"
+    steps = {k: {int(p): o for p, o in v.items()} for k, v in json.loads(lines[-1]).items()}
+    assert steps["committed"] == {0: 55, 1: -1, 2: -1, 3: -1}
+    assert steps["aborted"] == steps["committed"]
+    assert steps["set"] == {0: 55, 1: -1, 2: 9, 3: -1}
+    assert steps["reset"] == {0: -2, 1: -2, 2: -2, 3: -2}
     assert described(server, group_id)["state"] == "Empty"

@@ -92,6 +92,23 @@ def test_per_partition_answers_unknown_partition_and_long_metadata(server, group
         assert int(r.topics[0].partitions[0].error_code) == 22  # ILLEGAL_GENERATION
 
 
+def test_negative_offsets_are_stored_as_kafka_stores_them(server, group_id):
+    # Kafka's coordinator does not check committed offsets (clients do theirs), and some
+    # clients commit -1 and -2 as markers: they are kept and fetched back, across a restart
+    parts = [dict(partition_index=p, committed_offset=o, committed_leader_epoch=-1,
+                  committed_metadata="") for p, o in ((0, -2), (1, -1), (2, -(1 << 63)))]
+    with raw_socket(server) as sock:
+        r = call(sock, 8, 9, group_id=group_id, generation_id_or_member_epoch=-1,
+                 member_id="", group_instance_id=None,
+                 topics=[dict(name="orders", partitions=parts)])
+        assert [int(p.error_code) for p in r.topics[0].partitions] == [0, 0, 0]
+    server.restart()
+    with raw_socket(server) as sock:
+        r = call(sock, 9, 7, group_id=group_id, topics=None, require_stable=False)
+    assert [(p.partition_index, p.committed_offset) for t in r.topics for p in t.partitions] \
+        == [(0, -2), (1, -1), (2, -(1 << 63))]
+
+
 def _commit(server, group_id, offset):
     c = kp_consumer(server, group_id)
     try:

@@ -72,3 +72,28 @@ def test_compact_and_snapshot_refuse_partitions_the_store_does_not_have(store, c
 def test_compact_and_snapshot_take_real_partition_numbers(store):
     store.compact([0, 2])
     assert [r.partition for r in store.snapshot([2, 0])] == [2, 0]
+
+
+@pytest.mark.parametrize("offset", [-1, -2, -(1 << 63)])
+def test_negative_offsets_only_where_the_store_was_opened_to_take_them(tmp_path, offset):
+    from offsetlog import OffsetAndMetadata
+    from offsetlog.errors import InvalidCommitError, StoreConfigError
+
+    with open_log_store(tmp_path / "strict", partitions=3) as strict:
+        for value in (offset, OffsetAndMetadata(offset, "m")):
+            with pytest.raises(InvalidCommitError, match="offset must be an int from 0"):
+                strict.commit_sync("g", {TP("t", 0): value})
+            with pytest.raises(InvalidCommitError):
+                strict.commit_async("g", {TP("t", 1): 5, TP("t", 0): value})
+        assert strict.fetch("g") == {}
+    kafka_like = tmp_path / "kafka-like"
+    with open_log_store(kafka_like, partitions=3, negative_offsets=True) as s:
+        s.commit_sync("g", {TP("t", 0): offset})
+        s.commit_async("g", {TP("t", 1): OffsetAndMetadata(offset, "m")}).result(10)
+        with pytest.raises(InvalidCommitError):  # int64 is still the range
+            s.commit_sync("g", {TP("t", 2): -(1 << 63) - 1})
+    with open_log_store(kafka_like, partitions=3, negative_offsets=True) as s:
+        assert s.fetch("g") == {TP("t", 0): OffsetAndMetadata(offset),
+                                TP("t", 1): OffsetAndMetadata(offset, "m")}
+    with pytest.raises(StoreConfigError):
+        open_log_store(tmp_path / "bad", negative_offsets="yes")
