@@ -7,13 +7,11 @@ described as Kafka shows them: state Empty, protocol type "".
 from __future__ import annotations
 
 from offsetlog.errors import OffsetlogError
+from offsetlog.server import acl
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 from offsetlog.server.work import run_blocking
 from offsetlog.validation import check_group_id
-
-#: DescribeGroups' authorized_operations when the client did not ask for them
-NO_OPERATIONS = -(2 ** 31)
 
 
 def list_groups(ctx: Context, call: Call, now_ms: int):
@@ -34,6 +32,7 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
     b = call.body
     listed = None
     out = []
+    operations = acl.authorized(getattr(b, "include_authorized_operations", False), acl.GROUP)
     for gid in b.groups:
         try:
             check_group_id(gid)
@@ -47,7 +46,7 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
             if gid in listed:  # offsets only
                 out.append(dict(error_code=E.NONE, group_id=gid, group_state="Empty",
                                 protocol_type="", protocol_data="", members=(),
-                                authorized_operations=NO_OPERATIONS))
+                                authorized_operations=operations))
             else:
                 # Kafka: state Dead, and from v6 on GROUP_ID_NOT_FOUND
                 out.append(_dead(call, gid, E.GROUP_ID_NOT_FOUND if call.version >= 6
@@ -60,13 +59,13 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
                           client_id=m.client_id, client_host=m.client_host,
                           member_metadata=m.metadata, member_assignment=m.assignment)
                      for m in d.members],
-            authorized_operations=NO_OPERATIONS))
+            authorized_operations=operations))
     return call.respond(groups=out)
 
 
 def _dead(call: Call, gid: str, code: int) -> dict:
     return dict(error_code=code, group_id=gid, group_state="Dead", protocol_type="",
-                protocol_data="", members=(), authorized_operations=NO_OPERATIONS,
+                protocol_data="", members=(), authorized_operations=acl.NOT_ASKED,
                 error_message=None)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 
+from offsetlog.server import acl
 from offsetlog.server import errors as E
 from offsetlog.server.context import CLUSTER_ID, NODE_ID, Call, Context
 from offsetlog.server.work import run_blocking
@@ -31,6 +32,10 @@ def metadata(ctx: Context, call: Call, now_ms: int):
         names = [t.name for t in b.topics if t.name is not None]
     allow = getattr(b, "allow_auto_topic_creation", True) and ctx.config.auto_create_topics
     missing = [n for n in names if registry.partitions(n) is None]
+    topic_ops = acl.authorized(getattr(b, "include_topic_authorized_operations", False),
+                               acl.TOPIC)
+    cluster_ops = acl.authorized(getattr(b, "include_cluster_authorized_operations", False),
+                                 acl.CLUSTER)
 
     def answer(created_errors: dict) -> object:
         topics = []
@@ -39,11 +44,11 @@ def metadata(ctx: Context, call: Call, now_ms: int):
             if count is None:
                 topics.append(dict(error_code=created_errors.get(
                     name, E.UNKNOWN_TOPIC_OR_PARTITION), name=name, topic_id=uuid.UUID(int=0),
-                    is_internal=False, partitions=(), topic_authorized_operations=-(2 ** 31)))
+                    is_internal=False, partitions=(), topic_authorized_operations=acl.NOT_ASKED))
                 continue
             topics.append(dict(
                 error_code=E.NONE, name=name, topic_id=registry.topic_id(name),
-                is_internal=False, topic_authorized_operations=-(2 ** 31),
+                is_internal=False, topic_authorized_operations=topic_ops,
                 partitions=[dict(error_code=E.NONE, partition_index=i, leader_id=NODE_ID,
                                  leader_epoch=0, replica_nodes=(NODE_ID,),
                                  isr_nodes=(NODE_ID,), offline_replicas=())
@@ -51,7 +56,7 @@ def metadata(ctx: Context, call: Call, now_ms: int):
         return call.respond(
             brokers=[dict(node_id=NODE_ID, host=ctx.host, port=ctx.port, rack=None)],
             cluster_id=CLUSTER_ID, controller_id=NODE_ID, topics=topics,
-            cluster_authorized_operations=-(2 ** 31), error_code=E.NONE)
+            cluster_authorized_operations=cluster_ops, error_code=E.NONE)
 
     if not (missing and allow):
         return answer({})

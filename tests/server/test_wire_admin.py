@@ -118,3 +118,38 @@ def test_create_topics_and_metadata_auto_creation(server):
         assert {"created", "fresh", "orders"} <= set(admin.list_topics())
     finally:
         admin.close()
+
+
+def test_authorized_operations_are_all_of_them_as_without_an_authorizer(server, group_id):
+    """Asked for (DescribeGroups v3+, Metadata v8+), Kafka without an authorizer reports
+    every operation its ACLs know for the resource type; not asked, none."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation, AdminClient
+
+    c = kp_consumer(server, group_id)
+    c.assign([KTP("orders", 2)])
+    c.commit({KTP("orders", 2): KOM(1, "", -1)})
+    c.close()
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    O = AclOperation
+    group = admin.describe_consumer_groups([group_id], include_authorized_operations=True)
+    assert set(group[group_id].result(20).authorized_operations) == {
+        O.READ, O.DESCRIBE, O.DELETE, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS}
+    (topic,) = admin.describe_topics(TopicCollection(["orders"]),
+                                     include_authorized_operations=True).values()
+    assert set(topic.result(20).authorized_operations) == {
+        O.READ, O.WRITE, O.CREATE, O.DESCRIBE, O.DELETE, O.ALTER, O.DESCRIBE_CONFIGS,
+        O.ALTER_CONFIGS}
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(20)
+    assert set(cluster.authorized_operations) == {
+        O.CREATE, O.CLUSTER_ACTION, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS, O.IDEMPOTENT_WRITE,
+        O.ALTER, O.DESCRIBE}
+    assert admin.describe_consumer_groups([group_id])[group_id].result(
+        20).authorized_operations is None
+    kp = kp_admin(server)
+    try:
+        described = kp.describe_groups([group_id], include_authorized_operations=True)
+        assert sorted(described[group_id]["authorized_operations"]) == [
+            "ALTER_CONFIGS", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS", "READ"]
+    finally:
+        kp.close()
