@@ -65,3 +65,42 @@ def test_rejoining_static_leader_keeps_the_assignment(server, group_id, version)
         h = call(sock, 12, 3, group_id=group_id, generation_id=again.generation_id,
                  member_id=first.member_id, group_instance_id="leader-1")
         assert int(h.error_code) == 82  # FENCED_INSTANCE_ID
+
+
+def test_confluent_consumer_fenced_by_a_second_one_with_its_instance_id(server, group_id):
+    """KIP-345: a second consumer with the same group.instance.id takes the instance over;
+    librdkafka reports the first one's FENCED_INSTANCE_ID as a fatal error, and the group
+    keeps one member, which owns every partition."""
+    import time
+
+    from support.wire_clients import assignment_of, ck_consumer, described, poll_all
+
+    first = ck_consumer(server, group_id, **{"group.instance.id": "same"})
+    second = None
+    try:
+        first.subscribe(["orders"])
+        poll_all([first], lambda: len(assignment_of(first)) == 4)
+        second = ck_consumer(server, group_id, **{"group.instance.id": "same"})
+        second.subscribe(["orders"])
+        errors = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (errors and len(assignment_of(second)) == 4):
+            m = first.poll(0.05)
+            if m is not None and m.error() is not None:
+                errors.append(m.error())
+            second.poll(0.05)
+        from confluent_kafka import KafkaError
+
+        assert errors and errors[0].code() == KafkaError._FATAL
+        assert "fenced" in errors[0].str().lower()
+        assert len(assignment_of(second)) == 4
+        view = described(server, group_id)
+        assert view["state"] == "Stable" and list(view["members"].values()) == [
+            {("orders", p) for p in range(4)}]
+    finally:
+        if second is not None:
+            second.close()
+        try:
+            first.close()
+        except Exception:
+            pass  # a fenced consumer's close reports the fatal error again
