@@ -74,3 +74,49 @@ def test_aiokafka_members_join_commit_and_rebalance(server, group_id):
             await a.stop()
 
     asyncio.run(run())
+
+
+def test_aiokafka_transactional_offsets_commit_and_abort(server, group_id):
+    """aiokafka's own transaction code (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit,
+    EndTxn): offsets pending while the transaction is open (UNSTABLE_OFFSET_COMMIT to a
+    require_stable fetch), committed by the transaction's commit, dropped by its abort."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.structs import OffsetAndMetadata as AOM
+    from aiokafka.structs import TopicPartition as ATP
+
+    from support.wire_raw import call
+    from support.wire_server import raw_socket
+
+    def stable_fetch():
+        with raw_socket(server) as sock:
+            r = call(sock, 9, 7, group_id=group_id, require_stable=True,
+                     topics=[dict(name="orders", partition_indexes=[0])])
+        p = r.topics[0].partitions[0]
+        return p.committed_offset, int(p.error_code)
+
+    async def run():
+        producer = AIOKafkaProducer(bootstrap_servers=server.bootstrap,
+                                    transactional_id=f"tx-{group_id}")
+        await producer.start()
+        try:
+            seen = []
+            async with producer.transaction():
+                await producer.send_offsets_to_transaction({ATP("orders", 0): AOM(21, "")},
+                                                           group_id)
+                seen.append(stable_fetch())
+            seen.append(stable_fetch())
+            try:
+                async with producer.transaction():
+                    await producer.send_offsets_to_transaction(
+                        {ATP("orders", 0): AOM(31, "")}, group_id)
+                    seen.append(stable_fetch())
+                    raise RuntimeError("abort")
+            except RuntimeError:
+                pass
+            seen.append(stable_fetch())
+            return seen
+        finally:
+            await producer.stop()
+
+    # an unstable partition's offset is -1, as Kafka answers it, whatever was committed before
+    assert asyncio.run(run()) == [(-1, 88), (21, 0), (-1, 88), (21, 0)]
