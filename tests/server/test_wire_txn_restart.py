@@ -6,43 +6,12 @@ already recorded, and stale or unknown ids are refused as before."""
 
 from __future__ import annotations
 
-from support.wire_raw import call
 from support.wire_server import raw_socket
-
-PARTS = [dict(partition_index=0, committed_offset=17, committed_leader_epoch=-1,
-              committed_metadata="")]
-
-
-def _fetch(server, group_id):
-    with raw_socket(server) as sock:
-        r = call(sock, 9, 7, group_id=group_id,
-                 topics=[dict(name="orders", partition_indexes=[0])], require_stable=True)
-    p = r.topics[0].partitions[0]
-    return p.committed_offset, int(p.error_code)
-
-
-def _init(sock, tid):
-    r = call(sock, 22, 4, transactional_id=tid, transaction_timeout=60_000, producer_id=-1,
-             producer_epoch=-1)
-    assert int(r.error_code) == 0
-    return r.producer_id, r.producer_epoch
-
-
-def _add(sock, tid, pid, epoch, group_id):
-    return int(call(sock, 25, 3, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
-                    group_id=group_id).error_code)
-
-
-def _txn_commit(sock, tid, pid, epoch, group_id):
-    r = call(sock, 28, 3, transactional_id=tid, group_id=group_id, producer_id=pid,
-             producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None,
-             topics=[dict(name="orders", partitions=PARTS)])
-    return int(r.topics[0].partitions[0].error_code)
-
-
-def _end(sock, tid, pid, epoch, committed):
-    return int(call(sock, 26, 3, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
-                    committed=committed).error_code)
+from support.wire_txn import add_offsets as _add
+from support.wire_txn import end_txn as _end
+from support.wire_txn import init_producer as _init
+from support.wire_txn import stable_fetch as _fetch
+from support.wire_txn import txn_commit as _txn_commit
 
 
 def test_an_ongoing_transaction_commits_after_a_restart(server, group_id):
@@ -83,7 +52,8 @@ def test_end_txn_retried_across_a_restart_gets_the_recorded_outcome(server, grou
 
 
 def test_confluent_producer_commits_its_transaction_across_a_restart(server, group_id):
-    from confluent_kafka import Producer, TopicPartition as CTP
+    from confluent_kafka import Producer
+    from confluent_kafka import TopicPartition as CTP
 
     from support.wire_clients import ck_consumer
 

@@ -9,12 +9,14 @@ import time
 
 import pytest
 
-from support.wire_raw import call
 from support.wire_server import Server, raw_socket, wait_until
+from support.wire_txn import add_offsets as _add
+from support.wire_txn import end_txn as _end
+from support.wire_txn import init_producer as _init
+from support.wire_txn import stable_fetch as _fetch
+from support.wire_txn import txn_commit as _txn_commit
 
 PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, UNSTABLE = 90, 47, 48, 88
-PARTS = [dict(partition_index=0, committed_offset=17, committed_leader_epoch=-1,
-              committed_metadata="")]
 
 
 @pytest.fixture
@@ -24,38 +26,6 @@ def quick_timeouts(tmp_path):
         "transaction.abort.timed.out.transaction.cleanup.interval.ms=50"]).start()
     yield s
     s.stop()
-
-
-def _init(sock, tid, timeout_ms=60_000):
-    r = call(sock, 22, 4, transactional_id=tid, transaction_timeout=timeout_ms,
-             producer_id=-1, producer_epoch=-1)
-    assert int(r.error_code) == 0
-    return r.producer_id, r.producer_epoch
-
-
-def _add(sock, tid, pid, epoch, group_id, version=3):
-    return int(call(sock, 25, version, transactional_id=tid, producer_id=pid,
-                    producer_epoch=epoch, group_id=group_id).error_code)
-
-
-def _txn_commit(sock, tid, pid, epoch, group_id):
-    r = call(sock, 28, 3, transactional_id=tid, group_id=group_id, producer_id=pid,
-             producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None,
-             topics=[dict(name="orders", partitions=PARTS)])
-    return int(r.topics[0].partitions[0].error_code)
-
-
-def _end(sock, tid, pid, epoch, committed, version=3):
-    return int(call(sock, 26, version, transactional_id=tid, producer_id=pid,
-                    producer_epoch=epoch, committed=committed).error_code)
-
-
-def _fetch(server, group_id):
-    with raw_socket(server) as sock:
-        r = call(sock, 9, 7, group_id=group_id,
-                 topics=[dict(name="orders", partition_indexes=[0])], require_stable=True)
-    p = r.topics[0].partitions[0]
-    return p.committed_offset, int(p.error_code)
 
 
 def test_a_timed_out_transaction_fences_its_producer(quick_timeouts, group_id):
