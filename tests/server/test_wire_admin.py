@@ -44,10 +44,9 @@ def test_confluent_admin_lists_and_describes(server, group_id):
 
 
 def test_delete_groups_refuses_a_group_with_members_and_an_unknown_one(server, group_id):
-    c = kp_consumer(server, group_id, strategy="range")
+    c = kp_consumer(server, group_id, strategy="range", topics=["orders"])
     admin = kp_admin(server)
     try:
-        c.subscribe(["orders"])
         poll_all([c], lambda: len(assignment_of(c)) == 4)
         c.commit({KTP("orders", 0): KOM(1, "", -1)})
         result = admin.delete_groups([group_id, "no-such-group"])
@@ -64,9 +63,8 @@ def test_offset_delete_refuses_subscribed_topics_per_partition(server, group_id)
     from support.wire_raw import call
     from support.wire_server import raw_socket
 
-    c = kp_consumer(server, group_id, strategy="range")
+    c = kp_consumer(server, group_id, strategy="range", topics=["orders"])
     try:
-        c.subscribe(["orders"])
         poll_all([c], lambda: len(assignment_of(c)) == 4)
         c.commit({KTP("orders", 0): KOM(1, "", -1)})
         with raw_socket(server) as sock:

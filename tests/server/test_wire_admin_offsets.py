@@ -93,9 +93,8 @@ def test_confluent_list_offsets_answers_zero(server):
 def test_kafka_python_removes_a_static_member(server, group_id):
     instance = f"inst-{uuid.uuid4().hex[:6]}"
     admin = kp_admin(server)
-    k = kp_consumer(server, group_id, group_instance_id=instance)
+    k = kp_consumer(server, group_id, group_instance_id=instance, topics=["orders"])
     try:
-        k.subscribe(["orders"])
         poll_all([k], lambda: len(assignment_of(k)) == 4)
         before = admin.describe_groups([group_id])[group_id]["members"]
         assert [m["group_instance_id"] for m in before] == [instance]

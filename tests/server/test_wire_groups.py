@@ -18,23 +18,24 @@ from support.wire_clients import (
     described,
     kp_consumer,
     poll_all,
+    settled,
 )
 from support.wire_server import wait_until
 
 
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky", "cooperative-sticky"])
 def test_kafka_python_strategies_split_the_partitions(server, group_id, strategy):
-    a = kp_consumer(server, group_id, strategy=strategy)
-    b = kp_consumer(server, group_id, strategy=strategy)
+    a = kp_consumer(server, group_id, strategy=strategy, topics=["orders"])
+    b = kp_consumer(server, group_id, strategy=strategy, topics=["orders"])
     try:
-        a.subscribe(["orders"])
-        b.subscribe(["orders"])
         # Until both hold the same generation's assignment: under the eager protocol a member
         # keeps the last one until its next poll revokes it, so the two views may overlap for a
-        # moment mid-rebalance (then the check below would judge a client's lag, not the group).
+        # moment mid-rebalance (then the check below would judge a client's lag, not the group),
+        # or make up a whole split while the leader starts one more rebalance (see settled).
         poll_all([a, b], lambda: assignment_of(a) and assignment_of(b)
                  and len(assignment_of(a)) + len(assignment_of(b)) == 4
-                 and len(assignment_of(a) | assignment_of(b)) == 4)
+                 and len(assignment_of(a) | assignment_of(b)) == 4
+                 and settled(server, group_id, [a, b]))
         check_exclusive([assignment_of(a), assignment_of(b)], "orders", 4)
         view = described(server, group_id)
         assert view["state"] == "Stable" and view["protocol"] == strategy
@@ -62,19 +63,19 @@ def test_confluent_strategies_split_the_partitions(server, group_id, strategy):
 
 
 def test_two_libraries_in_one_group_rebalance_on_join_and_leave(server, group_id):
-    kp = kp_consumer(server, group_id, strategy="range")
+    kp = kp_consumer(server, group_id, strategy="range", topics=["orders"])
     ck = ck_consumer(server, group_id, **{"partition.assignment.strategy": "range"})
     try:
-        kp.subscribe(["orders"])
         poll_all([kp], lambda: len(assignment_of(kp)) == 4)
         ck.subscribe(["orders"])  # a join: the group rebalances, two and two
-        poll_all([kp, ck], lambda: len(assignment_of(kp)) == 2 and len(assignment_of(ck)) == 2)
+        poll_all([kp, ck], lambda: len(assignment_of(kp)) == 2 and len(assignment_of(ck)) == 2
+                 and settled(server, group_id, [kp, ck]))
         check_exclusive([assignment_of(kp), assignment_of(ck)], "orders", 4)
         view = described(server, group_id)
         assert len(view["members"]) == 2
         check_exclusive(list(view["members"].values()), "orders", 4)
         ck.close()  # a leave: kafka-python gets everything back
-        poll_all([kp], lambda: len(assignment_of(kp)) == 4)
+        poll_all([kp], lambda: len(assignment_of(kp)) == 4 and settled(server, group_id, [kp]))
         assert len(described(server, group_id)["members"]) == 1
     finally:
         kp.close()
@@ -95,12 +96,11 @@ CHILD = textwrap.dedent("""
 
 
 def test_a_member_that_stops_heartbeating_is_evicted(server, group_id):
-    survivor = kp_consumer(server, group_id, strategy="range")
+    survivor = kp_consumer(server, group_id, strategy="range", topics=["orders"])
     child = subprocess.Popen([sys.executable, "-c", CHILD, server.bootstrap, group_id],
                              stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "assigned"
-        survivor.subscribe(["orders"])
         poll_all([survivor], lambda: len(described(server, group_id)["members"]) == 2
                  and len(assignment_of(survivor)) == 2)
         child.send_signal(signal.SIGKILL)  # no LeaveGroup: only its session can end it

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from kafka import KafkaAdminClient, KafkaConsumer
+from kafka.structs import MemberState
 
 from offsetlog.group.consumer_protocol import decode_assignment
 
@@ -12,7 +14,7 @@ SESSION_MS = 3000
 HEARTBEAT_MS = 300
 
 
-def kp_consumer(server, group_id, *, strategy=None, **kw) -> KafkaConsumer:
+def kp_consumer(server, group_id, *, topics=(), strategy=None, **kw) -> KafkaConsumer:
     from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -25,13 +27,19 @@ def kp_consumer(server, group_id, *, strategy=None, **kw) -> KafkaConsumer:
         kw["partition_assignment_strategy"] = [strategies[strategy]]
     # A leader that joins before its metadata lists the topic assigns nothing ("No partition
     # metadata for topic orders") and only rejoins once a metadata refresh shows it: every
-    # second, not kafka-python's 5 minutes (confluent's consumers below do the same). Asking
-    # for every topic's metadata first makes the usual case not depend on that refresh at all.
+    # second, not kafka-python's 5 minutes (confluent's consumers below do the same).
     kw.setdefault("metadata_max_age_ms", 1000)
-    consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id=group_id,
+    consumer = KafkaConsumer(*topics, bootstrap_servers=server.bootstrap, group_id=group_id,
                              enable_auto_commit=False, session_timeout_ms=SESSION_MS,
                              heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=10_000,
                              request_timeout_ms=15_000, **kw)
+    # Every topic's metadata, so the usual case does not depend on that refresh at all; asked
+    # for once subscribed, because the leader also compares the partitions it assigned with its
+    # view of the subscribed topics, which only metadata answers after subscribe() update. One
+    # that assigned before such an answer rejoins when it comes (a rebalance of its own), and
+    # kafka-python 3.0 may never take that join in: assigning removes its reason to rejoin, so
+    # if that happens while no poll() waits for the join, later polls do not look at it; the
+    # member stops heartbeating, is evicted, and never rejoins.
     consumer.topics()
     return consumer
 
@@ -51,17 +59,72 @@ def kp_admin(server) -> KafkaAdminClient:
 
 
 def poll_all(consumers, until, timeout: float = 30):
-    """Poll every consumer (kafka-python or confluent) until ``until()`` holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for c in consumers:
-            if hasattr(c, "consume"):  # confluent
-                c.poll(0.05)
-            else:
+    """Poll every consumer (kafka-python or confluent) until ``until()`` holds: each
+    kafka-python consumer from a thread of its own that keeps polling meanwhile, confluent's
+    from this thread between the checks (librdkafka's ``assignment()`` can block for good while
+    another thread polls).
+
+    Not kafka-python's in turn: kafka-python 3.0 joins on its I/O thread and takes a finished
+    join in only if a poll() of that consumer is waiting for it; a join that finishes between
+    two polls is dropped and made again. Polled in turn, a consumer's join often finishes while
+    another consumer is polled. From the leader, the new JoinGroup starts another rebalance
+    (Kafka's coordinator rebalances when the leader rejoins), which the leader again joins
+    first and the others only once their heartbeat tells them: the same happens again, for
+    dozens of generations (a cooperative follow-up rebalance starts just so).
+    """
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def keep_polling(c) -> None:
+        try:
+            while not stop.is_set():
                 c.poll(timeout_ms=50)
-        if until():
-            return
+        except BaseException as e:  # raised in the test's thread below
+            failed.append(e)
+
+    confluent = [c for c in consumers if hasattr(c, "consume")]
+    threads = [threading.Thread(target=keep_polling, args=(c,), daemon=True)
+               for c in consumers if not hasattr(c, "consume")]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not failed:
+            for c in confluent:
+                c.poll(0.05)
+            if until():
+                return
+            if not confluent:
+                time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    if failed:
+        raise failed[0]
     raise AssertionError("timed out polling")
+
+
+def settled(server, group_id, consumers) -> bool:
+    """Whether the group has finished rebalancing: the server's group is Stable, its members are
+    exactly ``consumers``, each holding what the server assigned it, and every kafka-python
+    consumer has taken in the join it made (``group_metadata().state``).
+
+    Assignments alone do not tell: a consumer holds its last assignment until it takes the next
+    one in, so they may look complete while the group rebalances again (see ``poll_all``).
+    """
+    ids = {}
+    for c in consumers:
+        if hasattr(c, "consume"):  # confluent
+            ids[c.memberid()] = c
+        else:
+            meta = c.group_metadata()
+            if meta.state != MemberState.STABLE:
+                return False
+            ids[meta.member_id] = c
+    view = described(server, group_id)
+    return (view["state"] == "Stable" and view["members"].keys() == ids.keys()
+            and all(view["members"][mid] == assignment_of(c) for mid, c in ids.items()))
 
 
 def assignment_of(c) -> set:
