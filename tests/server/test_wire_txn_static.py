@@ -80,3 +80,47 @@ def test_static_member_restart_does_not_rebalance(server, group_id, library):
     assert assignment_of(a) == {tp for tp in [("orders", p) for p in range(4)]} - mine
     a.close()
     b.close()
+
+
+def test_read_committed_consumer_waits_for_pending_offsets(server, group_id):
+    """librdkafka's read_committed consumer (its default) fetches with require_stable and
+    retries on the partition's UNSTABLE_OFFSET_COMMIT: its committed() returns the
+    transaction's offset once the transaction commits, not the older one. A read_uncommitted
+    consumer gets the last committed offset at once."""
+    import threading
+    import time
+
+    from confluent_kafka import Producer
+    from confluent_kafka import TopicPartition as CTP
+
+    member = ck_consumer(server, group_id)
+    reader = ck_consumer(server, group_id)
+    eager = ck_consumer(server, group_id, **{"isolation.level": "read_uncommitted"})
+    p = Producer({"bootstrap.servers": server.bootstrap, "transactional.id": f"tx-{group_id}"})
+    try:
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.send_offsets_to_transaction([CTP("orders", 0, 44)], member.consumer_group_metadata(),
+                                      20)
+        got = {}
+
+        def read():
+            got["offsets"] = reader.committed([CTP("orders", 0)], timeout=20)
+            got["at"] = time.monotonic()
+
+        t = threading.Thread(target=read)
+        t.start()
+        time.sleep(1.0)
+        assert "offsets" not in got  # still retrying: the offset is unstable
+        committed_at = time.monotonic()
+        p.commit_transaction(20)
+        t.join(30)
+        assert [tp.offset for tp in got["offsets"]] == [44] and got["at"] >= committed_at
+        p.begin_transaction()
+        p.send_offsets_to_transaction([CTP("orders", 0, 55)], member.consumer_group_metadata(),
+                                      20)
+        assert [tp.offset for tp in eager.committed([CTP("orders", 0)], timeout=10)] == [44]
+        p.abort_transaction(20)
+    finally:
+        for c in (member, reader, eager):
+            c.close()
