@@ -9,7 +9,7 @@ TxnOffsetCommit v5) are not offered: clients fall back to the classic ones.
 
 from __future__ import annotations
 
-from offsetlog.server import admin, data, groups, offsets, txn
+from offsetlog.server import admin, configs, data, groups, offsets, txn
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 
@@ -18,7 +18,7 @@ OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS = 15, 16, 18, 19
 INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 25, 26, 28
-DELETE_GROUPS, OFFSET_DELETE = 42, 47
+DESCRIBE_CONFIGS, DELETE_GROUPS, OFFSET_DELETE = 32, 42, 47
 
 
 def api_versions(ctx: Context, call: Call, now_ms: int):
@@ -46,6 +46,7 @@ APIS = {
     ADD_OFFSETS_TO_TXN: (0, 3, txn.add_offsets_to_txn),
     END_TXN: (0, 4, txn.end_txn),
     TXN_OFFSET_COMMIT: (0, 4, txn.txn_offset_commit),
+    DESCRIBE_CONFIGS: (1, 4, configs.describe_configs),
     DELETE_GROUPS: (0, 2, admin.delete_groups),
     OFFSET_DELETE: (0, 0, offsets.offset_delete),
 }
