@@ -1,6 +1,6 @@
 """kafkajs 2.x (Node.js) against the server: a consumer joins a group, commits offsets as
-its member and fetches them back with the admin client; transactional offsets, and the
-admin's setOffsets and resetOffsets.
+its member and fetches them back with the admin client; two consumers rebalance on join and
+leave; transactional offsets, and the admin's setOffsets and resetOffsets.
 
 kafkajs is installed on first use with npm into ``tests/server/.kafkajs/`` (git-ignored)
 and reused after; the test is skipped when node or npm is missing or the install fails
@@ -88,4 +88,21 @@ def test_kafkajs_transactions_and_offset_admin(node, server, group_id):
     assert steps["aborted"] == steps["committed"]
     assert steps["set"] == {0: 55, 1: -1, 2: 9, 3: -1}
     assert steps["reset"] == {0: -2, 1: -2, 2: -2, 3: -2}
+    assert described(server, group_id)["state"] == "Empty"
+
+
+def test_kafkajs_group_rebalances_on_join_and_leave(node, server, group_id):
+    env = dict(os.environ, NODE_PATH=str(PREFIX / "node_modules"))
+    r = subprocess.run([node, str(HERE / "kafkajs_rebalance.js"), server.bootstrap, group_id,
+                        "orders"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    steps = json.loads(r.stdout.strip().splitlines()[-1])
+    assert sorted(steps["alone"]["a"]["partitions"]) == [0, 1, 2, 3]
+    both = steps["both"]
+    # a join: each partition owned by exactly one of the two, and the first one still leads
+    assert sorted(both["a"]["partitions"] + both["b"]["partitions"]) == [0, 1, 2, 3]
+    assert both["a"]["partitions"] and both["b"]["partitions"]
+    assert both["a"]["leader"] and not both["b"]["leader"]
+    # a leave: everything back to the one left
+    assert sorted(steps["after"]["a"]["partitions"]) == [0, 1, 2, 3]
     assert described(server, group_id)["state"] == "Empty"
