@@ -23,8 +23,7 @@ STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 BOOLEAN, INT, LONG = 1, 3, 5
 
 #: the settings Kafka declares LONG (the rest are INT, or BOOLEAN for a bool field)
-_LONGS = {"offsets.retention.check.interval.ms", "connections.max.idle.ms",
-          "transaction.abort.timed.out.transaction.cleanup.interval.ms"}
+_LONGS = {"offsets.retention.check.interval.ms", "connections.max.idle.ms"}
 #: Kafka's value for "no limit" where the server's field is None
 _INT_MAX = str(2 ** 31 - 1)
 
@@ -56,7 +55,7 @@ def describe_configs(ctx: Context, call: Call, now_ms: int):
         if kind == BROKER:
             if name == str(NODE_ID):
                 configs = [dict(name=n, value=v, read_only=True, config_source=s,
-                                is_default=s == DEFAULT_CONFIG, is_sensitive=False,
+                                is_sensitive=False,
                                 synonyms=[dict(name=n, value=v, source=s)] if synonyms else [],
                                 config_type=t, documentation=None)
                            for n, v, s, t in broker_configs(ctx.config,

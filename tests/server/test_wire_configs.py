@@ -60,7 +60,10 @@ def test_kafka_python_describes_the_broker_with_synonyms(configured):
     assert entry["value"] == "60" and entry["config_source"] == "STATIC_BROKER_CONFIG"
     assert entry["synonyms"] == [{"name": "offsets.retention.minutes", "value": "60",
                                   "source": "STATIC_BROKER_CONFIG"}]
-    assert described["broker"]["0"]["auto.create.topics.enable"]["config_type"] == "BOOLEAN"
+    types = {name: e["config_type"] for name, e in described["broker"]["0"].items()}
+    assert types["auto.create.topics.enable"] == "BOOLEAN"  # Kafka's declared types
+    assert types["connections.max.idle.ms"] == "LONG"
+    assert types["transaction.abort.timed.out.transaction.cleanup.interval.ms"] == "INT"
 
 
 def test_key_filter_and_other_broker_ids(configured):
