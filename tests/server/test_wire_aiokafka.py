@@ -84,15 +84,7 @@ def test_aiokafka_transactional_offsets_commit_and_abort(server, group_id):
     from aiokafka.structs import OffsetAndMetadata as AOM
     from aiokafka.structs import TopicPartition as ATP
 
-    from support.wire_raw import call
-    from support.wire_server import raw_socket
-
-    def stable_fetch():
-        with raw_socket(server) as sock:
-            r = call(sock, 9, 7, group_id=group_id, require_stable=True,
-                     topics=[dict(name="orders", partition_indexes=[0])])
-        p = r.topics[0].partitions[0]
-        return p.committed_offset, int(p.error_code)
+    from support.wire_txn import stable_fetch
 
     async def run():
         producer = AIOKafkaProducer(bootstrap_servers=server.bootstrap,
@@ -103,17 +95,17 @@ def test_aiokafka_transactional_offsets_commit_and_abort(server, group_id):
             async with producer.transaction():
                 await producer.send_offsets_to_transaction({ATP("orders", 0): AOM(21, "")},
                                                            group_id)
-                seen.append(stable_fetch())
-            seen.append(stable_fetch())
+                seen.append(stable_fetch(server, group_id))
+            seen.append(stable_fetch(server, group_id))
             try:
                 async with producer.transaction():
                     await producer.send_offsets_to_transaction(
                         {ATP("orders", 0): AOM(31, "")}, group_id)
-                    seen.append(stable_fetch())
+                    seen.append(stable_fetch(server, group_id))
                     raise RuntimeError("abort")
             except RuntimeError:
                 pass
-            seen.append(stable_fetch())
+            seen.append(stable_fetch(server, group_id))
             return seen
         finally:
             await producer.stop()

@@ -7,18 +7,7 @@ from __future__ import annotations
 import pytest
 
 from support.wire_clients import assignment_of, ck_consumer, described, kp_consumer, poll_all
-from support.wire_raw import call
-from support.wire_server import raw_socket
-
-
-def _stable_fetch(server, group_id):
-    """(offset, error code) of orders-0 from OffsetFetch v7 with require_stable."""
-    with raw_socket(server) as sock:
-        r = call(sock, 9, 7, group_id=group_id,
-                 topics=[dict(name="orders", partition_indexes=[0])], require_stable=True)
-    p = r.topics[0].partitions[0]
-    assert int(r.error_code) == 0  # UNSTABLE_OFFSET_COMMIT goes at partition level
-    return p.committed_offset, int(p.error_code)
+from support.wire_txn import stable_fetch as _stable_fetch
 
 
 def test_confluent_transactional_offsets_commit_then_abort(server, group_id):

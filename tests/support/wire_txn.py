@@ -41,9 +41,12 @@ def end_txn(sock, tid, pid, epoch, committed, version=3) -> int:
 
 
 def stable_fetch(server, group_id):
-    """``(offset, error code)`` of orders-0 from OffsetFetch v7 with require_stable."""
+    """``(offset, error code)`` of orders-0 from OffsetFetch v7 with require_stable; the
+    group-level error is always 0 (UNSTABLE_OFFSET_COMMIT goes at partition level, where
+    librdkafka's read_committed consumer retries on it)."""
     with raw_socket(server) as sock:
         r = call(sock, 9, 7, group_id=group_id,
                  topics=[dict(name="orders", partition_indexes=[0])], require_stable=True)
+    assert int(r.error_code) == 0
     p = r.topics[0].partitions[0]
     return p.committed_offset, int(p.error_code)
