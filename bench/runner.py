@@ -162,6 +162,9 @@ class Runner:
                  "one": "offsetlog commit_sync, one group",
                  "lock": "threads: lock + write + fsync",
                  "own": "threads: own file each, one pwritev(RWF_DSYNC) per commit",
+                 "ownpy": "threads: own file each, a lean commit's Python (pack, CRC, frame, "
+                          "dict) before each write",
+                 "ownpy5": "threads: own file each, a lean commit's Python and 5 us more",
                  "sqlite": "sqlite3 WAL FULL, connection per thread (group-k, partition k % 8)"}
         results: dict[str, list[float | None]] = {k: [] for k in names}
         runs: dict[str, dict[int, list[float]]] = {k: {} for k in names}
@@ -183,6 +186,9 @@ class Runner:
                                                              data, **kw)
                         elif key == "own":
                             v = baselines.own_file_dsync_threads(d, n, data, **kw)
+                        elif key in ("ownpy", "ownpy5"):
+                            v = baselines.own_file_python_threads(
+                                d, n, spin_us=5.0 if key == "ownpy5" else 0.0, **kw)
                         else:
                             v = baselines.sqlite_threads(os.path.join(d, "offsets.db"), n,
                                                          many_groups=True, **kw)
@@ -230,6 +236,15 @@ class Runner:
         self.rows.append(Row("own file per thread, 32 threads (info: the disk's headroom)",
                              "32 threads lock+fsync", at["own"][32], at["lock"][32],
                              "commits/s", HIGHER))
+        # The GIL's toll: the same own-file loop once each commit runs some Python first.
+        for key, what in (("ownpy", "a lean commit's Python (~2 us)"),
+                          ("ownpy5", "a lean commit's Python and 5 us more")):
+            for n in (8, 32):
+                self.rows.append(Row(
+                    f"own file per thread, {n} threads, {what} (info)",
+                    f"{n} threads, own file each, one DSYNC write per commit", at[key][n],
+                    at["own"][n], "commits/s", HIGHER,
+                    note=spread(key, "own", n) if n == 32 else ""))
 
     # -- transactions (information: no target) ------------------------------------------
 
