@@ -84,7 +84,7 @@ def run(args) -> int:
                              retention_ms=config.retention_ms,
                              retention_check_interval_ms=config.retention_check_interval_ms,
                              metadata_max_bytes=config.metadata_max_bytes,
-                             negative_offsets=True,
+                             negative_offsets=True, fence_on_transaction_timeout=True,
                              transaction_check_interval_ms=config.transaction_check_interval_ms,
                              group_config=config.group_config())
     try:

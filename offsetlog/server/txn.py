@@ -12,8 +12,11 @@ coordinator knows it from ``__transaction_state`` after a failover, so it goes o
 InitProducerId.
 
 A transaction the store aborts for its timeout fences its producer's epoch, as Kafka's
-coordinator bumps the epoch when it aborts one: every later request with that epoch gets
-PRODUCER_FENCED, and the producer starts again with InitProducerId.
+coordinator bumps the epoch when it aborts one (the store is opened with
+``fence_on_transaction_timeout``, so the bump is in the abort's own record and survives a
+restart): every later request with that epoch gets PRODUCER_FENCED, and the producer starts
+again with InitProducerId. Only an epoch too high to bump leaves the handle timed out
+instead, fenced here by ``ensure_current``.
 """
 
 from __future__ import annotations

@@ -74,6 +74,13 @@ class StoreConfig:
     #: markers (kafkajs's resetOffsets). The wire server opens its store with True; False
     #: (embedded use) refuses them as the bad input they usually are
     negative_offsets: bool = False
+    #: a transaction the store aborts for its timeout also bumps its producer's epoch, as
+    #: Kafka's coordinator does, so the fence is in the log: the old handle (and, after a
+    #: reopen, any request with the old epoch) gets ``ProducerFencedError``, and the producer
+    #: starts over with ``init_transactions``. The wire server opens its store with True;
+    #: False (embedded use) keeps the handle, which raises ``TransactionTimeoutError`` until
+    #: ``abort()`` acknowledges the timeout
+    fence_on_transaction_timeout: bool = False
     #: callable returning epoch ms; every timestamp the store writes comes from it
     clock: Callable[[], int] = field(default=system_clock_ms, compare=False)
 
@@ -98,6 +105,9 @@ class StoreConfig:
         if not isinstance(self.negative_offsets, bool):
             raise StoreConfigError(f"negative_offsets must be a bool, not "
                                    f"{self.negative_offsets!r}")
+        if not isinstance(self.fence_on_transaction_timeout, bool):
+            raise StoreConfigError(f"fence_on_transaction_timeout must be a bool, not "
+                                   f"{self.fence_on_transaction_timeout!r}")
         positive_int("delete_retention_ms", self.delete_retention_ms, 0)
         positive_int("cleaner_backoff_ms", self.cleaner_backoff_ms, 0)
         positive_int("transaction_timeout_ms", self.transaction_timeout_ms)

@@ -205,7 +205,12 @@ class Transactions(StorePart):
                 if meta is not None and meta.timed_out(now):
                     log.warning("%s: aborting transaction of %r: open for more than %d ms",
                                 self.path, tid, meta.timeout_ms)
-                    self.complete(meta, False)
+                    fence = (self.config.fence_on_transaction_timeout
+                             and meta.producer_epoch < MAX_EPOCH)
+                    # Kafka's coordinator writes this abort with the epoch bumped: the fence
+                    # is then as durable as the abort
+                    self.complete(meta, False, **(
+                        {"producer_epoch": meta.producer_epoch + 1} if fence else {}))
                     aborted += 1
             finally:
                 lock.release()
@@ -358,6 +363,8 @@ class Transaction:
         self._state = PREPARED_LOCAL if prepared else IN_TRANSACTION if ongoing else READY
         #: start timestamp of our durable Ongoing transaction (None: nothing written yet)
         self._started: int | None = meta.start_timestamp if prepared or ongoing else None
+        #: the durable metadata that fenced this handle (for the error's message)
+        self._fenced_by: TxnMetadata | None = None
 
     def __repr__(self) -> str:
         return (f"<Transaction {self.transactional_id!r} producer_id={self.producer_id} "
@@ -510,11 +517,11 @@ class Transaction:
         txns = self._txns
         txns.check_open()
         if self._state == FENCED:
-            raise self._fenced(None)
+            raise self._fenced(self._fenced_by)
         meta = txns.meta(self.transactional_id)
         if (meta is None or meta.producer_id != self.producer_id
                 or meta.producer_epoch != self.producer_epoch):
-            self._state = FENCED
+            self._state, self._fenced_by = FENCED, meta
             raise self._fenced(meta)
         if self._state == TIMED_OUT or (
                 self._started is not None and self._state == IN_TRANSACTION
@@ -528,8 +535,13 @@ class Transaction:
 
     def _fenced(self, meta: TxnMetadata | None) -> ProducerFencedError:
         current = None if meta is None else meta.producer_epoch
+        why = ("the store aborted its transaction for its timeout"
+               if meta is not None and meta.producer_id == self.producer_id
+               and meta.producer_epoch == self.producer_epoch + 1
+               and meta.state in (PREPARE_ABORT, COMPLETE_ABORT) else
+               "a newer init_transactions took the id")
         return ProducerFencedError(
             f"transactional id {self.transactional_id!r}: producer epoch "
-            f"{self.producer_epoch} was fenced by a newer init_transactions (epoch {current})",
+            f"{self.producer_epoch} was fenced (epoch {current}): {why}",
             transactional_id=self.transactional_id, producer_epoch=self.producer_epoch,
             current_epoch=current)

@@ -55,6 +55,31 @@ def test_a_timed_out_transaction_fences_its_producer(quick_timeouts, group_id):
     assert _fetch(server, group_id) == (17, 0)
 
 
+def test_the_timeout_fence_survives_a_restart(quick_timeouts, group_id):
+    """The epoch bump is in the abort's own record: after the server is killed (-9) and
+    started again the old epoch is still fenced, commit and abort alike, as in Kafka."""
+    server, tid = quick_timeouts, f"tx-{group_id}"
+    with raw_socket(server) as sock:
+        pid, epoch = _init(sock, tid, timeout_ms=300)
+        assert _add(sock, tid, pid, epoch, group_id) == 0
+        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+    wait_until(lambda: _fetch(server, group_id) == (-1, 0), timeout=10,
+               what="the timed-out transaction's abort")
+    server.kill9()
+    server.start()
+    with raw_socket(server) as sock:
+        assert _end(sock, tid, pid, epoch, False) == PRODUCER_FENCED
+        assert _end(sock, tid, pid, epoch, True) == PRODUCER_FENCED
+        assert _add(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
+        assert _txn_commit(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
+        pid2, epoch2 = _init(sock, tid)
+        assert (pid2, epoch2) == (pid, epoch + 2)  # the fence's bump, then InitProducerId's
+        assert _add(sock, tid, pid2, epoch2, group_id) == 0
+        assert _txn_commit(sock, tid, pid2, epoch2, group_id) == 0
+        assert _end(sock, tid, pid2, epoch2, True) == 0
+    assert _fetch(server, group_id) == (17, 0)
+
+
 def test_end_txn_with_no_transaction_open(server, group_id):
     tid = f"tx-{group_id}"
     with raw_socket(server) as sock:

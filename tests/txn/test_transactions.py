@@ -326,6 +326,68 @@ def test_ensure_current_raises_what_the_next_call_would(store_dir, clock):
         newer.ensure_current()
 
 
+def test_fence_on_transaction_timeout_bumps_the_epoch_in_the_abort(store_dir, clock):
+    kw = {"transaction_timeout_ms": 1_000, "fence_on_transaction_timeout": True}
+    with open_store(store_dir, clock, **kw) as s:
+        txn = s.init_transactions("t")
+        pid, epoch = txn.producer_id, txn.producer_epoch
+        txn.begin()
+        txn.commit_offsets("g", {TP0: 5})
+        clock.advance(1_000)
+        assert s.poll_transactions() == 1
+        state = s.transaction_state("t")
+        assert (state.state, state.producer_id, state.producer_epoch) == (
+            COMPLETE_ABORT, pid, epoch + 1)
+        assert s.fetch("g", [TP0], require_stable=True) == {}
+        # fenced, not timed out: abort() does not bring the handle back
+        for call in (txn.ensure_current, txn.abort, txn.commit,
+                     lambda: txn.commit_offsets("g", {TP0: 6})):
+            with pytest.raises(ProducerFencedError, match="timeout"):
+                call()
+        assert txn.state == "fenced"
+    with open_store(store_dir, clock, **kw) as s:
+        # the fence is in the log: a handle taken up again has the bumped epoch
+        resumed = s.resume_transaction("t")
+        assert (resumed.producer_id, resumed.producer_epoch) == (pid, epoch + 1)
+        newer = s.init_transactions("t")
+        assert (newer.producer_id, newer.producer_epoch) == (pid, epoch + 2)
+        with newer:
+            newer.commit_offsets("g", {TP0: 7})
+        assert offsets(s, "g") == {TP0: 7}
+
+
+def test_fence_on_transaction_timeout_with_the_epoch_exhausted(store_dir, clock,
+                                                                 monkeypatch):
+    """An epoch that cannot be bumped: the abort keeps it and the handle is timed out, as
+    without the option (init_transactions then moves to a new producer id)."""
+    MAX_EPOCH = 3  # Kafka's is 32767: as many init_transactions would take seconds here
+    monkeypatch.setattr("offsetlog.txn.state.MAX_EPOCH", MAX_EPOCH)
+    monkeypatch.setattr("offsetlog.store.transactions.MAX_EPOCH", MAX_EPOCH)
+    with open_store(store_dir, clock, transaction_timeout_ms=1_000,
+                    fence_on_transaction_timeout=True) as s:
+        txn = s.init_transactions("t")
+        while txn.producer_epoch < MAX_EPOCH:
+            txn = s.init_transactions("t")
+        pid = txn.producer_id
+        txn.begin()
+        txn.commit_offsets("g", {TP0: 5})
+        clock.advance(1_000)
+        assert s.poll_transactions() == 1
+        assert s.transaction_state("t").producer_epoch == MAX_EPOCH
+        with pytest.raises(TransactionTimeoutError):
+            txn.commit()
+        txn.abort()
+        newer = s.init_transactions("t")
+        assert newer.producer_id != pid and newer.producer_epoch == 0
+
+
+def test_fence_on_transaction_timeout_must_be_a_bool(store_dir):
+    from offsetlog.errors import StoreConfigError
+
+    with pytest.raises(StoreConfigError, match="fence_on_transaction_timeout"):
+        open_store(store_dir, fence_on_transaction_timeout=1)
+
+
 def test_the_timer_thread_aborts_timed_out_transactions(store_dir):
     import time
     with open_store(store_dir, transaction_timeout_ms=1, transaction_check_interval_ms=20) as s:
