@@ -225,12 +225,14 @@ class AsyncOffsetStore:
     # -- transactions ----------------------------------------------------------------------
 
     async def init_transactions(self, transactional_id: str, *, keep_prepared: bool = False,
-                                transaction_timeout_ms: int | None = None
+                                transaction_timeout_ms: int | None = None,
+                                expected_producer: tuple[int, int] | None = None
                                 ) -> "AsyncTransaction":
         """``OffsetStore.init_transactions``, awaited: an :class:`AsyncTransaction`."""
         txn = await asyncio.to_thread(self.store.init_transactions, transactional_id,
                                       keep_prepared=keep_prepared,
-                                      transaction_timeout_ms=transaction_timeout_ms)
+                                      transaction_timeout_ms=transaction_timeout_ms,
+                                      expected_producer=expected_producer)
         return AsyncTransaction(txn)
 
     async def poll_transactions(self, now_ms: int | None = None) -> int:

@@ -84,6 +84,8 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
         "timeout_ms": None,  # required
         "start_timestamp": -1,  # epoch ms the open transaction first wrote; -1 when none
         "update_timestamp": None,  # required, epoch ms of this record
+        "last_producer_epoch": -1,  # the epoch before a bump the producer asked for (KIP-360)
+        "last_producer_id": -1,  # the producer id before the last rotation
     },
     TOPIC: {
         "partitions": None,  # required, >= 1

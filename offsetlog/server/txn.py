@@ -56,8 +56,14 @@ def init_producer_id(ctx: Context, call: Call, now_ms: int):
             return call.respond(error_code=E.INVALID_TRANSACTION_TIMEOUT, producer_id=-1,
                                 producer_epoch=-1)
 
+        # v3+: a producer that has an id and epoch sends them to bump its own epoch
+        # (KIP-360); a zombie's stale ones are PRODUCER_FENCED
+        pid = getattr(b, "producer_id", -1)
+        expected = None if pid == -1 else (int(pid), int(b.producer_epoch))
+
         def allocate():
-            txn = store.init_transactions(tid, transaction_timeout_ms=timeout)
+            txn = store.init_transactions(tid, transaction_timeout_ms=timeout,
+                                          expected_producer=expected)
             ctx.producers[tid] = txn
             return txn.producer_id, txn.producer_epoch
 

@@ -463,7 +463,8 @@ class OffsetStore:
     # -- transactions (offsetlog.store.transactions, docs/TRANSACTIONS.md) ------------------
 
     def init_transactions(self, transactional_id: str, *, keep_prepared: bool = False,
-                          transaction_timeout_ms: int | None = None) -> Transaction:
+                          transaction_timeout_ms: int | None = None,
+                          expected_producer: tuple[int, int] | None = None) -> Transaction:
         """Start (or take over) the transactional producer ``transactional_id``.
 
         Each call bumps the id's epoch, which fences every older handle (their later calls
@@ -473,11 +474,17 @@ class OffsetStore:
 
         :param transaction_timeout_ms: how long a transaction may stay open (not prepared)
             before the store aborts it; default the store's ``transaction_timeout_ms``
+        :param expected_producer: ``(producer_id, producer_epoch)`` of a producer that bumps
+            its own epoch (Kafka's InitProducerId with both set, KIP-360): they must be the
+            id's current ones, or a retry of that bump whose answer was lost (which gets the
+            same handle's epoch again, nothing written)
+        :raises ProducerFencedError: ``expected_producer`` is neither: a newer producer took
+            the id; nothing was written
         :return: the handle, with ``producer_id`` and ``producer_epoch``
         """
         return self._transactions.init_transactions(
             transactional_id, keep_prepared=keep_prepared,
-            transaction_timeout_ms=transaction_timeout_ms)
+            transaction_timeout_ms=transaction_timeout_ms, expected_producer=expected_producer)
 
     def poll_transactions(self, now_ms: int | None = None) -> int:
         """Abort every open transaction older than its timeout now (prepared ones never time

@@ -64,6 +64,7 @@ from offsetlog.txn.state import (
     PREPARE_COMMIT,
     PREPARED,
     TxnMetadata,
+    is_retry_of_last_bump,
     next_epoch,
 )
 from offsetlog.types import OffsetAndMetadata, TopicPartition, committed_view
@@ -136,10 +137,13 @@ class Transactions(StorePart):
     # -- public ----------------------------------------------------------------------------
 
     def init_transactions(self, transactional_id: str, *, keep_prepared: bool = False,
-                          transaction_timeout_ms: int | None = None) -> Transaction:
+                          transaction_timeout_ms: int | None = None,
+                          expected_producer: tuple[int, int] | None = None) -> Transaction:
         """``OffsetStore.init_transactions``: bump the id's epoch (fencing older handles),
         abort what an older handle left open (or keep a prepared one), write the new state."""
         self.check_open()
+        if expected_producer is not None:
+            expected_producer = _producer_id_and_epoch(expected_producer)
         if not isinstance(transactional_id, str) or not transactional_id:
             raise InvalidTxnStateError(
                 f"transactional_id must be a non-empty str, not {transactional_id!r}")
@@ -154,14 +158,17 @@ class Transactions(StorePart):
             now = self._clock()
             if meta is not None and meta.decided:
                 meta = self.complete(meta, meta.state == PREPARE_COMMIT)
+            if expected_producer is not None and is_retry_of_last_bump(meta,
+                                                                       *expected_producer):
+                return Transaction(self, meta)  # the answer to that bump was lost: again
             bumped = False
             if meta is not None and (meta.state == ONGOING
                                      or (meta.state == PREPARED and not keep_prepared)):
                 # Kafka's fencing abort: the abort is written with the bumped epoch, so the
                 # old epoch is dead from the decision on; the new handle keeps that epoch.
                 bumped = meta.producer_epoch < MAX_EPOCH
-                meta = self.complete(meta, False,
-                                          producer_epoch=meta.producer_epoch + bumped)
+                meta = self.complete(meta, False, producer_epoch=meta.producer_epoch + bumped,
+                                     last_producer_epoch=-1)
             if meta is not None and meta.state == PREPARED:
                 if meta.producer_epoch >= MAX_EPOCH:
                     raise InvalidTxnStateError(
@@ -171,11 +178,18 @@ class Transactions(StorePart):
                                timeout_ms=timeout)
                 self.write_state(meta, force_sync=True)
             else:
+                last_epoch, last_pid = -1, -1 if meta is None else meta.last_producer_id
                 if bumped:
                     pid, epoch = meta.producer_id, meta.producer_epoch
                 else:
                     pid, epoch = next_epoch(meta, self.allocate_producer_id)
-                meta = TxnMetadata(transactional_id, pid, epoch, EMPTY, timeout, now)
+                    if meta is not None:
+                        if expected_producer is not None:  # KIP-360: a retry may come
+                            last_epoch = meta.producer_epoch
+                        if pid != meta.producer_id:
+                            last_pid = meta.producer_id
+                meta = TxnMetadata(transactional_id, pid, epoch, EMPTY, timeout, now,
+                                   last_producer_epoch=last_epoch, last_producer_id=last_pid)
                 self.write_state(meta)
             return Transaction(self, meta)
 
@@ -210,7 +224,8 @@ class Transactions(StorePart):
                     # Kafka's coordinator writes this abort with the epoch bumped: the fence
                     # is then as durable as the abort
                     self.complete(meta, False, **(
-                        {"producer_epoch": meta.producer_epoch + 1} if fence else {}))
+                        {"producer_epoch": meta.producer_epoch + 1, "last_producer_epoch": -1}
+                        if fence else {}))
                     aborted += 1
             finally:
                 lock.release()
@@ -337,6 +352,19 @@ class Transactions(StorePart):
             with part.lock:
                 out.append(part.table.txn.offsets_of(producer_id))
         return out
+
+
+def _producer_id_and_epoch(value) -> tuple[int, int]:
+    try:
+        producer_id, producer_epoch = value
+    except (TypeError, ValueError):
+        producer_id = producer_epoch = None
+    if not all(isinstance(v, int) and not isinstance(v, bool)
+               for v in (producer_id, producer_epoch)) or producer_id < 0 or not (
+                0 <= producer_epoch <= MAX_EPOCH):
+        raise InvalidTxnStateError(f"expected_producer must be (producer_id >= 0, epoch in "
+                                   f"0..{MAX_EPOCH}), not {value!r}")
+    return producer_id, producer_epoch
 
 
 READY = "ready"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from offsetlog.errors import InvalidTxnStateError
+from offsetlog.errors import InvalidTxnStateError, ProducerFencedError
 
 EMPTY = "Empty"
 ONGOING = "Ongoing"
@@ -69,6 +69,12 @@ class TxnMetadata:
     update_timestamp: int
     partitions: tuple[int, ...] = ()
     start_timestamp: int = -1  # when the open transaction first wrote; -1 if none is open
+    #: the epoch a producer had before the bump it asked for with its own id and epoch
+    #: (KIP-360): a retry of that request gets the current epoch again; -1 otherwise
+    last_producer_epoch: int = -1
+    #: the producer id before the last rotation to a new one (the epoch was exhausted); -1
+    #: if none
+    last_producer_id: int = -1
 
     # -- records -------------------------------------------------------------------------
 
@@ -76,7 +82,9 @@ class TxnMetadata:
         return {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
                 "state": self.state, "partitions": list(self.partitions),
                 "timeout_ms": self.timeout_ms, "start_timestamp": self.start_timestamp,
-                "update_timestamp": self.update_timestamp}
+                "update_timestamp": self.update_timestamp,
+                "last_producer_epoch": self.last_producer_epoch,
+                "last_producer_id": self.last_producer_id}
 
     @classmethod
     def from_value(cls, transactional_id: str, value: dict) -> "TxnMetadata":
@@ -86,7 +94,8 @@ class TxnMetadata:
                                        f"{state!r} in its TRANSACTION_STATE record")
         return cls(transactional_id, value["producer_id"], value["producer_epoch"], state,
                    value["timeout_ms"], value["update_timestamp"],
-                   tuple(value.get("partitions", ())), value.get("start_timestamp", -1))
+                   tuple(value.get("partitions", ())), value.get("start_timestamp", -1),
+                   value.get("last_producer_epoch", -1), value.get("last_producer_id", -1))
 
     # -- transitions -----------------------------------------------------------------------
 
@@ -121,6 +130,31 @@ class TxnMetadata:
         return self.state in DECIDED
 
 
+def is_retry_of_last_bump(meta: TxnMetadata | None, producer_id: int,
+                          producer_epoch: int) -> bool:
+    """Kafka's check of the producer id and epoch a producer sends with InitProducerId
+    (KIP-360: a producer that has them asks to bump its own epoch rather than start over).
+
+    :return: False: they are the id's current ones (bump as usual; also for an unknown id);
+        True: they are the ones before the last bump or rotation (a retry whose answer was
+        lost: answer the current epoch, bump nothing)
+    :raises ProducerFencedError: anything else (a zombie: a newer producer took the id)
+    """
+    if meta is None:
+        return False
+    if producer_id == meta.producer_id and producer_epoch == meta.producer_epoch:
+        return False
+    if meta.idle and producer_epoch == meta.last_producer_epoch >= 0 and (
+            producer_id == meta.producer_id
+            or (producer_id == meta.last_producer_id and producer_epoch >= MAX_EPOCH)):
+        return True
+    raise ProducerFencedError(
+        f"transactional id {meta.transactional_id!r}: producer id {producer_id} epoch "
+        f"{producer_epoch} is not the current one (id {meta.producer_id}, epoch "
+        f"{meta.producer_epoch})", transactional_id=meta.transactional_id,
+        producer_epoch=producer_epoch, current_epoch=meta.producer_epoch)
+
+
 def next_epoch(meta: TxnMetadata | None, allocate_producer_id) -> tuple[int, int]:
     """(producer id, epoch) for the next ``init_transactions`` of ``meta``'s id: the epoch
     bumped, or a fresh producer id (from ``allocate_producer_id()``) at epoch 0 for a new id
@@ -132,4 +166,4 @@ def next_epoch(meta: TxnMetadata | None, allocate_producer_id) -> tuple[int, int
 
 __all__ = ["COMPLETE_ABORT", "COMPLETE_COMMIT", "DECIDED", "EMPTY", "IDLE", "MAX_EPOCH",
            "ONGOING", "PREPARED", "PREPARE_ABORT", "PREPARE_COMMIT", "STATES", "TRANSITIONS",
-           "TxnMetadata", "next_epoch"]
+           "TxnMetadata", "is_retry_of_last_bump", "next_epoch"]

@@ -13,6 +13,7 @@ from support.wire_server import Server, raw_socket, wait_until
 from support.wire_txn import add_offsets as _add
 from support.wire_txn import end_txn as _end
 from support.wire_txn import init_producer as _init
+from support.wire_txn import init_producer_as as _init_as
 from support.wire_txn import stable_fetch as _fetch
 from support.wire_txn import txn_commit as _txn_commit
 
@@ -75,6 +76,29 @@ def test_the_timeout_fence_survives_a_restart(quick_timeouts, group_id):
         pid2, epoch2 = _init(sock, tid)
         assert (pid2, epoch2) == (pid, epoch + 2)  # the fence's bump, then InitProducerId's
         assert _add(sock, tid, pid2, epoch2, group_id) == 0
+        assert _txn_commit(sock, tid, pid2, epoch2, group_id) == 0
+        assert _end(sock, tid, pid2, epoch2, True) == 0
+    assert _fetch(server, group_id) == (17, 0)
+
+
+def test_init_producer_id_with_the_producers_own_id_and_epoch(server, group_id):
+    """KIP-360: InitProducerId v3+ with the producer's id and epoch bumps that epoch; a
+    retry of it gets the same answer; a zombie's stale epoch is fenced and changes nothing
+    (the current producer goes on)."""
+    tid = f"tx-{group_id}"
+    with raw_socket(server) as sock:
+        pid, epoch = _init(sock, tid)
+        assert _init_as(sock, tid, pid, epoch) == (0, pid, epoch + 1)
+        assert _init_as(sock, tid, pid, epoch) == (0, pid, epoch + 1)  # the answer was lost
+        assert _add(sock, tid, pid, epoch + 1, group_id) == 0
+        assert _txn_commit(sock, tid, pid, epoch + 1, group_id) == 0
+        assert _end(sock, tid, pid, epoch + 1, True) == 0
+        pid2, epoch2 = _init(sock, tid)  # a new instance: the old one is now a zombie
+        assert epoch2 == epoch + 2
+        assert _init_as(sock, tid, pid, epoch + 1)[0] == PRODUCER_FENCED
+        assert _init_as(sock, tid, pid, epoch + 1, version=3)[0] == INVALID_PRODUCER_EPOCH
+        assert _init_as(sock, tid, pid + 1000, epoch2)[0] == PRODUCER_FENCED
+        assert _add(sock, tid, pid2, epoch2, group_id) == 0  # not fenced by the zombie
         assert _txn_commit(sock, tid, pid2, epoch2, group_id) == 0
         assert _end(sock, tid, pid2, epoch2, True) == 0
     assert _fetch(server, group_id) == (17, 0)

@@ -13,10 +13,17 @@ PARTS = [dict(partition_index=0, committed_offset=17, committed_leader_epoch=-1,
 
 def init_producer(sock, tid, timeout_ms=60_000):
     """InitProducerId v4: ``(producer id, epoch)``."""
-    r = call(sock, 22, 4, transactional_id=tid, transaction_timeout=timeout_ms,
-             producer_id=-1, producer_epoch=-1)
-    assert int(r.error_code) == 0
-    return r.producer_id, r.producer_epoch
+    error, pid, epoch = init_producer_as(sock, tid, -1, -1, timeout_ms=timeout_ms)
+    assert error == 0
+    return pid, epoch
+
+
+def init_producer_as(sock, tid, pid, epoch, *, timeout_ms=60_000, version=4):
+    """InitProducerId (v3+) of a producer that gives its own id and epoch (KIP-360):
+    ``(error code, producer id, epoch)``."""
+    r = call(sock, 22, version, transactional_id=tid, transaction_timeout=timeout_ms,
+             producer_id=pid, producer_epoch=epoch)
+    return int(r.error_code), r.producer_id, r.producer_epoch
 
 
 def add_offsets(sock, tid, pid, epoch, group_id, version=3) -> int:

@@ -277,6 +277,83 @@ def test_an_open_transaction_stays_pending_across_reopen_until_init_aborts_it(st
         assert s.fetch("g", require_stable=True) == {}
 
 
+# -- a producer bumping its own epoch (KIP-360) ---------------------------------------------
+
+def test_expected_producer_bumps_its_own_epoch_and_fences_a_zombie(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        first = s.init_transactions("t")
+        pid, epoch = first.producer_id, first.producer_epoch
+        own = s.init_transactions("t", expected_producer=(pid, epoch))
+        assert (own.producer_id, own.producer_epoch) == (pid, epoch + 1)
+        with pytest.raises(ProducerFencedError):
+            first.ensure_current()
+        with own:
+            own.commit_offsets("g", {TP0: 5})
+        before = s.transaction_state("t")
+        # a zombie with an older epoch, or another producer id, takes nothing
+        for stale in ((pid, epoch - 1 if epoch else 7), (pid + 100, epoch + 1)):
+            with pytest.raises(ProducerFencedError, match="not the current one"):
+                s.init_transactions("t", expected_producer=stale)
+        assert s.transaction_state("t") == before
+        own.ensure_current()
+        with own:
+            own.commit_offsets("g", {TP0: 6})
+        assert offsets(s, "g") == {TP0: 6}
+
+
+def test_a_retried_bump_gets_the_same_epoch_and_writes_nothing(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        pid, epoch = s.init_transactions("t").producer_id, 0
+        bumped = s.init_transactions("t", expected_producer=(pid, epoch))
+        assert bumped.producer_epoch == epoch + 1
+        written = s.transaction_state("t")
+    with open_store(store_dir, clock) as s:  # the retry may come after a restart
+        again = s.init_transactions("t", expected_producer=(pid, epoch))
+        assert (again.producer_id, again.producer_epoch) == (pid, epoch + 1)
+        assert s.transaction_state("t") == written
+        with again:
+            again.commit_offsets("g", {TP0: 5})
+        assert offsets(s, "g") == {TP0: 5}
+        # until the next bump, as in Kafka (the last epoch stays in the state)
+        assert s.init_transactions("t", expected_producer=(pid, epoch)).producer_epoch == 1
+        # a new producer instance (no id to give) always takes over, and clears it
+        fresh = s.init_transactions("t")
+        assert fresh.producer_epoch == epoch + 2
+        assert s.transaction_state("t").last_producer_epoch == -1
+
+
+def test_a_retried_bump_across_a_rotation(store_dir, clock, monkeypatch):
+    monkeypatch.setattr("offsetlog.txn.state.MAX_EPOCH", 2)
+    monkeypatch.setattr("offsetlog.store.transactions.MAX_EPOCH", 2)
+    with open_store(store_dir, clock) as s:
+        txn = s.init_transactions("t")
+        while txn.producer_epoch < 2:
+            txn = s.init_transactions("t")
+        old = (txn.producer_id, txn.producer_epoch)
+        rotated = s.init_transactions("t", expected_producer=old)
+        assert rotated.producer_id != old[0] and rotated.producer_epoch == 0
+        again = s.init_transactions("t", expected_producer=old)
+        assert (again.producer_id, again.producer_epoch) == (rotated.producer_id, 0)
+
+
+def test_the_ongoing_transaction_of_the_current_epoch_is_aborted_by_its_bump(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        txn = s.init_transactions("t")
+        txn.begin()
+        txn.commit_offsets("g", {TP0: 5})
+        own = s.init_transactions("t", expected_producer=(txn.producer_id, txn.producer_epoch))
+        assert own.producer_epoch == txn.producer_epoch + 1
+        assert s.fetch("g", require_stable=True) == {}
+
+
+@pytest.mark.parametrize("bad", [(1,), (1, 2, 3), ("1", 0), (1, True), (-1, 0), (1, -1),
+                                 (1, 32768), 7])
+def test_expected_producer_must_be_an_id_and_an_epoch(store_dir, bad):
+    with open_store(store_dir) as s:
+        with pytest.raises(InvalidTxnStateError, match="expected_producer"):
+            s.init_transactions("t", expected_producer=bad)
+
+
 # -- timeouts --------------------------------------------------------------------------------
 
 def test_open_transactions_time_out_but_prepared_ones_do_not(store_dir, clock):

@@ -3,7 +3,7 @@
 import msgpack
 import pytest
 
-from offsetlog.errors import InvalidTxnStateError, UnsupportedVersionError
+from offsetlog.errors import InvalidTxnStateError, ProducerFencedError, UnsupportedVersionError
 from offsetlog.log import records as rec
 from offsetlog.table import OffsetTable
 from offsetlog.table.pending import PendingTransactions
@@ -13,12 +13,12 @@ from offsetlog.txn.state import (
     EMPTY,
     MAX_EPOCH,
     ONGOING,
-    PREPARE_ABORT,
     PREPARE_COMMIT,
     PREPARED,
     STATES,
     TRANSITIONS,
     TxnMetadata,
+    is_retry_of_last_bump,
     next_epoch,
 )
 
@@ -71,6 +71,42 @@ def test_values_round_trip_through_msgpack():
     assert TxnMetadata.from_value("t", value) == m
     with pytest.raises(InvalidTxnStateError):
         TxnMetadata.from_value("t", dict(value, state="Bogus"))
+
+
+def test_a_record_written_before_the_last_producer_fields_reads_them_as_unset():
+    value = meta(last_producer_epoch=1, last_producer_id=3).to_value()
+    del value["last_producer_epoch"], value["last_producer_id"]
+    m = TxnMetadata.from_value("t", value)
+    assert (m.last_producer_epoch, m.last_producer_id) == (-1, -1)
+
+
+@pytest.mark.parametrize("state", [EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT, ONGOING, PREPARED])
+def test_the_current_producer_id_and_epoch_bump_as_usual(state):
+    assert is_retry_of_last_bump(meta(state), 7, 2) is False
+    assert is_retry_of_last_bump(None, 7, 2) is False  # an unknown id: a new producer
+
+
+@pytest.mark.parametrize("state", [EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT])
+def test_the_epoch_before_the_last_bump_is_a_retry(state):
+    assert is_retry_of_last_bump(meta(state, last_producer_epoch=1), 7, 1) is True
+    # ... after a rotation too: the old id at its exhausted epoch
+    rotated = meta(state, producer_id=8, producer_epoch=0, last_producer_id=7,
+                   last_producer_epoch=MAX_EPOCH)
+    assert is_retry_of_last_bump(rotated, 7, MAX_EPOCH) is True
+
+
+@pytest.mark.parametrize("m, pid, epoch", [
+    (meta(), 7, 1),  # an older epoch, no bump to retry
+    (meta(), 7, 3),  # a newer one
+    (meta(), 6, 2),  # another producer id
+    (meta(last_producer_epoch=1), 6, 1),  # the last epoch, but another id
+    (meta(ONGOING, last_producer_epoch=1), 7, 1),  # a retry only while no transaction is open
+    (meta(producer_id=8, producer_epoch=0, last_producer_id=7, last_producer_epoch=5), 7, 5),
+    (meta(last_producer_epoch=-1), 7, -1),
+])
+def test_anything_else_is_fenced(m, pid, epoch):
+    with pytest.raises(ProducerFencedError, match="not the current one"):
+        is_retry_of_last_bump(m, pid, epoch)
 
 
 def test_next_epoch_bumps_or_allocates():
