@@ -162,3 +162,73 @@ def test_confluent_producer_is_fenced_after_its_transaction_timed_out(quick_time
         assert _fetch(server, group_id) == (34, 0)
     finally:
         c.close()
+
+
+def test_librdkafka_epoch_bump_of_a_zombie_is_fenced(server, group_id):
+    """librdkafka bumps its own epoch after an abortable error that asks for it (KIP-360:
+    InitProducerId with its producer id and epoch; here a produce that timed out, since the
+    server stores no messages). A producer that a newer instance of its transactional id has
+    fenced in the meantime must be told PRODUCER_FENCED (fatal), not given the next epoch,
+    which would fence the newer instance in turn."""
+    from confluent_kafka import KafkaError, KafkaException, Producer
+    from confluent_kafka import TopicPartition as CTP
+
+    from support.wire_clients import ck_consumer
+
+    tid = f"tx-{group_id}"
+    conf = {"bootstrap.servers": server.bootstrap, "transactional.id": tid,
+            "message.timeout.ms": 500}
+    c = ck_consumer(server, group_id)
+    old, new = Producer(conf), Producer(conf)
+    try:
+        old.init_transactions(20)
+        old.begin_transaction()
+        new.init_transactions(20)  # the newer instance: the old one is a zombie now
+        old.produce("orders", b"x", partition=0)
+        old.flush(10)
+        with pytest.raises(KafkaException) as raised:
+            old.commit_transaction(20)
+        assert raised.value.args[0].txn_requires_abort()
+        with pytest.raises(KafkaException) as raised:
+            old.abort_transaction(20)  # the epoch bump is refused: fenced, for good
+        error = raised.value.args[0]
+        assert error.fatal() and error.code() == KafkaError._FENCED
+        new.begin_transaction()
+        new.send_offsets_to_transaction([CTP("orders", 0, 21)], c.consumer_group_metadata(),
+                                        20)
+        new.commit_transaction(20)
+        assert _fetch(server, group_id) == (21, 0)
+    finally:
+        c.close()
+
+
+def test_librdkafka_bumps_its_own_epoch_and_goes_on(server, group_id):
+    """The same abortable error with no other instance around: the bump is granted (the
+    producer keeps its id, epoch + 1) and its next transaction commits."""
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import TopicPartition as CTP
+
+    from support.wire_clients import ck_consumer
+
+    tid = f"tx-{group_id}"
+    c = ck_consumer(server, group_id)
+    p = Producer({"bootstrap.servers": server.bootstrap, "transactional.id": tid,
+                  "message.timeout.ms": 500})
+    try:
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.produce("orders", b"x", partition=0)
+        p.flush(10)
+        with pytest.raises(KafkaException):
+            p.commit_transaction(20)
+        p.abort_transaction(20)
+        p.begin_transaction()
+        p.send_offsets_to_transaction([CTP("orders", 0, 22)], c.consumer_group_metadata(), 20)
+        p.commit_transaction(20)
+        assert _fetch(server, group_id) == (22, 0)
+        # a fresh store hands out producer id 0 first: the producer is now (0, epoch 1)
+        with raw_socket(server) as sock:
+            assert _init_as(sock, tid, 0, 0)[0] == 0  # ... but that is the bump's retry
+            assert _init_as(sock, tid, 0, 2)[0] == PRODUCER_FENCED
+    finally:
+        c.close()
