@@ -155,11 +155,7 @@ def test_confluent_producer_is_fenced_after_its_transaction_timed_out(quick_time
         p2 = Producer({"bootstrap.servers": server.bootstrap,
                        "transactional.id": f"tx-{group_id}"})
         p2.init_transactions(20)
-        p2.begin_transaction()
-        p2.send_offsets_to_transaction([CTP("orders", 0, 34)], c.consumer_group_metadata(),
-                                       20)
-        p2.commit_transaction(20)
-        assert _fetch(server, group_id) == (34, 0)
+        _sends_offset(p2, c, server, group_id, 34)
     finally:
         c.close()
 
@@ -171,7 +167,6 @@ def test_librdkafka_epoch_bump_of_a_zombie_is_fenced(server, group_id):
     fenced in the meantime must be told PRODUCER_FENCED (fatal), not given the next epoch,
     which would fence the newer instance in turn."""
     from confluent_kafka import KafkaError, KafkaException, Producer
-    from confluent_kafka import TopicPartition as CTP
 
     from support.wire_clients import ck_consumer
 
@@ -193,11 +188,7 @@ def test_librdkafka_epoch_bump_of_a_zombie_is_fenced(server, group_id):
             old.abort_transaction(20)  # the epoch bump is refused: fenced, for good
         error = raised.value.args[0]
         assert error.fatal() and error.code() == KafkaError._FENCED
-        new.begin_transaction()
-        new.send_offsets_to_transaction([CTP("orders", 0, 21)], c.consumer_group_metadata(),
-                                        20)
-        new.commit_transaction(20)
-        assert _fetch(server, group_id) == (21, 0)
+        _sends_offset(new, c, server, group_id, 21)
     finally:
         c.close()
 
@@ -206,7 +197,6 @@ def test_librdkafka_bumps_its_own_epoch_and_goes_on(server, group_id):
     """The same abortable error with no other instance around: the bump is granted (the
     producer keeps its id, epoch + 1) and its next transaction commits."""
     from confluent_kafka import KafkaException, Producer
-    from confluent_kafka import TopicPartition as CTP
 
     from support.wire_clients import ck_consumer
 
@@ -222,13 +212,22 @@ def test_librdkafka_bumps_its_own_epoch_and_goes_on(server, group_id):
         with pytest.raises(KafkaException):
             p.commit_transaction(20)
         p.abort_transaction(20)
-        p.begin_transaction()
-        p.send_offsets_to_transaction([CTP("orders", 0, 22)], c.consumer_group_metadata(), 20)
-        p.commit_transaction(20)
-        assert _fetch(server, group_id) == (22, 0)
+        _sends_offset(p, c, server, group_id, 22)
         # a fresh store hands out producer id 0 first: the producer is now (0, epoch 1)
         with raw_socket(server) as sock:
             assert _init_as(sock, tid, 0, 0)[0] == 0  # ... but that is the bump's retry
             assert _init_as(sock, tid, 0, 2)[0] == PRODUCER_FENCED
     finally:
         c.close()
+
+
+def _sends_offset(producer, consumer, server, group_id, offset):
+    """A confluent-kafka transaction that sends ``consumer``'s offset ``offset`` of orders-0
+    and commits; the server then fetches it as committed."""
+    from confluent_kafka import TopicPartition as CTP
+
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction([CTP("orders", 0, offset)],
+                                         consumer.consumer_group_metadata(), 20)
+    producer.commit_transaction(20)
+    assert _fetch(server, group_id) == (offset, 0)
