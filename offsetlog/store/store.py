@@ -474,12 +474,9 @@ class OffsetStore:
 
         :param transaction_timeout_ms: how long a transaction may stay open (not prepared)
             before the store aborts it; default the store's ``transaction_timeout_ms``
-        :param expected_producer: ``(producer_id, producer_epoch)`` of a producer that bumps
-            its own epoch (Kafka's InitProducerId with both set, KIP-360): they must be the
-            id's current ones, or a retry of that bump whose answer was lost (which gets the
-            same handle's epoch again, nothing written)
-        :raises ProducerFencedError: ``expected_producer`` is neither: a newer producer took
-            the id; nothing was written
+        :param expected_producer: ``(producer_id, epoch)`` of a producer bumping its own
+            epoch (KIP-360): the current pair, or a retry of such a bump (docs/TRANSACTIONS.md)
+        :raises ProducerFencedError: ``expected_producer`` is stale; nothing was written
         :return: the handle, with ``producer_id`` and ``producer_epoch``
         """
         return self._transactions.init_transactions(
@@ -487,11 +484,9 @@ class OffsetStore:
             transaction_timeout_ms=transaction_timeout_ms, expected_producer=expected_producer)
 
     def poll_transactions(self, now_ms: int | None = None) -> int:
-        """Abort every open transaction older than its timeout now (prepared ones never time
-        out); the timer does this every ``transaction_check_interval_ms``.
-
-        :return: how many transactions were aborted
-        """
+        """Abort every open transaction older than its timeout now, and return how many
+        (prepared ones never time out; the timer does this every
+        ``transaction_check_interval_ms``)."""
         return self._transactions.poll(now_ms)
 
     def resume_transaction(self, transactional_id: str) -> Transaction | None:
@@ -499,8 +494,7 @@ class OffsetStore:
         return self._transactions.resume(transactional_id)
 
     def allocate_producer_id(self) -> int:
-        """A producer id never handed out before (InitProducerId of an idempotent producer,
-        which has no transactional id)."""
+        """A producer id never handed out before (for an idempotent producer's InitProducerId)."""
         return self._transactions.allocate_producer_id()
 
     def transaction_state(self, transactional_id: str) -> TxnMetadata | None:

@@ -178,7 +178,7 @@ class Transactions(StorePart):
                                timeout_ms=timeout)
                 self.write_state(meta, force_sync=True)
             else:
-                last_epoch, last_pid = -1, -1 if meta is None else meta.last_producer_id
+                last_epoch, last_pid = -1, (-1 if meta is None else meta.last_producer_id)
                 if bumped:
                     pid, epoch = meta.producer_id, meta.producer_epoch
                 else:
