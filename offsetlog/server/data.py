@@ -80,11 +80,12 @@ def list_offsets(ctx: Context, call: Call, now_ms: int):
         for p in t.partitions:
             known = ctx.topics.has_partition(t.name, int(p.partition_index))
             ts = int(p.timestamp)
-            offset = 0 if ts in (EARLIEST, LATEST) else -1  # no record has any timestamp
+            offset = 0 if known and ts in (EARLIEST, LATEST) else -1  # no record has a timestamp
+            # Kafka names the leader epoch of the offset it found, and -1 with none found
             parts.append(dict(partition_index=p.partition_index,
                               error_code=E.NONE if known else E.UNKNOWN_TOPIC_OR_PARTITION,
-                              timestamp=-1, offset=offset if known else -1,
-                              leader_epoch=0 if known else -1, old_style_offsets=()))
+                              timestamp=-1, offset=offset, leader_epoch=0 if offset == 0 else -1,
+                              old_style_offsets=()))
         topics.append(dict(name=t.name, partitions=parts))
     return call.respond(topics=topics)
 

@@ -80,14 +80,20 @@ def test_kafka_python_alters_and_resets_offsets(server, group_id):
         admin.close()
 
 
-def test_confluent_list_offsets_answers_zero(server):
+def test_confluent_list_offsets_of_an_empty_log(server):
     from confluent_kafka import TopicPartition as CTP
     from confluent_kafka.admin import OffsetSpec
 
     admin = _ck_admin(server)  # kept: a client destroyed meanwhile never resolves its futures
     futures = admin.list_offsets({CTP("orders", 0): OffsetSpec.earliest(),
-                                  CTP("orders", 1): OffsetSpec.latest()})
-    assert sorted(f.result(15).offset for f in futures.values()) == [0, 0]
+                                  CTP("orders", 1): OffsetSpec.latest(),
+                                  CTP("orders", 2): OffsetSpec.for_timestamp(1_700_000_000_000),
+                                  CTP("orders", 3): OffsetSpec.max_timestamp()})
+    got = {tp.partition: f.result(15) for tp, f in futures.items()}
+    # the log is empty: its start and end are 0 (at leader epoch 0), and no record has a
+    # timestamp: offset -1 and no leader epoch, as Kafka answers for an empty partition
+    assert {p: (r.offset, r.leader_epoch) for p, r in got.items()} == {
+        0: (0, 0), 1: (0, 0), 2: (-1, None), 3: (-1, None)}
 
 
 def test_kafka_python_removes_a_static_member(server, group_id):
