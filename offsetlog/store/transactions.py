@@ -31,8 +31,9 @@ records and call ``commit()`` or ``abort()``.
 
 Local states of a handle: ``ready`` -> ``begin()`` -> ``in_transaction`` -> ``prepare()`` ->
 ``prepared``; ``commit()`` / ``abort()`` go back to ``ready``. A handle fenced by a newer
-``init_transactions`` raises ``ProducerFencedError`` from every call; one whose transaction
-the store timed out raises ``TransactionTimeoutError`` until ``abort()`` acknowledges it.
+``init_transactions`` (or by a timeout, with ``fence_on_transaction_timeout``) raises
+``ProducerFencedError`` from every call; one whose transaction the store timed out otherwise
+raises ``TransactionTimeoutError`` until ``abort()`` acknowledges it.
 """
 
 from __future__ import annotations
