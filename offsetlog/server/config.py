@@ -44,6 +44,7 @@ PROPERTIES = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms":
         ("transaction_check_interval_ms", _int(1)),
     "connections.max.idle.ms": ("connections_max_idle_ms", _int(1)),
+    "num.io.threads": ("num_io_threads", _int(1)),
 }
 
 
@@ -79,6 +80,11 @@ class ServerConfig:
     #: connections.max.idle.ms (10 min): a connection that sends nothing and is owed nothing
     #: for this long is closed (a half-sent frame cannot hold one open)
     connections_max_idle_ms: int = 600_000
+    #: num.io.threads: threads for the requests that wait for the disk (commits, group
+    #: deletes, transaction steps, topic creation). Kafka's default, 8: 32 connections of
+    #: commits got 8 % more through 8 threads than through 32, whose writes wait longer for
+    #: the GIL (bench/RESULTS.md, ninth session)
+    num_io_threads: int = 8
     #: the settings given, by Kafka name (for the startup log)
     given: dict = field(default_factory=dict, compare=False)
 

@@ -25,9 +25,6 @@ log = logging.getLogger("offsetlog.server")
 DEFAULT_LISTEN = "127.0.0.1:9092"
 #: seconds a stopping server gives in-flight answers before it drops their connections
 DRAIN_SECONDS = 5.0
-#: worker threads for store calls that wait for an fsync (commits among them): as many
-#: commits as this can be in flight at once, each log partition's shared by group commit
-WORKERS = 32
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -116,7 +113,7 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass  # not the main thread (tests run servers in threads)
-    workers = Workers(WORKERS)
+    workers = Workers(config.num_io_threads)
     ctx = Context(store=store, config=config, topics=registry, host=host, port=port)
     conns = Connections(ctx, workers, store.config.clock)
     bound = conns.listen(host, port)

@@ -15,16 +15,18 @@ from offsetlog.server.main import is_loopback
 def test_kafka_property_names_are_parsed():
     c = ServerConfig.parse(["group.initial.rebalance.delay.ms=0", "num.partitions=3",
                             "auto.create.topics.enable=false", "offsets.retention.minutes=2",
-                            "socket.request.max.bytes=1024", "connections.max.idle.ms=500"])
+                            "socket.request.max.bytes=1024", "connections.max.idle.ms=500",
+                            "num.io.threads=2"])
     assert (c.initial_rebalance_delay_ms, c.num_partitions, c.auto_create_topics,
-            c.retention_ms, c.socket_request_max_bytes, c.connections_max_idle_ms) == (
-        0, 3, False, 120_000, 1024, 500)
+            c.retention_ms, c.socket_request_max_bytes, c.connections_max_idle_ms,
+            c.num_io_threads) == (0, 3, False, 120_000, 1024, 500, 2)
     assert ServerConfig().connections_max_idle_ms == 600_000  # Kafka's default, 10 min
+    assert ServerConfig().num_io_threads == 8  # Kafka's default
     assert c.group_config().initial_rebalance_delay_ms == 0
 
 
 @pytest.mark.parametrize("item", ["no.such.key=1", "num.partitions=0", "num.partitions",
-                                  "auto.create.topics.enable=maybe"])
+                                  "auto.create.topics.enable=maybe", "num.io.threads=0"])
 def test_bad_settings_are_refused(item):
     with pytest.raises(ConfigError):
         ServerConfig.parse([item])
@@ -41,3 +43,39 @@ def test_an_unknown_key_exits_2_before_opening_anything(tmp_path):
 def test_only_loopback_is_quiet():
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+
+
+def test_one_io_thread_serves_every_connection(tmp_path):
+    """``num.io.threads=1``: commits from many connections, sent at once, and a transaction
+    all go through the one thread that waits for the disk; none waits for another."""
+    from support.wire_raw import frame, read_answer
+    from support.wire_server import Server, raw_socket
+    from support.wire_txn import add_offsets, end_txn, init_producer, stable_fetch, txn_commit
+
+    server = Server(str(tmp_path / "store"), config=["num.io.threads=1"]).start()
+    try:
+        socks = [raw_socket(server) for _ in range(8)]
+        try:
+            for i, sock in enumerate(socks):
+                sock.sendall(frame(8, 8, correlation_id=i, group_id=f"g{i}",
+                                   generation_id_or_member_epoch=-1, member_id="",
+                                   group_instance_id=None, topics=[dict(name="orders", partitions=[
+                                       dict(partition_index=0, committed_offset=100 + i,
+                                            committed_leader_epoch=-1,
+                                            committed_metadata="")])]))
+            for i, sock in enumerate(socks):
+                cid, r = read_answer(sock, 8, 8)
+                assert cid == i and int(r.topics[0].partitions[0].error_code) == 0
+        finally:
+            for sock in socks:
+                sock.close()
+        with raw_socket(server) as sock:
+            pid, epoch = init_producer(sock, "tx-one")
+            assert add_offsets(sock, "tx-one", pid, epoch, "g0") == 0
+            assert txn_commit(sock, "tx-one", pid, epoch, "g0") == 0
+            assert end_txn(sock, "tx-one", pid, epoch, True) == 0
+        assert stable_fetch(server, "g0") == (17, 0)
+        for i in range(1, 8):
+            assert stable_fetch(server, f"g{i}") == (100 + i, 0)
+    finally:
+        server.stop()

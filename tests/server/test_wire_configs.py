@@ -35,6 +35,7 @@ def test_confluent_describes_the_broker_and_topics(configured):
     assert broker["group.initial.rebalance.delay.ms"].value == "0"  # the tests' own --config
     assert broker["num.partitions"].value == "1"
     assert broker["num.partitions"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert broker["num.io.threads"].value == "8"  # Kafka's default
     assert broker["offsets.topic.num.partitions"].value == "50"  # the store's own count
     assert broker["group.max.size"].value == str(2 ** 31 - 1)  # Kafka's "no limit"
     assert all(entry.is_read_only for entry in broker.values())
@@ -63,6 +64,7 @@ def test_kafka_python_describes_the_broker_with_synonyms(configured):
     types = {name: e["config_type"] for name, e in described["broker"]["0"].items()}
     assert types["auto.create.topics.enable"] == "BOOLEAN"  # Kafka's declared types
     assert types["connections.max.idle.ms"] == "LONG"
+    assert types["num.io.threads"] == "INT"
     assert types["transaction.abort.timed.out.transaction.cleanup.interval.ms"] == "INT"
 
 
