@@ -18,11 +18,13 @@ def _bool(text: str) -> bool:
     raise ValueError(f"{text!r} is not true or false")
 
 
-def _int(low: int):
+def _int(low: int, high: int | None = None):
     def parse(text: str) -> int:
         v = int(text)
         if v < low:
             raise ValueError(f"{v} is below {low}")
+        if high is not None and v > high:
+            raise ValueError(f"{v} is above {high}")
         return v
     return parse
 
@@ -44,7 +46,9 @@ PROPERTIES = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms":
         ("transaction_check_interval_ms", _int(1)),
     "connections.max.idle.ms": ("connections_max_idle_ms", _int(1)),
-    "num.io.threads": ("num_io_threads", _int(1)),
+    # capped (Kafka is not): each is a thread of this process, and past a few they only
+    # wait longer for the GIL
+    "num.io.threads": ("num_io_threads", _int(1, 256)),
 }
 
 

@@ -26,7 +26,8 @@ def test_kafka_property_names_are_parsed():
 
 
 @pytest.mark.parametrize("item", ["no.such.key=1", "num.partitions=0", "num.partitions",
-                                  "auto.create.topics.enable=maybe", "num.io.threads=0"])
+                                  "auto.create.topics.enable=maybe", "num.io.threads=0",
+                                  "num.io.threads=257"])
 def test_bad_settings_are_refused(item):
     with pytest.raises(ConfigError):
         ServerConfig.parse([item])
