@@ -174,6 +174,9 @@ def test_groups_and_transactions_awaited(store_dir, clock):
             assert txn.prepared and (await s.transaction_state("tx")).state == "Prepared"
             await txn.abort()
             assert await s.committed("solo", TP) == OffsetAndMetadata(7)
+            own = await s.init_transactions("tx", expected_producer=(txn.producer_id,
+                                                                     txn.producer_epoch))
+            assert own.producer_epoch == txn.producer_epoch + 1
 
             assert (await s.leave_group("g", member_id=join.member_id)).error is None
             await s.delete_group("g")
