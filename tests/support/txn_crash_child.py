@@ -4,7 +4,8 @@ Usage: python txn_crash_child.py CONFIG_JSON
 
 ``mode == "step"``: one plain commit, then one transaction writing ``TXN_VALUE`` to a key of
 group ``g`` and one of group ``h`` (different log partitions), finished by ``action``
-("commit", "abort", "prepare", "prepare-commit", "prepare-abort"; "open" kills it before); the store's transaction
+("commit", "abort", "prepare", "prepare-commit", "prepare-abort"; "open" kills it before;
+"timeout" has the store abort it for its timeout, in a store that fences on timeouts); the store's transaction
 fault hook SIGKILLs the process at its ``kill_at``-th call (steps "decided", "marker" per
 partition, "completed"). Reaching the end prints DONE to the ack file.
 
@@ -28,11 +29,19 @@ TXN_VALUE = 10
 PLAIN_VALUE = 1
 
 
+def now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
 def main(config: dict) -> None:
     ack = os.open(config["ack_file"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     store = OffsetStore.open(config["dir"], partitions=config["partitions"],
                              retention_check_interval_ms=0, cleaner_backoff_ms=0,
-                             transaction_check_interval_ms=0)
+                             transaction_check_interval_ms=0,
+                             fence_on_transaction_timeout=config["mode"] == "step"
+                             and config["action"] == "timeout")
     os.write(ack, b"READY\n")
     if config["mode"] == "step":
         calls = [0]
@@ -52,6 +61,8 @@ def main(config: dict) -> None:
         action = config["action"]
         if action == "open":
             os.kill(os.getpid(), signal.SIGKILL)
+        if action == "timeout":  # as the timer would, once the transaction is old enough
+            store.poll_transactions(now_ms=now_ms() + txn.transaction_timeout_ms)
         if action.startswith("prepare"):
             txn.prepare()
             os.write(ack, b"PREPARED\n")

@@ -71,6 +71,21 @@ def test_a_crash_after_the_decision_is_rolled_forward(tmp_path, action, kill_at)
         assert s.fetch("g", require_stable=True) and s.fetch("h", require_stable=True)
 
 
+@pytest.mark.parametrize("kill_at", [1, 2, 3])
+def test_a_crash_in_a_fencing_timeout_abort_is_rolled_forward_still_fenced(tmp_path, kill_at):
+    """The store aborts a timed-out transaction with the producer epoch bumped (a store
+    opened with ``fence_on_transaction_timeout``); killed after that decision, reopen
+    completes the abort and the bump stands: the old epoch stays fenced."""
+    lines = run_child(tmp_path, {"mode": "step", "action": "timeout", "kill_at": kill_at})
+    assert "DONE" not in lines
+    with open_store(tmp_path / "store", transaction_check_interval_ms=0) as s:
+        state = s.transaction_state("t")
+        assert (state.state, state.producer_epoch) == ("CompleteAbort", 1)  # init gave 0
+        assert both(s) == (PLAIN_VALUE, PLAIN_VALUE)
+        assert s.fetch("g", require_stable=True) and s.fetch("h", require_stable=True)
+        assert s.resume_transaction("t").producer_epoch == 1
+
+
 def test_a_prepared_transaction_stays_prepared_across_crashes(tmp_path):
     lines = run_child(tmp_path, {"mode": "step", "action": "prepare", "kill_at": 0})
     assert "PREPARED" in lines
