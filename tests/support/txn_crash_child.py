@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 from offsetlog import OffsetStore, TopicPartition
 
@@ -30,8 +31,6 @@ PLAIN_VALUE = 1
 
 
 def now_ms() -> int:
-    import time
-
     return int(time.time() * 1000)
 
 
