@@ -248,6 +248,9 @@ class AsyncOffsetStore:
     async def transaction_state(self, transactional_id: str) -> TxnMetadata | None:
         return self.store.transaction_state(transactional_id)
 
+    async def transaction_states(self) -> list[TxnMetadata]:
+        return self.store.transaction_states()
+
 
 class AsyncTransaction:
     """A :class:`~offsetlog.store.transactions.Transaction` (``self.transaction``), awaited.

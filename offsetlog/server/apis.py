@@ -9,7 +9,7 @@ TxnOffsetCommit v5) are not offered: clients fall back to the classic ones.
 
 from __future__ import annotations
 
-from offsetlog.server import admin, configs, data, groups, offsets, txn
+from offsetlog.server import admin, configs, data, groups, offsets, txn, txn_admin
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 
@@ -19,6 +19,7 @@ JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS = 15, 16, 18, 19
 INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 25, 26, 28
 DESCRIBE_CONFIGS, DELETE_GROUPS, OFFSET_DELETE = 32, 42, 47
+DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
 
 
 def api_versions(ctx: Context, call: Call, now_ms: int):
@@ -49,6 +50,9 @@ APIS = {
     DESCRIBE_CONFIGS: (1, 4, configs.describe_configs),
     DELETE_GROUPS: (0, 2, admin.delete_groups),
     OFFSET_DELETE: (0, 0, offsets.offset_delete),
+    DESCRIBE_PRODUCERS: (0, 0, txn_admin.describe_producers),
+    DESCRIBE_TRANSACTIONS: (0, 0, txn_admin.describe_transactions),
+    LIST_TRANSACTIONS: (0, 2, txn_admin.list_transactions),
 }
 
 

@@ -30,6 +30,8 @@ UNSTABLE_OFFSET_COMMIT = int(ErrorCode.unstable_offset_commit)
 GROUP_SUBSCRIBED_TO_TOPIC = int(ErrorCode.group_subscribed_to_topic)
 KAFKA_STORAGE_ERROR = int(ErrorCode.kafka_storage_error)
 UNKNOWN_TOPIC_ID = int(ErrorCode.unknown_topic_id)
+TRANSACTIONAL_ID_NOT_FOUND = int(ErrorCode.transactional_id_not_found)
+INVALID_REGULAR_EXPRESSION = int(ErrorCode.invalid_regular_expression)
 
 
 def code_of(error: BaseException | None) -> int:

@@ -298,8 +298,7 @@ class OffsetStore:
     # -- the topic registry (the wire server's; docs/FORMAT.md, TOPIC) ----------------------
 
     def topics(self) -> dict[str, dict]:
-        """topic -> ``{"partitions", "topic_id", "created_timestamp"}`` of every registered
-        topic (``create_topic``)."""
+        """topic -> ``{"partitions", "topic_id", "created_timestamp"}``, every one registered."""
         self._check_open()
         out: dict[str, dict] = {}
         for part in self._parts:
@@ -308,9 +307,8 @@ class OffsetStore:
         return dict(sorted(out.items()))
 
     def create_topic(self, name: str, partitions: int, *, topic_id: bytes) -> dict:
-        """Register topic ``name`` (a TOPIC record, durable when this returns) and return its
-        value. Checked at the call's place in its partition's queue, so of two concurrent
-        creations of one name exactly one succeeds.
+        """Register topic ``name`` (a TOPIC record, durable on return); its value. Checked in
+        its partition's queue: of two concurrent creations of one name, one succeeds.
 
         :raises InvalidTopicError: a name or partition count Kafka would refuse, or a bad id
         :raises TopicAlreadyExistsError: the topic is registered already
@@ -451,13 +449,12 @@ class OffsetStore:
         return self._groups.describe_group(group_id)
 
     def list_groups(self) -> list[tuple[str, str, str]]:
-        """``(group_id, state, protocol_type)`` of every group, sorted, as Kafka lists them:
-        groups that only have committed offsets are ``Empty`` with protocol type ``""``."""
+        """``(group_id, state, protocol_type)`` of every group, sorted (Kafka's listing:
+        an offsets-only group is ``Empty``, protocol type ``""``)."""
         return self._groups.list_groups()
 
     def poll_groups(self, now_ms: int | None = None) -> None:
-        """Fire the coordinators' due deadlines now (the timer thread does this on its own;
-        tests with a manual clock call it after advancing the clock)."""
+        """Fire the coordinators' due deadlines now (as the timer thread does on its own)."""
         self._groups.poll_groups(now_ms)
 
     # -- transactions (offsetlog.store.transactions, docs/TRANSACTIONS.md) ------------------
@@ -490,7 +487,7 @@ class OffsetStore:
         return self._transactions.poll(now_ms)
 
     def resume_transaction(self, transactional_id: str) -> Transaction | None:
-        """``transactional_id``'s handle as its durable state stands (no epoch bump), or None."""
+        """The id's handle as its durable state stands (no epoch bump), or None if unknown."""
         return self._transactions.resume(transactional_id)
 
     def allocate_producer_id(self) -> int:
@@ -498,9 +495,13 @@ class OffsetStore:
         return self._transactions.allocate_producer_id()
 
     def transaction_state(self, transactional_id: str) -> TxnMetadata | None:
-        """The durable metadata of ``transactional_id`` (state, producer id and epoch, the
-        log partitions its open transaction touched), or None for an unknown id."""
+        """``transactional_id``'s durable metadata (state, producer id and epoch, the log
+        partitions its open transaction touched; docs/TRANSACTIONS.md), or None."""
         return self._transactions.state(transactional_id)
+
+    def transaction_states(self) -> list[TxnMetadata]:
+        """``transaction_state`` of every transactional id the store knows, by id."""
+        return self._transactions.states()
 
     # -- durability and lifecycle ----------------------------------------------------------
 
@@ -593,7 +594,6 @@ class OffsetStore:
                             "groups": len(part.table.groups()), **part.log.stats(),
                             **self._snapshots.stats(part.index)})
         return out
-
 
 
 OffsetStore.open.__func__.__signature__ = open_signature(  # type: ignore[attr-defined]

@@ -242,6 +242,17 @@ class Transactions(StorePart):
         meta = self.meta(transactional_id)
         return None if meta is None else Transaction(self, meta)
 
+    def states(self) -> list[TxnMetadata]:
+        """Every known id's metadata, sorted by id (as ``state`` gives each)."""
+        self.check_open()
+        values: dict[str, dict] = {}
+        for part in self._parts:
+            with part.lock:
+                values.update(part.table.txn.states)
+        metas = {tid: TxnMetadata.from_value(tid, v) for tid, v in values.items()}
+        metas.update(self._txn_owed)  # newer than the table's (decided) states
+        return [metas[tid] for tid in sorted(metas)]
+
     def state(self, transactional_id: str) -> TxnMetadata | None:
         """The durable metadata of ``transactional_id`` (state, producer id and epoch, the
         log partitions its open transaction touched), or None for an unknown id."""
