@@ -277,6 +277,23 @@ def test_an_open_transaction_stays_pending_across_reopen_until_init_aborts_it(st
         assert s.fetch("g", require_stable=True) == {}
 
 
+def test_transaction_states_lists_every_id_as_transaction_state_does(store_dir, clock):
+    with open_store(store_dir, clock) as s:
+        assert s.transaction_states() == []
+        done, open_ = s.init_transactions("b-done"), s.init_transactions("a-open")
+        with done:
+            done.commit_offsets("g", {TP0: 5})  # its Complete record may still be owed
+        open_.begin()
+        open_.commit_offsets("h", {TP1: 6})
+        states = s.transaction_states()
+        assert [m.transactional_id for m in states] == ["a-open", "b-done"]
+        assert states == [s.transaction_state("a-open"), s.transaction_state("b-done")]
+        assert [m.state for m in states] == [ONGOING, COMPLETE_COMMIT]
+    with open_store(store_dir, clock) as s:  # the same after a reopen
+        assert [(m.transactional_id, m.state) for m in s.transaction_states()] == [
+            ("a-open", ONGOING), ("b-done", COMPLETE_COMMIT)]
+
+
 # -- a producer bumping its own epoch (KIP-360) ---------------------------------------------
 
 def test_expected_producer_bumps_its_own_epoch_and_fences_a_zombie(store_dir, clock):
