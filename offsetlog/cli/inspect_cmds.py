@@ -16,6 +16,7 @@ from offsetlog.errors import OffsetlogError
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from offsetlog.recovery.tools import inspect
 from offsetlog.store.opening import check_store_path
+from offsetlog.txn.state import TxnMetadata
 
 UNKNOWN_NOTE = ("LOG-END-OFFSET and LAG are '-': offsetlog stores the consumers' offsets, not "
                 "the topics' logs, so it cannot know where those end.")
@@ -215,6 +216,40 @@ def cmd_groups(args: argparse.Namespace, out: Output) -> int:
     columns = ("GROUP", "STATE", "OFFSETS", "PENDING-OFFSETS", "LOG-PARTITION")
     out.table(columns, [[_dash(r[_key(c)]) for c in columns] for r in rows],
               title=f"groups in {args.dir}", right=columns[2:])
+    return 0
+
+
+# -- transactions -------------------------------------------------------------------------
+
+TXN_COLUMNS = ("TRANSACTIONAL-ID", "PRODUCER-ID", "PRODUCER-EPOCH", "STATE", "TIMEOUT-MS",
+               "STARTED-AT", "PARTITIONS", "LOG-PARTITION")
+
+
+def cmd_transactions(args: argparse.Namespace, out: Output) -> int:
+    """Every transactional id as its latest TRANSACTION_STATE record says (``kafka-transactions
+    --list`` and ``--describe``): a PrepareCommit / PrepareAbort here is a decision whose
+    markers the next open completes."""
+    check_store_path(args.dir, create=False)
+    total = inspect.total_segment_bytes(args.dir)
+    with out.progress(total, "reading the log") as advance:
+        _, tables = inspect.scan(args.dir, salvage=False, tables=True, progress=advance)
+    rows = []
+    for p, table in tables.items():
+        for tid, value in table.txn.states.items():
+            m = TxnMetadata.from_value(tid, value)
+            rows.append({"transactional_id": tid, "producer_id": m.producer_id,
+                         "producer_epoch": m.producer_epoch, "state": m.state,
+                         "timeout_ms": m.timeout_ms,
+                         "started_at": ts(m.start_timestamp) if m.start_timestamp >= 0 else None,
+                         "partitions": list(m.partitions), "log_partition": p})
+    rows.sort(key=lambda r: r["transactional_id"])
+    if out.json:
+        out.emit_json({"transactions": rows})
+        return 0
+    cells = [[_dash(",".join(map(str, r["partitions"])) if c == "PARTITIONS" else r[_key(c)])
+              for c in TXN_COLUMNS] for r in rows]
+    out.table(TXN_COLUMNS, cells, title=f"transactional ids in {args.dir}",
+              right=("PRODUCER-ID", "PRODUCER-EPOCH", "TIMEOUT-MS", "LOG-PARTITION"))
     return 0
 
 

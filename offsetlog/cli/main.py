@@ -5,11 +5,11 @@ Conventions (Kafka's tools and Unix's): results on stdout, errors on stderr as
 not there, corruption, a Spark job that failed), 2 on a usage error (argparse's own, a
 malformed option); no traceback for an expected error unless ``--debug`` is given.
 
-Commands, one module per group: inspect_cmds.py (describe, groups, verify) and dump.py read a
-store and never change it; maintenance.py (compact, recover, snapshot) changes one under its
-lock and never creates one; spark_cmds.py (report, compact --engine spark); crashtest_cmd.py
-(crashtest, bench). output.py prints: plain aligned text when piped, rich on a terminal,
-``--json`` documents.
+Commands, one module per group: inspect_cmds.py (describe, groups, transactions, verify) and
+dump.py read a store and never change it; maintenance.py (compact, recover, snapshot) changes
+one under its lock and never creates one; spark_cmds.py (report, compact --engine spark);
+crashtest_cmd.py (crashtest, bench). output.py prints: plain aligned text when piped, rich on
+a terminal, ``--json`` documents.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import traceback
 
 from offsetlog.cli.crashtest_cmd import UsageError, cmd_bench, cmd_crashtest
 from offsetlog.cli.dump import cmd_dump
-from offsetlog.cli.inspect_cmds import cmd_describe, cmd_groups, cmd_verify
+from offsetlog.cli.inspect_cmds import cmd_describe, cmd_groups, cmd_transactions, cmd_verify
 from offsetlog.cli.maintenance import cmd_compact, cmd_recover, cmd_snapshot
 from offsetlog.cli.output import Output
 from offsetlog.errors import OffsetlogError
@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag(p)
     p = command("groups", cmd_groups, "every group with its state and offset count (like "
                                       "kafka-consumer-groups --list --state)")
+    p.add_argument("dir")
+    json_flag(p)
+    p = command("transactions", cmd_transactions, "every transactional id with its producer "
+                "and open transaction (like kafka-transactions --list, --describe)")
     p.add_argument("dir")
     json_flag(p)
     p = command("verify", cmd_verify, "check every CRC of the log and the snapshots; exit 1 "
@@ -148,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: commands whose DIR must be an existing directory (crashtest makes its own)
-_NEEDS_DIR = ("dump", "describe", "groups", "verify", "compact", "recover", "snapshot", "report")
+_NEEDS_DIR = ("dump", "describe", "groups", "transactions", "verify", "compact", "recover",
+              "snapshot", "report")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,7 +56,7 @@ def test_an_unexpected_error_is_one_line_unless_debug(populated, monkeypatch, ca
     assert "Traceback" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["describe", "groups", "verify", "dump"])
+@pytest.mark.parametrize("command", ["describe", "groups", "transactions", "verify", "dump"])
 def test_piped_output_is_plain_and_whole(group_store, command):
     """COLUMNS=40 as a narrow terminal would set: piped, nothing is squeezed into it."""
     r = run(command, group_store, env={**os.environ, "COLUMNS": "40", "TERM": "xterm"})
@@ -79,6 +79,7 @@ def test_describe_text_is_aligned_columns(group_store, capsys):
 
 
 @pytest.mark.parametrize("command,key", [("describe", "offsets"), ("groups", "groups"),
+                                         ("transactions", "transactions"),
                                          ("verify", "partitions")])
 def test_json_is_one_document(group_store, capsys, command, key):
     assert main([command, group_store, "--json"]) == 0

@@ -93,3 +93,23 @@ def test_dump_json_decodes_and_marks(group_store, capsys):
     aborted = [r for r in rows if r["transaction"] == "aborted"]
     assert [r["value"]["offset"] for r in aborted] == [200]
     assert aborted[0]["batch"]["is_transactional"] and aborted[0]["batch"]["producer_id"] == 0
+
+
+def test_transactions_lists_each_id_with_its_open_transaction(group_store, capsys):
+    """``tx-a`` committed one transaction, aborted one and left a third open (pending offset
+    300 of group solo): its state record says Ongoing, on solo's log partition."""
+    from offsetlog.partitioner import partition_for
+
+    assert main(["transactions", group_store]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["TRANSACTIONAL-ID", "PRODUCER-ID", "PRODUCER-EPOCH", "STATE",
+                                "TIMEOUT-MS", "STARTED-AT", "PARTITIONS", "LOG-PARTITION"]
+    assert main(["transactions", group_store, "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["transactions"]
+    partitions = 3  # the fixture's store
+    assert (row["transactional_id"], row["state"], row["producer_epoch"]) == ("tx-a", "Ongoing", 0)
+    assert row["partitions"] == [partition_for("solo", partitions)]
+    assert row["log_partition"] == partition_for("tx-a", partitions)
+    assert row["started_at"].endswith("Z")
+    text = next(line.split() for line in lines[1:] if line.startswith("tx-a"))
+    assert text[3] == "Ongoing" and text[6] == str(row["partitions"][0])

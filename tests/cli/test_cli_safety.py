@@ -13,7 +13,7 @@ from offsetlog import TopicPartition
 from offsetlog.cli import main
 from support.stores import open_store
 
-READ_COMMANDS = (["dump"], ["describe"], ["groups"], ["verify"])
+READ_COMMANDS = (["dump"], ["describe"], ["groups"], ["transactions"], ["verify"])
 CHANGE_COMMANDS = (["compact"], ["snapshot"], ["recover"], ["recover", "--salvage"])
 
 
