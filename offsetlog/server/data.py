@@ -21,6 +21,8 @@ from offsetlog.server.work import run_blocking
 #: the most a Fetch waits, whatever the client asks: nothing ever arrives
 MAX_FETCH_WAIT_MS = 1_000
 EARLIEST, LATEST = -2, -1
+#: KIP-405's earliest offset still on the broker's local disk (v8+): here, all of the log
+EARLIEST_LOCAL = -4
 
 
 def metadata(ctx: Context, call: Call, now_ms: int):
@@ -80,7 +82,8 @@ def list_offsets(ctx: Context, call: Call, now_ms: int):
         for p in t.partitions:
             known = ctx.topics.has_partition(t.name, int(p.partition_index))
             ts = int(p.timestamp)
-            offset = 0 if known and ts in (EARLIEST, LATEST) else -1  # no record has a timestamp
+            # no record has a timestamp: only the log's ends are known, both 0
+            offset = 0 if known and ts in (EARLIEST, LATEST, EARLIEST_LOCAL) else -1
             # Kafka names the leader epoch of the offset it found, and -1 with none found
             parts.append(dict(partition_index=p.partition_index,
                               error_code=E.NONE if known else E.UNKNOWN_TOPIC_OR_PARTITION,

@@ -13,7 +13,8 @@ from kafka.errors import NoError, UnknownMemberIdError
 from kafka.structs import OffsetAndMetadata as KOM
 
 from support.wire_clients import assignment_of, ck_consumer, kp_admin, kp_consumer, poll_all
-from support.wire_server import wait_until
+from support.wire_raw import call
+from support.wire_server import raw_socket, wait_until
 
 
 def _ck_admin(server):
@@ -94,6 +95,20 @@ def test_confluent_list_offsets_of_an_empty_log(server):
     # timestamp: offset -1 and no leader epoch, as Kafka answers for an empty partition
     assert {p: (r.offset, r.leader_epoch) for p, r in got.items()} == {
         0: (0, 0), 1: (0, 0), 2: (-1, None), 3: (-1, None)}
+
+
+def test_list_offsets_v8_earliest_local(server):
+    """KIP-405's earliest-local offset (-4, v8) is the log's start as earliest is: 0; a
+    timestamp finds nothing (-1, leader epoch -1)."""
+    with raw_socket(server) as sock:
+        r = call(sock, 2, 8, replica_id=-1, isolation_level=0, topics=[dict(
+            name="orders", partitions=[
+                dict(partition_index=0, current_leader_epoch=-1, timestamp=-4),
+                dict(partition_index=1, current_leader_epoch=-1, timestamp=1_700_000_000_000),
+            ])])
+    got = {int(p.partition_index): (int(p.error_code), int(p.offset), int(p.leader_epoch))
+           for p in r.topics[0].partitions}
+    assert got == {0: (0, 0, 0), 1: (0, -1, -1)}
 
 
 def test_kafka_python_removes_a_static_member(server, group_id):
