@@ -12,7 +12,7 @@ from offsetlog.server.txn_admin import kafka_state
 from offsetlog.txn.state import PREPARED, TxnMetadata
 from support.wire_raw import call
 from support.wire_server import raw_socket
-from support.wire_txn import add_offsets, end_txn, init_producer, txn_commit
+from support.wire_txn import end_txn, init_producer, send_offsets
 
 
 @pytest.fixture
@@ -23,8 +23,7 @@ def two_transactions(server, group_id):
         for tid, group, finish in (("tx-open", f"{group_id}-o", False),
                                    ("tx-done", f"{group_id}-d", True)):
             pid, epoch = init_producer(sock, tid)
-            assert add_offsets(sock, tid, pid, epoch, group) == 0
-            assert txn_commit(sock, tid, pid, epoch, group) == 0
+            send_offsets(sock, tid, pid, epoch, group)
             if finish:
                 assert end_txn(sock, tid, pid, epoch, True) == 0
             ids[tid] = pid

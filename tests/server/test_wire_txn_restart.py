@@ -10,16 +10,15 @@ from support.wire_server import raw_socket
 from support.wire_txn import add_offsets as _add
 from support.wire_txn import end_txn as _end
 from support.wire_txn import init_producer as _init
+from support.wire_txn import send_offsets as _send
 from support.wire_txn import stable_fetch as _fetch
-from support.wire_txn import txn_commit as _txn_commit
 
 
 def test_an_ongoing_transaction_commits_after_a_restart(server, group_id):
     tid = f"tx-{group_id}"
     with raw_socket(server) as sock:
         pid, epoch = _init(sock, tid)
-        assert _add(sock, tid, pid, epoch, group_id) == 0
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        _send(sock, tid, pid, epoch, group_id)
     assert _fetch(server, group_id) == (-1, 88)  # pending
     server.restart()
     assert _fetch(server, group_id) == (-1, 88)  # still pending: the transaction is Ongoing
@@ -34,8 +33,7 @@ def test_end_txn_retried_across_a_restart_gets_the_recorded_outcome(server, grou
     tid = f"tx-{group_id}"
     with raw_socket(server) as sock:
         pid, epoch = _init(sock, tid)
-        assert _add(sock, tid, pid, epoch, group_id) == 0
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        _send(sock, tid, pid, epoch, group_id)
         assert _end(sock, tid, pid, epoch, True) == 0
     server.restart()
     with raw_socket(server) as sock:
@@ -45,8 +43,7 @@ def test_end_txn_retried_across_a_restart_gets_the_recorded_outcome(server, grou
         assert _add(sock, tid, pid, epoch - 1, group_id) == 90  # PRODUCER_FENCED (v3)
         assert _add(sock, tid, pid + 1000, epoch, group_id) == 49  # INVALID_PRODUCER_ID_MAPPING
         # and it carries on: a new transaction, aborted
-        assert _add(sock, tid, pid, epoch, group_id) == 0
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        _send(sock, tid, pid, epoch, group_id)
         assert _end(sock, tid, pid, epoch, False) == 0
     assert _fetch(server, group_id) == (17, 0)
 

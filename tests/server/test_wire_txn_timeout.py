@@ -14,6 +14,7 @@ from support.wire_txn import add_offsets as _add
 from support.wire_txn import end_txn as _end
 from support.wire_txn import init_producer as _init
 from support.wire_txn import init_producer_as as _init_as
+from support.wire_txn import send_offsets as _send
 from support.wire_txn import stable_fetch as _fetch
 from support.wire_txn import txn_commit as _txn_commit
 
@@ -33,8 +34,7 @@ def test_a_timed_out_transaction_fences_its_producer(quick_timeouts, group_id):
     server, tid = quick_timeouts, f"tx-{group_id}"
     with raw_socket(server) as sock:
         pid, epoch = _init(sock, tid, timeout_ms=300)
-        assert _add(sock, tid, pid, epoch, group_id) == 0
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        _send(sock, tid, pid, epoch, group_id)
         assert _fetch(server, group_id) == (-1, UNSTABLE)
         # the store aborts it: the pending offset is gone, nothing was committed
         wait_until(lambda: _fetch(server, group_id) == (-1, 0), timeout=10,
@@ -50,8 +50,7 @@ def test_a_timed_out_transaction_fences_its_producer(quick_timeouts, group_id):
         # InitProducerId starts the producer over with a new epoch
         pid2, epoch2 = _init(sock, tid)
         assert (pid2, epoch2) != (pid, epoch)
-        assert _add(sock, tid, pid2, epoch2, group_id) == 0
-        assert _txn_commit(sock, tid, pid2, epoch2, group_id) == 0
+        _send(sock, tid, pid2, epoch2, group_id)
         assert _end(sock, tid, pid2, epoch2, True) == 0
     assert _fetch(server, group_id) == (17, 0)
 
@@ -62,8 +61,7 @@ def test_the_timeout_fence_survives_a_restart(quick_timeouts, group_id):
     server, tid = quick_timeouts, f"tx-{group_id}"
     with raw_socket(server) as sock:
         pid, epoch = _init(sock, tid, timeout_ms=300)
-        assert _add(sock, tid, pid, epoch, group_id) == 0
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        _send(sock, tid, pid, epoch, group_id)
     wait_until(lambda: _fetch(server, group_id) == (-1, 0), timeout=10,
                what="the timed-out transaction's abort")
     server.kill9()
@@ -75,8 +73,7 @@ def test_the_timeout_fence_survives_a_restart(quick_timeouts, group_id):
         assert _txn_commit(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
         pid2, epoch2 = _init(sock, tid)
         assert (pid2, epoch2) == (pid, epoch + 2)  # the fence's bump, then InitProducerId's
-        assert _add(sock, tid, pid2, epoch2, group_id) == 0
-        assert _txn_commit(sock, tid, pid2, epoch2, group_id) == 0
+        _send(sock, tid, pid2, epoch2, group_id)
         assert _end(sock, tid, pid2, epoch2, True) == 0
     assert _fetch(server, group_id) == (17, 0)
 
@@ -90,16 +87,14 @@ def test_init_producer_id_with_the_producers_own_id_and_epoch(server, group_id):
         pid, epoch = _init(sock, tid)
         assert _init_as(sock, tid, pid, epoch) == (0, pid, epoch + 1)
         assert _init_as(sock, tid, pid, epoch) == (0, pid, epoch + 1)  # the answer was lost
-        assert _add(sock, tid, pid, epoch + 1, group_id) == 0
-        assert _txn_commit(sock, tid, pid, epoch + 1, group_id) == 0
+        _send(sock, tid, pid, epoch + 1, group_id)
         assert _end(sock, tid, pid, epoch + 1, True) == 0
         pid2, epoch2 = _init(sock, tid)  # a new instance: the old one is now a zombie
         assert epoch2 == epoch + 2
         assert _init_as(sock, tid, pid, epoch + 1)[0] == PRODUCER_FENCED
         assert _init_as(sock, tid, pid, epoch + 1, version=3)[0] == INVALID_PRODUCER_EPOCH
         assert _init_as(sock, tid, pid + 1000, epoch2)[0] == PRODUCER_FENCED
-        assert _add(sock, tid, pid2, epoch2, group_id) == 0  # not fenced by the zombie
-        assert _txn_commit(sock, tid, pid2, epoch2, group_id) == 0
+        _send(sock, tid, pid2, epoch2, group_id)  # not fenced by the zombie
         assert _end(sock, tid, pid2, epoch2, True) == 0
     assert _fetch(server, group_id) == (17, 0)
 
@@ -111,14 +106,12 @@ def test_end_txn_with_no_transaction_open(server, group_id):
         # Empty: nothing was ever begun
         assert _end(sock, tid, pid, epoch, True) == INVALID_TXN_STATE
         assert _end(sock, tid, pid, epoch, False) == INVALID_TXN_STATE
-        assert _add(sock, tid, pid, epoch, group_id) == 0
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        _send(sock, tid, pid, epoch, group_id)
         assert _end(sock, tid, pid, epoch, True) == 0
         # CompleteCommit: the same outcome again is a retry; the other one is refused
         assert _end(sock, tid, pid, epoch, True) == 0
         assert _end(sock, tid, pid, epoch, False) == INVALID_TXN_STATE
-        assert _add(sock, tid, pid, epoch, group_id) == 0
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == 0
+        _send(sock, tid, pid, epoch, group_id)
         assert _end(sock, tid, pid, epoch, False) == 0
         # CompleteAbort likewise
         assert _end(sock, tid, pid, epoch, False) == 0

@@ -41,6 +41,13 @@ def txn_commit(sock, tid, pid, epoch, group_id) -> int:
     return int(r.topics[0].partitions[0].error_code)
 
 
+def send_offsets(sock, tid, pid, epoch, group_id) -> None:
+    """AddOffsetsToTxn then TxnOffsetCommit of ``PARTS`` (what a producer's
+    ``send_offsets_to_transaction`` sends), both answered without error."""
+    assert add_offsets(sock, tid, pid, epoch, group_id) == 0
+    assert txn_commit(sock, tid, pid, epoch, group_id) == 0
+
+
 def end_txn(sock, tid, pid, epoch, committed, version=3) -> int:
     """EndTxn: its error code."""
     return int(call(sock, 26, version, transactional_id=tid, producer_id=pid,
