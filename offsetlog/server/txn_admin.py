@@ -17,21 +17,12 @@ import re
 
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
-from offsetlog.txn.state import (
-    COMPLETE_ABORT,
-    COMPLETE_COMMIT,
-    EMPTY,
-    ONGOING,
-    PREPARE_ABORT,
-    PREPARE_COMMIT,
-    PREPARED,
-    TxnMetadata,
-)
+from offsetlog.txn.state import ONGOING, PREPARED, STATES, TxnMetadata
 
-#: the state names Kafka's coordinator knows (TransactionState); a filter naming another
-#: is answered in ``unknown_state_filters``
-KAFKA_STATES = frozenset({EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT,
-                          COMPLETE_ABORT, "Dead", "PrepareEpochFence"})
+#: the state names Kafka's coordinator knows (TransactionState): ours but KIP-939's
+#: Prepared, and two it passes through that this store never records; a filter naming
+#: another is answered in ``unknown_state_filters``
+KAFKA_STATES = frozenset(STATES) - {PREPARED} | {"Dead", "PrepareEpochFence"}
 #: the partitions of a transaction's offsets, as Kafka names them
 OFFSETS_TOPIC = "__consumer_offsets"
 

@@ -102,12 +102,9 @@ class StoreConfig:
                                    f"(one round's commits share one batch), not "
                                    f"{self.max_group_commit_bytes!r}")
         positive_int("metadata_max_bytes", self.metadata_max_bytes, 0)
-        if not isinstance(self.negative_offsets, bool):
-            raise StoreConfigError(f"negative_offsets must be a bool, not "
-                                   f"{self.negative_offsets!r}")
-        if not isinstance(self.fence_on_transaction_timeout, bool):
-            raise StoreConfigError(f"fence_on_transaction_timeout must be a bool, not "
-                                   f"{self.fence_on_transaction_timeout!r}")
+        for name in ("negative_offsets", "fence_on_transaction_timeout"):
+            if not isinstance(getattr(self, name), bool):
+                raise StoreConfigError(f"{name} must be a bool, not {getattr(self, name)!r}")
         positive_int("delete_retention_ms", self.delete_retention_ms, 0)
         positive_int("cleaner_backoff_ms", self.cleaner_backoff_ms, 0)
         positive_int("transaction_timeout_ms", self.transaction_timeout_ms)
