@@ -96,8 +96,7 @@ def own_file_dsync_threads(directory: str, n: int, data: bytes, **window) -> flo
     size = len(data)
 
     def make_op(i: int):
-        fd = os.open(os.path.join(directory, f"own-{i}.log"), os.O_WRONLY | os.O_CREAT, 0o644)
-        os.posix_fallocate(fd, 0, OWN_FILE_BYTES)
+        fd = _own_file(directory, i)
         state = [0]
         pwritev, buffers, limit = os.pwritev, [data], OWN_FILE_BYTES - size
 
@@ -119,6 +118,13 @@ def own_file_dsync_threads(directory: str, n: int, data: bytes, **window) -> flo
     return calls / (ns / 1e9)
 
 
+def _own_file(directory: str, i: int) -> int:
+    """Thread ``i``'s file, open for writing and preallocated (``OWN_FILE_BYTES``)."""
+    fd = os.open(os.path.join(directory, f"own-{i}.log"), os.O_WRONLY | os.O_CREAT, 0o644)
+    os.posix_fallocate(fd, 0, OWN_FILE_BYTES)
+    return fd
+
+
 def own_file_python_threads(directory: str, n: int, *, spin_us: float = 0.0,
                             **window) -> float:
     """``own_file_dsync_threads`` with the least Python a commit can cost before its write:
@@ -135,8 +141,7 @@ def own_file_python_threads(directory: str, n: int, *, spin_us: float = 0.0,
     dsync = getattr(os, "RWF_DSYNC", None)
 
     def make_op(i: int):
-        fd = os.open(os.path.join(directory, f"own-{i}.log"), os.O_WRONLY | os.O_CREAT, 0o644)
-        os.posix_fallocate(fd, 0, OWN_FILE_BYTES)
+        fd = _own_file(directory, i)
         pack = msgpack.Packer(use_bin_type=True).pack
         header, crc32 = LeanWriter.HEADER.pack, zlib.crc32
         key = (many_group(i), TOPIC, many_partition(i))
