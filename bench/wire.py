@@ -10,7 +10,10 @@ in the same run.
   server can be (``serve_floor``: a child process with a thread per connection that writes
   each request to the connection's own preallocated file with one ``RWF_DSYNC`` write and
   answers; no decoding, no table, no answer to build). A ratio the floor itself misses
-  cannot be met on this machine; the distance from the floor is the server's own cost.
+  cannot be met on this machine; the distance from the floor is the server's own cost;
+* the Python floor: the least a Python server of this store can be (``serve_python_floor``:
+  the floor's threads, each request decoded with kio and committed with the store's
+  ``commit_sync``, a fixed answer). What it misses, a server in Python cannot meet here.
 
 The clients send requests kio encoded before the clock starts (one per partition, offsets
 fixed: the store writes and fsyncs each commit whatever its value) and read each answer's
@@ -91,10 +94,10 @@ class _Server:
 
 
 def wire_throughput(directory: str, *, duration_s: float, warmup_s: float,
-                    floor: bool = False) -> float:
-    """Commits/s of CLIENTS connections, each committing one offset per round-trip (to the
-    floor server instead with ``floor``)."""
-    server = _Floor(directory) if floor else _Server(directory)
+                    floor: str | None = None) -> float:
+    """Commits/s of CLIENTS connections, each committing one offset per round-trip (to a
+    floor server instead: ``floor`` is ``"--floor"`` or ``"--python-floor"``)."""
+    server = _Floor(directory, floor) if floor else _Server(directory)
     try:
         frames = [_commit_frame(f"bench-{i}", i, 1000 + i, i) for i in range(CLIENTS)]
         return drive(server.port, frames, duration_s=duration_s, warmup_s=warmup_s)
@@ -155,29 +158,30 @@ def drive(port: int, frames: list[bytes], *, duration_s: float, warmup_s: float)
 
 
 def latencies_ns(directory: str, *, count: int, warmup: int,
-                 rounds: int) -> tuple[list[int], list[int], list[int]]:
-    """``(over the wire, embedded, floor)`` round-trip times: one client's commits to
-    ``offsetlog serve``, one thread's embedded ``commit_sync`` calls, and the client's
-    round-trips to the floor server (``serve_floor``).
+                 rounds: int) -> tuple[list[int], ...]:
+    """``(over the wire, embedded, floor, Python floor)`` round-trip times: one client's
+    commits to ``offsetlog serve``, one thread's embedded ``commit_sync`` calls, and the
+    client's round-trips to the floor servers (``serve_floor``, ``serve_python_floor``).
 
-    The three take turns, ``count / rounds`` calls each per round, all three running
+    They take turns, ``count / rounds`` calls each per round, all three running
     throughout: this disk's fsync time drifts by half from one second to the next, and
     measured one after the other the ratio followed the drift more than the server.
     """
     server = _Server(os.path.join(directory, "served"))
     floor = _Floor(os.path.join(directory, "floor"))
+    python_floor = _Floor(os.path.join(directory, "python-floor"), "--python-floor")
     store = cases.open_store(os.path.join(directory, "embedded"))
     socks = []
     try:
-        for port in (server.port, floor.port):
+        for port in (server.port, floor.port, python_floor.port):
             sock = socket.create_connection(("127.0.0.1", port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             socks.append(sock)
         frame = _commit_frame("bench-latency", 0, 1000, 1)
         embedded = cases.commit_sync_op(store)
         ops = [lambda: _round_trip(socks[0], frame), embedded,
-               lambda: _round_trip(socks[1], frame)]
-        out: tuple[list[int], list[int], list[int]] = ([], [], [])
+               lambda: _round_trip(socks[1], frame), lambda: _round_trip(socks[2], frame)]
+        out: tuple[list[int], ...] = ([], [], [], [])
         per_round = max(1, count // rounds)
         for op in ops:
             _timed(op, warmup, [])
@@ -189,6 +193,7 @@ def latencies_ns(directory: str, *, count: int, warmup: int,
         for sock in socks:
             sock.close()
         store.close()
+        python_floor.close()
         floor.close()
         server.close()
 
@@ -213,31 +218,68 @@ def serve_floor(directory: str) -> None:
     ``pwritev(..., RWF_DSYNC)`` (write + ``fdatasync`` where there is none) and answered
     with a fixed 12-byte frame. No decoding, no checks, no table, no shared file: what is
     left of a wire commit once the server's own work is taken away."""
-    import threading
-
     os.makedirs(directory, exist_ok=True)
     dsync = getattr(os, "RWF_DSYNC", None)
-    answer = struct.pack(">i", 8) + bytes(8)
 
-    def serve(sock: socket.socket, n: int) -> None:
+    def connection(n: int):
         fd = os.open(os.path.join(directory, f"floor-{n}.log"), os.O_WRONLY | os.O_CREAT,
                      0o644)
         os.posix_fallocate(fd, 0, 8 << 20)
         position = 0
+
+        def write(frame: bytes) -> None:
+            nonlocal position
+            if dsync is None:
+                os.pwrite(fd, frame, position)
+                os.fdatasync(fd)
+            else:
+                os.pwritev(fd, [frame], position, dsync)
+            position = (position + len(frame)) % (4 << 20)
+        return write, lambda: os.close(fd)
+
+    _serve_threads(connection)
+
+
+def serve_python_floor(directory: str) -> None:
+    """The Python floor server: ``serve_floor``'s threads, each request decoded with kio and
+    its offsets committed with ``OffsetStore.commit_sync`` (``fsync="always"``, the group
+    commit shared by the threads), answered with the same fixed frame. What ``offsetlog
+    serve`` does per commit that no Python server of this store can skip; no event loop,
+    no per-partition checks, no answer to build."""
+    from offsetlog.server.codec import decode_request, peek_api
+    from offsetlog.types import TopicPartition
+
+    store = cases.open_store(directory)
+
+    def commit(frame: bytes) -> None:
+        api_key, version, _ = peek_api(frame)
+        _, body = decode_request(frame, api_key, version)
+        store.commit_sync(body.group_id, {
+            TopicPartition(t.name, int(p.partition_index)): int(p.committed_offset)
+            for t in body.topics for p in t.partitions})
+
+    _serve_threads(lambda n: (commit, lambda: None))
+
+
+def _serve_threads(connection) -> None:
+    """Accept connections on a free loopback port (printed on stdout), each served by its
+    own thread with blocking sockets: ``connection(n)`` gives the ``n``-th its
+    ``(handle, close)``; ``handle(frame)`` runs for every request, then a fixed 12-byte
+    answer goes back."""
+    import threading
+
+    answer = struct.pack(">i", 8) + bytes(8)
+
+    def serve(sock: socket.socket, n: int) -> None:
+        handle, close = connection(n)
         try:
             while True:
-                frame = _exactly(sock, struct.unpack(">i", _exactly(sock, 4))[0])
-                if dsync is None:
-                    os.pwrite(fd, frame, position)
-                    os.fdatasync(fd)
-                else:
-                    os.pwritev(fd, [frame], position, dsync)
-                position = (position + len(frame)) % (4 << 20)
+                handle(_exactly(sock, struct.unpack(">i", _exactly(sock, 4))[0]))
                 sock.sendall(answer)
         except (ConnectionError, OSError):
             pass
         finally:
-            os.close(fd)
+            close()
             sock.close()
 
     listener = socket.create_server(("127.0.0.1", 0))
@@ -251,8 +293,8 @@ def serve_floor(directory: str) -> None:
 
 
 class _Floor:
-    def __init__(self, directory: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "offsetlog.bench.wire", "--floor",
+    def __init__(self, directory: str, kind: str = "--floor") -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "offsetlog.bench.wire", kind,
                                       directory], stdout=subprocess.PIPE, text=True)
         self.port = int(self.proc.stdout.readline())
 
@@ -265,19 +307,22 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
     """The wire case's rows (called by bench/runner.py's ``wire`` case)."""
     reps = 1 if quick else 3
     window = {"duration_s": 2.0 if quick else 3.0, "warmup_s": 0.5}
-    wire, embedded, floors = [], [], []
+    wire, embedded, floors, python_floors = [], [], [], []
     for _ in range(reps):
         with case_dir(data_dir, "wire-throughput") as d:
             wire.append(wire_throughput(os.path.join(d, "store"), **window))
         with case_dir(data_dir, "wire-floor") as d:
-            floors.append(wire_throughput(os.path.join(d, "floor"), floor=True, **window))
+            floors.append(wire_throughput(os.path.join(d, "floor"), floor="--floor", **window))
+        with case_dir(data_dir, "wire-python-floor") as d:
+            python_floors.append(wire_throughput(os.path.join(d, "store"),
+                                                 floor="--python-floor", **window))
         with case_dir(data_dir, "wire-embedded") as d:
             embedded.append(cases.commit_sync_threads(os.path.join(d, "store"), CLIENTS,
                                                       one_group=False, **window))
     count, warmup = (600, 50) if quick else (3000, 100)
     with case_dir(data_dir, "wire-latency") as d:
-        over_wire, inside, floor = latencies_ns(d, count=count, warmup=warmup,
-                                               rounds=6 if quick else 20)
+        over_wire, inside, floor, python_floor = latencies_ns(
+            d, count=count, warmup=warmup, rounds=6 if quick else 20)
     inside_p50 = percentile(inside, 50) / 1000
     return [
         Row(f"wire: OffsetCommit from {CLIENTS} connections", f"{CLIENTS} threads of "
@@ -287,6 +332,10 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
             f"{CLIENTS} threads of embedded commit_sync", median(floors), median(embedded),
             "commits/s", HIGHER, note="a thread per connection, its own file, nothing else: "
                                       "what loopback TCP and the disk allow"),
+        Row(f"wire: the Python floor at {CLIENTS} connections: kio decode + commit_sync",
+            f"{CLIENTS} threads of embedded commit_sync", median(python_floors),
+            median(embedded), "commits/s", HIGHER,
+            note="a thread per connection: decode, the store's commit, a fixed answer"),
         Row("wire: OffsetCommit p50 over loopback", "embedded commit_sync p50",
             percentile(over_wire, 50) / 1000, inside_p50, "us", LOWER,
             target=1.5, note=f"{len(over_wire)} commits each, taking turns"),
@@ -294,6 +343,10 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
             percentile(floor, 50) / 1000, inside_p50, "us", LOWER,
             note="a server doing nothing else, over the same loopback: the least the p50 "
                  "ratio can be here"),
+        Row("wire: the Python floor: kio decode + commit_sync, p50",
+            "embedded commit_sync p50", percentile(python_floor, 50) / 1000, inside_p50, "us",
+            LOWER, note="the least a Python server of this store can be: what it misses, "
+                        "no Python server meets here"),
     ]
 
 
@@ -302,6 +355,9 @@ if __name__ == "__main__":
 
     if sys.argv[1:2] == ["--floor"]:
         serve_floor(sys.argv[2])
+        sys.exit(0)
+    if sys.argv[1:2] == ["--python-floor"]:
+        serve_python_floor(sys.argv[2])
         sys.exit(0)
 
     for row in run_wire_benchmark(tempfile.mkdtemp(), quick="--quick" in sys.argv):

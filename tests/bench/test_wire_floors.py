@@ -1,0 +1,47 @@
+"""The wire bench's floor servers do the work their rows say they do: a floor that skipped
+it would make the server's distance from it look larger than it is."""
+
+import os
+import socket
+
+from offsetlog.bench import cases, wire
+from offsetlog.types import TopicPartition
+
+
+def _commit_over(floor: "wire._Floor", frames: list[bytes]) -> None:
+    sock = socket.create_connection(("127.0.0.1", floor.port))
+    try:
+        for frame in frames:
+            wire._round_trip(sock, frame)
+    finally:
+        sock.close()
+
+
+def test_python_floor_commits_each_request_through_the_store(tmp_path):
+    path = str(tmp_path / "store")
+    floor = wire._Floor(path, "--python-floor")
+    try:
+        _commit_over(floor, [wire._commit_frame("g-1", 3, 41, 1),
+                             wire._commit_frame("g-2", 5, 42, 2),
+                             wire._commit_frame("g-1", 3, 43, 3)])
+    finally:
+        floor.close()  # SIGKILL: answered commits must be durable
+    store = cases.open_store(path)
+    try:
+        assert store.fetch("g-1")[TopicPartition(wire.TOPIC, 3)].offset == 43
+        assert store.fetch("g-2")[TopicPartition(wire.TOPIC, 5)].offset == 42
+    finally:
+        store.close()
+
+
+def test_floor_writes_each_request_to_its_connections_file(tmp_path):
+    path = str(tmp_path / "floor")
+    frames = [wire._commit_frame("g", 0, 100 + i, i) for i in range(3)]
+    floor = wire._Floor(path, "--floor")
+    try:
+        _commit_over(floor, frames)
+    finally:
+        floor.close()
+    with open(os.path.join(path, "floor-0.log"), "rb") as f:
+        data = f.read(sum(len(fr) - 4 for fr in frames))
+    assert data == b"".join(fr[4:] for fr in frames)
