@@ -48,6 +48,7 @@ from offsetlog.group.responses import (
 )
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.store import OffsetStore
+from offsetlog.store.async_writer import drive_from_loop
 from offsetlog.store.snapshots import SnapshotResult
 from offsetlog.store.transactions import Transaction
 from offsetlog.txn.state import TxnMetadata
@@ -68,6 +69,7 @@ class AsyncOffsetStore:
 
     def __init__(self, store: OffsetStore) -> None:
         self.store = store
+        self._undrive = None
 
     @classmethod
     async def open(cls, path: str, **options: Any) -> "AsyncOffsetStore":
@@ -152,6 +154,17 @@ class AsyncOffsetStore:
 
     async def close(self) -> None:
         await asyncio.to_thread(self.store.close)
+        if self._undrive is not None:
+            self._undrive()
+            self._undrive = None
+
+    def drive_async_writer(self) -> None:
+        """Lead the store's async writer from the running event loop, as ``offsetlog serve``
+        does (``OffsetStore.drive_async_writer``): commits from many tasks are framed,
+        applied and resolved on the loop's thread, and only their writes leave it. Call it
+        once, from within the loop; ``close()`` undoes it."""
+        if self._undrive is None:
+            self._undrive = drive_from_loop(self.store, asyncio.get_running_loop())
 
     def stats(self) -> list[dict]:
         return self.store.stats()

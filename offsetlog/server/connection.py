@@ -13,25 +13,22 @@ its own connection only, as in Kafka.
 
 Why commits look the way they do (bench/wire.py; measured on 2 cores, 32 connections):
 
-* A commit is ``store.commit_sync`` on a worker thread (``work.run_blocking``): each worker
-  leads its log partition's group commit or joins the round being written, as the threads
-  of an embedded service do, so commits from many connections share fsyncs and different
-  log partitions are written in parallel. There are ``num.io.threads`` of them (8, Kafka's
-  default): they got 8 % more commits through than 32, which write more partitions at once
-  but wait longer for the GIL after each write. The store's ``commit_async`` queues without a
-  thread hop, but its one background writer syncs every log partition in turn: 0.15x of 32
-  embedded threads.
-* A lone commit runs on the loop's own thread (``Reply.inline``) when no worker has a
-  store call under way: waking a worker and waiting for it to get the GIL added 30-45 us
-  to a commit's round trip of 250-350 us (bench/wire.py, one client). The loop then waits
-  for that one fsync, as a worker would; if one ever takes longer than ``INLINE_STALL_S``,
-  commits go to workers only for ``INLINE_PAUSE_S``, so a slow disk cannot hold up
-  heartbeats and reads commit after commit. Under load some worker is always busy, so
-  commits from many connections still share fsyncs on the workers.
-* The worker that made an answer sends it. Handing it back to the event loop
-  (``call_soon_threadsafe``, then encoding there) cost a thread wake-up and a wait for the
-  GIL behind the loop's own work; timestamps in the server put that hop at a p50 of
-  2.2 ms of a 10 ms round trip, longer than the commit's 0.8 ms.
+* Under load a commit is ``store.commit_async`` (``Reply.queued``), and the loop's thread
+  leads the store's async writer itself (``main.drive_store_writer``): it frames each log
+  partition's round, the store's write pool makes only the DSYNC system calls (writes to
+  many partitions overlap), and when one is done the loop applies it and the future's
+  done-callback makes and sends the answer, all on this thread. Committing on
+  ``num.io.threads`` workers with ``commit_sync`` instead, each worker leading its
+  partition's round and answering, spread a commit's Python over nine threads that queued
+  for the GIL after every system call: 19 % fewer commits through (interleaved runs).
+* A lone commit runs on the loop's own thread (``Reply.inline``): ``commit_sync`` writes it
+  at once, with no hand-off at all (a queued one would cost two: to a pool thread and back).
+  It is lone when no other connection has committed in the last ``INLINE_ALONE_S`` and no
+  worker is busy; if one ever takes longer than ``INLINE_STALL_S``, commits are queued only
+  for ``INLINE_PAUSE_S``, so a slow disk cannot hold up heartbeats and reads commit after
+  commit.
+* The thread that made an answer sends it, under the connection's lock: the loop's for
+  commits, a worker for the other blocking calls (transactions, deletions, topic creation).
 * Plain sockets rather than asyncio transports, because transports may only be written
   from the loop's thread. A send that does not fit the socket buffer keeps the rest and
   asks the loop to finish it (``add_writer``).
@@ -395,6 +392,17 @@ class Connection:
             finally:
                 conns.inline_running = False
             conns.ran_inline(conns.monotonic() - started)
+            return
+        if reply.queued is not None:
+            try:
+                fut = reply.queued()
+            except Exception as e:  # refused before anything was queued (fencing, a bad call)
+                outcomes.append(Outcome(error=e))
+                self._finish(reply, call, slot, outcomes)
+                return
+            # the answer is made and sent by the thread that resolves the future
+            fut.add_done_callback(lambda f: self._finish(reply, call, slot,
+                                                         outcomes + [_outcome(f)]))
             return
         try:
             conns.workers.submit(self._run_blocking, reply, call, slot, outcomes)

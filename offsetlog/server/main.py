@@ -19,6 +19,7 @@ from offsetlog.server.connection import Connections
 from offsetlog.server.context import Context
 from offsetlog.server.topics import TopicRegistry
 from offsetlog.server.workers import Workers
+from offsetlog.store.async_writer import drive_from_loop
 
 log = logging.getLogger("offsetlog.server")
 
@@ -113,6 +114,9 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass  # not the main thread (tests run servers in threads)
+    # commits queued under load are framed, applied and answered on this thread, with no
+    # hand-off between threads (offsetlog/store/async_writer.py; docs/PROTOCOL.md)
+    undrive = drive_from_loop(store, loop)
     workers = Workers(config.num_io_threads)
     ctx = Context(store=store, config=config, topics=registry, host=host, port=port)
     conns = Connections(ctx, workers, store.config.clock)
@@ -130,6 +134,7 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
         # Closing the store answers parked JoinGroups and SyncGroups (COORDINATOR_NOT_AVAILABLE)
         # and finishes every queued commit; it waits for fsyncs, so not on the loop's thread.
         await asyncio.to_thread(store.close)
+        undrive()
         await conns.drain(DRAIN_SECONDS)
         workers.shutdown()
 

@@ -76,11 +76,14 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
     instance = getattr(b, "group_instance_id", None)
 
     def durable() -> None:
-        # A worker thread leads its log partition's round or joins the one being written
-        # (connection.py says why not commit_async); fencing is checked under the partition
-        # lock, so no generation change slips in between the check and the write.
+        # Fencing is checked under the partition lock, so no generation change slips in
+        # between the check and the write.
         commit(group_id, good, generation_id=generation, member_id=member_id,
                group_instance_id=instance)
+
+    def queued():
+        return store.commit_async(group_id, good, generation_id=generation,
+                                  member_id=member_id, group_instance_id=instance)
 
     def finish(outcome):
         error = outcome.error
@@ -95,7 +98,7 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
             # group that the commit then finds deleted, or the other way round.
             code = E.GROUP_ID_NOT_FOUND
         return call.respond(topics=partition_answers(b.topics, bad, code))
-    return run_blocking(durable, finish, inline=True)
+    return run_blocking(durable, finish, inline=True, queued=queued)
 
 
 #: (version, the request's topics and partitions) -> its answer when every partition was

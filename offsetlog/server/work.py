@@ -45,12 +45,16 @@ class Reply:
     blocking: Callable[[], Any] | None = None
     delay_ms: int = 0
     inline: bool = False
+    #: the blocking call's non-blocking form: queues the same work and returns a future of its
+    #: outcome (commit_async for commit_sync); used instead of a worker when not inline
+    queued: Callable[[], Future] | None = None
 
 
 def run_blocking(fn: Callable[[], Any], finish: Callable[[Outcome], Any], *,
-                 inline: bool = False) -> Reply:
+                 inline: bool = False, queued: Callable[[], Future] | None = None) -> Reply:
     """A reply made from one blocking call's outcome."""
-    return Reply(lambda outcomes: finish(outcomes[0]), blocking=fn, inline=inline)
+    return Reply(lambda outcomes: finish(outcomes[0]), blocking=fn, inline=inline,
+                 queued=queued)
 
 
 def after(futures: list[Future], finish: Callable[[list[Outcome]], Any]) -> Reply:

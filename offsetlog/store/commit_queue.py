@@ -181,6 +181,45 @@ class PartitionWriter:
 
 # -- a round as batches ----------------------------------------------------------------------
 
+class Round:
+    """One round of a partition, from ``GroupCommitter.take_round`` to ``end_round``."""
+
+    __slots__ = ("group", "done", "sync", "base", "batches", "error")
+
+    def __init__(self, group: list[QueueItem]) -> None:
+        self.group = group
+        self.done = False  #: nothing to write: the items already have their outcome
+        self.sync = False  #: the write must be durable before the round ends
+        self.base = -1  #: the log's next offset after the round
+        self.batches: list = []  #: what the table applies once it is written
+        self.error: BaseException | None = None
+
+
+def round_bytes(rnd: Round):
+    """The round's bytes (framed outside the partition lock), or None if framing failed
+    (kept as the round's error: nothing is written)."""
+    try:
+        frames, rnd.batches = frame_round(rnd.group)
+        return b"".join(frames) if len(frames) > 1 else frames[0] if frames else b""
+    except Exception as e:  # a bug while framing
+        rnd.error = e
+        return None
+
+
+def write_round(part: PartitionWriter, rnd: Round, data) -> None:
+    """Write a framed round, and sync it if the round needs that (outside the lock; by its
+    leader, or a write-pool thread for it). A failure is kept as the round's error."""
+    if data is None:
+        return
+    try:
+        if rnd.sync:
+            part.log.append_durable(data, rnd.base)  # one pwritev(RWF_DSYNC) if it can
+        elif data:
+            part.log.append(data, rnd.base)
+    except Exception as e:  # OSError: the log's state is unknown
+        rnd.error = e
+
+
 def frame_round(group: list[QueueItem]) -> tuple[list[bytes], list[tuple]]:
     """The batches of a round (offsets given): their bytes, and what the table applies
     once they are durable.

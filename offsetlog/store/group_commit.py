@@ -41,16 +41,18 @@ from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
 from offsetlog.log.framing import encode_payload
+from offsetlog.store.async_writer import AsyncWriter
 from offsetlog.store.callbacks import CallbackRunner
 from offsetlog.store.commit_queue import (
     AsyncRun,
     PartitionWriter,
     QueueItem,
+    Round,
     chained_waiter,
-    frame_round,
     new_waiter,
+    round_bytes,
+    write_round,
 )
-from offsetlog.store.futures import writer_helpers
 
 log = logging.getLogger("offsetlog.store.group_commit")
 
@@ -63,7 +65,7 @@ class GroupCommitter:
     """Runs the leader protocol over a store's partitions; owns the background threads."""
 
     def __init__(self, partitions: list[PartitionWriter], *, fsync: str, fsync_interval_ms: int,
-                 max_group_commit_bytes: int) -> None:
+                 max_group_commit_bytes: int, write_threads: int = 8) -> None:
         self.partitions = partitions
         self.fsync_always = fsync == "always"
         self.fsync_interval_ms = fsync_interval_ms if fsync == "interval" else None
@@ -72,13 +74,10 @@ class GroupCommitter:
         self.closing = False  # set by the store's close(), before the final drain
         #: committers in this thread may be interrupted by a signal while they sleep
         self._main_thread = threading.main_thread().ident
-        self._async_cv = threading.Condition()
-        self._async_ready: list[PartitionWriter] = []
-        self._stopping = False
         self._threads: list[threading.Thread] = []
-        self._start("offsetlog-async-writer", self._async_loop)
-        self._async_ident = self._threads[0].ident
-        writer_helpers[self._async_ident] = self.help_until
+        #: leads what nobody else does (see offsetlog.store.async_writer)
+        self.async_writer = AsyncWriter(self, write_threads=write_threads,
+                                        helper=self.help_until)
         #: users' commit callbacks, run on a thread of their own in completion order
         self.callbacks = CallbackRunner()
         if self.fsync_interval_ms is not None:
@@ -144,7 +143,7 @@ class GroupCommitter:
                         else:
                             group = self._lead(part)
                 if lead:
-                    self._complete(group)
+                    self.complete(group)
                     group = None
                     if item.done:
                         break
@@ -152,16 +151,16 @@ class GroupCommitter:
                         raise self._timeout(timeout)
                     continue  # the round was full before our batch: lead the next one
             # Sleep on a lock until our batch is done: the leader wakes us, or the committer
-            # before us in the round does (see _complete). Queued work left after a round
+            # before us in the round does (see complete). Queued work left after a round
             # goes to the async writer thread (see _hand_on), never to a sleeping committer.
-            if threading.get_ident() == self._async_ident:
+            if threading.get_ident() == self.async_writer.ident:
                 # ... unless we are that thread (a future's done-callback committing): it
                 # would wait for itself, so it waits for the partition and leads instead.
                 self._lead_until_done(part, item, deadline, timeout)
                 break
             if deadline is None:
                 waiter.acquire()
-                nxt = item.chain  # linked before we were woken (see _complete)
+                nxt = item.chain  # linked before we were woken (see complete)
                 if nxt is not None:
                     nxt.release()
             else:
@@ -185,6 +184,7 @@ class GroupCommitter:
                          timeout: float | None) -> None:
         """Wait, as ``drain`` does, until no one leads ``part``, then lead rounds until
         ``item`` is done (for the async writer thread, which nobody hands work to)."""
+        self.async_writer.settle()
         with part.lock:
             item.waiter = None
             while not item.done:
@@ -202,18 +202,18 @@ class GroupCommitter:
         group = self._lead(part)
         part.lock.release()
         try:
-            self._complete(group)
+            self.complete(group)
         finally:
             part.lock.acquire()
 
     def _enlist(self, item: QueueItem, deadline: float | None):
-        """Give a synchronous committer its wake-up lock (``part.lock`` held); ``_complete``
+        """Give a synchronous committer its wake-up lock (``part.lock`` held); ``complete``
         releases it, or has the committer before it in the round release it (``chained``:
         only a sleep that nothing but that release can end)."""
         if deadline is None:
             me = get_ident()
             # The async writer thread does not sleep on the lock (see _lead_until_done).
-            if me != self._main_thread and me != self._async_ident:
+            if me != self._main_thread and me != self.async_writer.ident:
                 item.chained = True
                 item.waiter = waiter = chained_waiter()
                 return waiter
@@ -290,16 +290,28 @@ class GroupCommitter:
         self._wake_async(part)
 
     def _wake_async(self, part: PartitionWriter) -> None:
-        with self._async_cv:
-            self._async_ready.append(part)
-            self._async_cv.notify()
+        self.async_writer.wake(part)
 
     # -- the leader ------------------------------------------------------------------------
 
     def _lead(self, part: PartitionWriter) -> list[QueueItem]:
         """One round. Called, and returns, with ``part.lock`` held; releases it for I/O."""
+        rnd = self.take_round(part)
+        if not rnd.done:
+            part.lock.release()
+            try:
+                write_round(part, rnd, round_bytes(rnd))
+            finally:
+                part.lock.acquire()
+        return self.end_round(part, rnd)
+
+    def take_round(self, part: PartitionWriter) -> Round:
+        """A round's first part (``part.lock`` held): take the partition's leadership and
+        the round's items, and give them offsets. A round that comes back ``done`` has
+        nothing to write (a poisoned store, a failed deferred item); ``end_round`` ends it."""
         part.leader_active = True
         group: list[QueueItem] = []
+        rnd = Round(group)
         try:
             q = part.queue
             if self.failure is not None:
@@ -311,7 +323,8 @@ class GroupCommitter:
                     item = q.popleft()
                     item.error, item.done = failed, True
                     group.append(item)
-                return group
+                rnd.done = True
+                return rnd
             if q[0].deferred is not None:
                 item = q.popleft()
                 group.append(item)
@@ -319,7 +332,8 @@ class GroupCommitter:
                     records = item.deferred(part.table)
                 except BaseException as e:  # a bug in the producer fails only its caller
                     item.error, item.done = e, True
-                    return group
+                    rnd.done = True
+                    return rnd
                 item.records = records or None
                 item.payload = encode_payload(records) if records else b""
             else:
@@ -334,10 +348,9 @@ class GroupCommitter:
             # Offsets are given under the lock; framing (CRCs) waits until it is released so
             # committers queueing meanwhile are not held up by it.
             base = part.log.next_offset
-            force_sync = False
             for item in group:
                 if item.force_sync:
-                    force_sync = True
+                    rnd.sync = True
                 fields = item.fields
                 if fields is not None:  # commit calls: their records are built below
                     item.base_offset = base
@@ -349,26 +362,29 @@ class GroupCommitter:
                 if records:
                     item.base_offset = base
                     base += records[-1][0] + 1
-            error = None
-            part.lock.release()
-            try:
-                frames, batches = frame_round(group)
-                data = b"".join(frames) if len(frames) > 1 else frames[0] if frames else b""
-                if self.fsync_always or force_sync:
-                    part.log.append_durable(data, base)  # one pwritev(RWF_DSYNC) if it can
-                elif data:
-                    part.log.append(data, base)
-            except Exception as e:  # OSError, or a bug while framing: the log's state is unknown
-                error = e
-                what = "write to"
-            finally:
-                part.lock.acquire()
+            rnd.base = base
+            if self.fsync_always:
+                rnd.sync = True
+            return rnd
+        except BaseException:
+            part.leader_active = False
+            self._hand_on(part)
+            raise
+
+    def end_round(self, part: PartitionWriter, rnd: Round) -> list[QueueItem]:
+        """A round's last part (``part.lock`` held): apply what was written, mark the items
+        done (failed, with the store poisoned, if anything went wrong), give up the
+        leadership. Returns the round's items for ``complete``."""
+        group = rnd.group
+        try:
+            if rnd.done:
+                return group
+            error, what = rnd.error, "write to"
             if error is None:
                 try:
-                    part.table.apply_batches(batches)
+                    part.table.apply_batches(rnd.batches)
                 except Exception as e:  # durable, but the table no longer follows the log
-                    error = e
-                    what = "applying a round of"
+                    error, what = e, "applying a round of"
             if error is not None:
                 # Never strand a round: every item gets the failure, and the store is poisoned
                 # (a reopen replays the log into a fresh table).
@@ -396,7 +412,7 @@ class GroupCommitter:
         if part.idle_waiters:  # drain/exclusive waiters only: committers sleep on their own
             part.cond.notify_all()
         if part.queue and not part.async_scheduled:
-            # Lock order is always partition lock, then _async_cv.
+            # Lock order is always partition lock, then the async writer's cv.
             part.async_scheduled = True
             self._wake_async(part)
 
@@ -406,7 +422,7 @@ class GroupCommitter:
             self.failure = error
             log.error("store poisoned by a failed write or sync: %r", error)
 
-    def _complete(self, group: list[QueueItem]) -> None:
+    def complete(self, group: list[QueueItem]) -> None:
         """Wake the committers, resolve the futures and queue the callbacks of a finished
         round (outside any lock). Committers first: a future's done-callback may block, and
         must not hold up a committer it could be waiting for."""
@@ -453,25 +469,6 @@ class GroupCommitter:
 
     # -- background threads ----------------------------------------------------------------
 
-    def _async_loop(self) -> None:
-        while True:
-            with self._async_cv:
-                while not self._async_ready and not self._stopping:
-                    self._async_cv.wait()
-                if not self._async_ready and self._stopping:
-                    return
-                ready, self._async_ready = self._async_ready, []
-            for part in dict.fromkeys(ready):  # de-duplicated, in order
-                while True:
-                    with part.lock:
-                        if not part.queue or part.leader_active or part.exclusive_waiting:
-                            # Empty, or an active leader (or the exclusive holder, once it
-                            # ends) will hand on what is left.
-                            part.async_scheduled = False
-                            break
-                        group = self._lead(part)
-                    self._complete(group)
-
     def help_until(self, fut: Future, timeout: float | None) -> float | None:
         """The async writer thread waits for ``fut`` (from a done-callback it runs): lead
         every partition's queued rounds until ``fut`` is done or ``timeout`` passes.
@@ -479,6 +476,7 @@ class GroupCommitter:
         :return: the part of ``timeout`` left (None for no timeout)
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        self.async_writer.settle()
         while not fut.done():
             if deadline is not None and time.monotonic() >= deadline:
                 break
@@ -488,7 +486,7 @@ class GroupCommitter:
                     if not part.queue or part.leader_active or part.exclusive_waiting:
                         continue
                     group = self._lead(part)
-                self._complete(group)
+                self.complete(group)
                 led = True
             if not led:
                 # Others lead what is queued (or nothing is, yet): look again shortly.
@@ -538,8 +536,9 @@ class GroupCommitter:
 
     @property
     def threads(self) -> list[threading.Thread]:
-        """The writer's own threads (the async writer, interval sync, the callback thread)."""
-        return [*self._threads, self.callbacks.thread]
+        """The writer's own threads (the async writer, its write pool, interval sync, the
+        callback thread)."""
+        return [*self.async_writer.threads, *self._threads, self.callbacks.thread]
 
     def drain(self) -> None:
         """Wait until every partition's queue is empty and no leader is active."""
@@ -553,16 +552,13 @@ class GroupCommitter:
 
     def stop(self) -> None:
         """Stop the background threads (after ``drain``); runs queued callbacks first."""
-        writer_helpers.pop(self._async_ident, None)
-        with self._async_cv:
-            self._stopping = True
-            self._async_cv.notify_all()
         if self.fsync_interval_ms is not None:
             self._sync_stop.set()
         me = threading.current_thread()
         # The writer threads first: one may have finished a round (so drain() returned) and
         # still be resolving it, queueing callbacks that must run before the callback thread
         # is told to stop.
+        self.async_writer.stop()
         for t in self._threads:
             if t is not me:
                 t.join()

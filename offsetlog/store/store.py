@@ -512,13 +512,16 @@ class OffsetStore:
         for part in self._parts:  # a barrier per partition: FIFO queues make it wait its turn
             self._writer.submit_sync(part, QueueItem(None, now, force_sync=True), None)
 
+    def drive_async_writer(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Lead the async writer from this thread (an event loop's), not its own: ``wake()``
+        is called from any thread when there is work; then run the returned ``step()`` here."""
+        self._check_open()
+        return self._writer.async_writer.drive(wake)
+
     def close(self) -> None:
         """Finish queued commits, fsync, stop background threads and release the directory.
-
-        Idempotent: closing a closed store does nothing; a close() that arrives while another
-        thread is closing the store returns once that close is done (the directory released),
-        unless it comes from one of the store's own threads, which that close may be waiting
-        for. Any other use after close raises ``StoreClosedError``.
+        Idempotent; a close() while another thread closes returns once that close is done,
+        unless it comes from one of the store's own threads. Later use: ``StoreClosedError``.
         """
         with self._close_lock:
             if self._closed:
@@ -581,11 +584,8 @@ class OffsetStore:
         return partition_for(check_group_id(group_id), self._partitions)
 
     def stats(self) -> list[dict]:
-        """Per log partition: keys, groups, next log offset, segments, bytes on disk, dirty
-        ratio, when it was last cleaned (epoch ms or None) and why it is uncleanable (or None);
-        the log offset and creation time (epoch ms) of its snapshot on disk (or None), how
-        many snapshots of it failed and the last failure (or None).
-        """
+        """Per log partition: keys, groups, next offset, segments, bytes, dirty ratio, last
+        cleaning and why uncleanable, snapshot offset and time, failed snapshots, last failure."""
         self._check_open()
         out = []
         for part in self._parts:

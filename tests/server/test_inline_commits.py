@@ -1,5 +1,6 @@
-"""A lone commit runs on the event loop's thread (no worker wake-up); under load, or after a
-commit held the loop too long, commits go to the worker threads (connection.py)."""
+"""A lone commit runs on the event loop's thread as ``commit_sync`` (no hand-off); under load,
+or after a commit held the loop too long, commits are queued with ``commit_async`` and
+answered on the loop's thread, which leads the store's async writer (connection.py)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_one_connection_alone_commits_inline():
         clock.now += 0.0005  # back to back, well inside INLINE_ALONE_S
 
 
-def test_another_connection_committing_recently_sends_commits_to_workers():
+def test_another_connection_committing_recently_queues_commits():
     conns, clock, _ = _connections()
     a, b = object(), object()
     assert conns.may_inline(a)
@@ -61,7 +62,7 @@ def test_another_connection_committing_recently_sends_commits_to_workers():
     assert conns.may_inline(b)  # quiet again
 
 
-def test_a_busy_worker_sends_commits_to_workers():
+def test_a_busy_worker_queues_commits():
     conns, clock, workers = _connections(workers_idle=False)
     a = object()
     assert not conns.may_inline(a)
@@ -103,20 +104,30 @@ def test_workers_count_their_jobs():
 
 @pytest.fixture
 def served(tmp_path):
-    """``(port, store, threads)``: a server on a loop in thread ``server-loop``; ``threads``
-    lists the name of the thread that ran each ``commit_sync``."""
+    """``(port, calls, delays)``: a server on a loop in thread ``server-loop``; ``calls``
+    lists ``(how, thread name)`` of each commit the server made (``"sync"`` for
+    ``commit_sync``, ``"async"`` for ``commit_async``, whose answer is sent from the thread
+    that resolves its future: ``"async answered"``)."""
     store = OffsetStore.open(str(tmp_path / "store"))
-    threads: list[str] = []
-    real = store.commit_sync
+    threads: list = []
+    real, real_async = store.commit_sync, store.commit_async
     delays: list[float] = []
 
     def commit_sync(*args, **kwargs):
-        threads.append(threading.current_thread().name)
+        threads.append(("sync", threading.current_thread().name))
         if delays:
             time.sleep(delays.pop())
         return real(*args, **kwargs)
 
+    def commit_async(*args, **kwargs):
+        threads.append(("async", threading.current_thread().name))
+        fut = real_async(*args, **kwargs)
+        fut.add_done_callback(lambda f: threads.append(
+            ("async answered", threading.current_thread().name)))
+        return fut
+
     store.commit_sync = commit_sync
+    store.commit_async = commit_async
     registry = TopicRegistry(store)
     registry.create("orders", 4, exist_ok=True)
     config = ServerConfig.parse([])
@@ -143,26 +154,43 @@ def served(tmp_path):
         store.close()
 
 
-def _commit(sock, offset: int) -> int:
-    r = call(sock, 8, 8, group_id="inline", generation_id_or_member_epoch=-1, member_id="",
+def _commit(sock, offset: int, group: str = "inline") -> int:
+    r = call(sock, 8, 8, group_id=group, generation_id_or_member_epoch=-1, member_id="",
              group_instance_id=None, topics=[dict(name="orders", partitions=[dict(
                  partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
                  committed_metadata="")])])
     return int(r.topics[0].partitions[0].error_code)
 
 
-def test_a_lone_client_commits_on_the_loop_then_a_stall_moves_them_to_workers(served):
+def test_a_lone_client_commits_on_the_loop_then_a_stall_queues_them(served):
     import socket
 
-    port, threads, delays = served
+    port, calls, delays = served
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.settimeout(30)
         for i in range(5):
             assert _commit(sock, i) == 0
-        assert threads == ["server-loop"] * 5
+        assert calls == [("sync", "server-loop")] * 5
         delays.append(connection.INLINE_STALL_S * 2)  # the next commit holds the loop
         assert _commit(sock, 5) == 0
-        assert threads[5] == "server-loop"
+        assert calls[5] == ("sync", "server-loop")
         for i in range(6, 9):
             assert _commit(sock, i) == 0
-        assert all(name.startswith("offsetlog-serve-") for name in threads[6:]), threads
+        # queued, and answered on the loop's thread, which leads the store's async writer
+        assert calls[6:] == [("async", "server-loop"), ("async answered", "server-loop")] * 3
+
+
+def test_commits_from_two_connections_at_once_are_queued_and_answered_on_the_loop(served):
+    import socket
+
+    port, calls, _ = served
+    with socket.create_connection(("127.0.0.1", port)) as a, \
+            socket.create_connection(("127.0.0.1", port)) as b:
+        a.settimeout(30)
+        b.settimeout(30)
+        for i in range(4):  # well inside INLINE_ALONE_S of each other
+            assert _commit(a, i, "g-a") == 0
+            assert _commit(b, i, "g-b") == 0
+    assert calls[0] == ("sync", "server-loop")  # the very first was alone
+    assert ("async", "server-loop") in calls[1:]
+    assert {name for how, name in calls if how != "sync"} == {"server-loop"}

@@ -1,0 +1,234 @@
+"""The async writer: leads the rounds nobody else leads (``commit_async`` runs, group
+coordinator records, work left queued after a committer's round), and how it runs.
+
+By default it is a thread of its own. A caller with an event loop of its own (the wire
+server) can take it over instead (``OffsetStore.drive_async_writer``): the store then calls
+the loop's ``wake`` when there is work, and the loop calls ``step`` on its one thread. Either
+way one thread does all of a round's Python (taking it, framing it, applying it, resolving
+its futures), and a round that must be synced is written by the write pool
+(``offsetlog.store.write_pool``) while that thread goes on with other partitions: the writes
+of many log partitions overlap, and the only Python the pool's threads run is the system
+call's. Driven by the server's loop, a commit's answer is made on the thread that read it,
+with no thread hand-off at all (docs/DESIGN.md, "The async writer").
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from typing import Callable
+
+from offsetlog.store.commit_queue import PartitionWriter, round_bytes, write_round
+from offsetlog.store.futures import writer_helpers
+from offsetlog.store.write_pool import WritePool
+
+
+class AsyncWriter:
+    """The partitions handed to the async writer, the rounds of theirs in flight in the
+    write pool, and the thread that leads them (its own, or a driver's)."""
+
+    def __init__(self, committer, *, write_threads: int, helper: Callable) -> None:
+        """``committer``: the ``GroupCommitter`` whose rounds this leads (its
+        ``take_round``, ``end_round`` and ``complete``; ``fsync_always``)."""
+        self._committer = committer
+        self._helper = helper
+        self.cv = threading.Condition()
+        self._ready: list[PartitionWriter] = []
+        #: rounds the pool has written, as ((part, round, data), error), and how many it has
+        #: not yet (both under cv); the partitions of the rounds in flight (the leading
+        #: thread's alone)
+        self._written: deque = deque()
+        self._in_flight = 0
+        self._writing: set[PartitionWriter] = set()
+        self._pool = (WritePool(write_threads, self._pool_write, self.cv, self._written,
+                                self._notify)
+                      if write_threads and committer.fsync_always else None)
+        self._stopping = False
+        #: a driver's wake-up (None: the own thread) and whether it is owed a step
+        self._wake: Callable[[], None] | None = None
+        self._woken = False
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="offsetlog-async-writer", daemon=True)
+        self._thread.start()
+        #: the thread that leads: committers in it must not wait for it (see submit_sync)
+        self.ident = self._thread.ident
+        writer_helpers[self.ident] = helper
+
+    # -- handing work over (any thread) ----------------------------------------------------
+
+    def wake(self, part: PartitionWriter) -> None:
+        with self.cv:
+            self._ready.append(part)
+            self._notify()
+
+    def _notify(self) -> None:
+        """(cv held) There is work for the leading thread."""
+        self.cv.notify()  # also wakes a settle() waiting on the driver's thread
+        if self._wake is not None and not self._woken:
+            self._woken = True
+            self._wake()
+
+    def drive(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Hand the leading to the calling thread: the own thread stops after what it has in
+        hand, ``wake()`` is called (from any thread, cheaply: once until the next step) when
+        there is work, and the caller then runs the returned ``step()`` on this thread."""
+        with self.cv:
+            self._wake = wake
+            self.cv.notify()
+        self._thread.join()  # it leaves at its next look (see _run); nothing is in flight
+        self._thread = None
+        writer_helpers.pop(self.ident, None)
+        self.ident = threading.get_ident()
+        writer_helpers[self.ident] = self._helper
+        with self.cv:
+            self._woken = True
+            wake()  # whatever was handed over meanwhile
+        return self.step
+
+    # -- leading (the leading thread) -------------------------------------------------------
+
+    def _run(self) -> None:
+        cv = self.cv
+        while True:
+            with cv:
+                while not (self._ready or self._written or self._wake is not None
+                           or (self._stopping and not self._in_flight)):
+                    cv.wait()
+                if self._wake is not None or not (self._ready or self._written):
+                    if self._wake is not None:
+                        self.settle()  # a driver takes over with nothing in flight
+                    return
+            self.step()
+
+    def step(self) -> None:
+        """Lead what is ready. A round that must be synced is framed here and written by the
+        pool, when another write can overlap it; its partition is looked at again once the
+        write is done (``_end_written``)."""
+        committer = self._committer
+        cv = self.cv
+        while True:
+            with cv:
+                self._woken = False  # what is handed over from here on wakes the driver again
+            while self._end_written():  # (each puts its partition back in _ready)
+                pass
+            with cv:
+                ready, self._ready = self._ready, []
+            if not ready:
+                return
+            ready = list(dict.fromkeys(ready))  # de-duplicated, in order
+            # The pool only when writes can overlap: a lone partition's rounds (one group
+            # committing) are written here, as the hand-off to a pool thread and back costs
+            # more than it saves (14 % of commit_async's rate with one group).
+            pool = self._pool if len(ready) > 1 or self._in_flight else None
+            for part in ready:
+                while True:
+                    with part.lock:
+                        if not part.queue or part.leader_active or part.exclusive_waiting:
+                            # Empty, or an active leader (or the exclusive holder, once it
+                            # ends) will hand on what is left. A round of ours in flight
+                            # is looked at again when its write is done.
+                            if not part.leader_active or part not in self._writing:
+                                part.async_scheduled = False
+                            break
+                        rnd = committer.take_round(part)
+                        if rnd.sync and not rnd.done and pool is not None:
+                            self._writing.add(part)
+                    if part in self._writing:
+                        data = round_bytes(rnd)
+                        with cv:
+                            self._in_flight += 1
+                        pool.submit((part, rnd, data))
+                        break
+                    # written here: nothing to sync (fsync="interval"/"never"), or alone
+                    if not rnd.done:
+                        write_round(part, rnd, round_bytes(rnd))
+                    with part.lock:
+                        group = committer.end_round(part, rnd)
+                    committer.complete(group)
+
+    @staticmethod
+    def _pool_write(job) -> None:
+        """(a write-pool thread)"""
+        part, rnd, data = job
+        write_round(part, rnd, data)
+
+    def _end_written(self) -> bool:
+        """End and complete one round the pool has written; False if none is waiting. Its
+        partition is looked at again for more queued work."""
+        cv = self.cv
+        with cv:
+            if not self._written:
+                return False
+            (part, rnd, _), error = self._written.popleft()
+            if error is not None and rnd.error is None:
+                rnd.error = error
+            self._in_flight -= 1
+            self._ready.append(part)
+        with part.lock:
+            self._writing.discard(part)
+            group = self._committer.end_round(part, rnd)
+        self._committer.complete(group)
+        return True
+
+    def settle(self) -> None:
+        """Wait for every round of ours in flight and end it: for work on the leading thread
+        that waits for a partition or a future (a done-callback committing, an inline
+        commit), which could otherwise wait for a round only this thread can end."""
+        cv = self.cv
+        while True:
+            while self._end_written():
+                pass
+            with cv:
+                if not self._in_flight:
+                    return
+                while not self._written:
+                    cv.wait()
+
+    # -- stopping ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop the own thread (after the store's drain) and the pool."""
+        writer_helpers.pop(self.ident, None)
+        with self.cv:
+            self._stopping = True
+            self.cv.notify_all()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        if self._pool is not None:
+            self._pool.stop()
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        pool = self._pool.threads if self._pool is not None else []
+        return [*([self._thread] if self._thread is not None else []), *pool]
+
+
+def drive_from_loop(store, loop) -> Callable[[], None]:
+    """``store.drive_async_writer`` from an asyncio event loop's thread (call it there): the
+    writer is woken through an eventfd (a pipe where there is none) in the loop's selector
+    and steps as one of the loop's callbacks. Returns the undo, for once the store is closed
+    (nothing wakes the writer any more then)."""
+    if hasattr(os, "eventfd"):
+        rfd = wfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        step = store.drive_async_writer(lambda: os.eventfd_write(wfd, 1))
+    else:
+        rfd, wfd = os.pipe()
+        os.set_blocking(rfd, False)
+        step = store.drive_async_writer(lambda: os.write(wfd, b"!"))
+
+    def ready() -> None:
+        try:
+            os.read(rfd, 4096)
+        except BlockingIOError:
+            pass
+        step()
+
+    loop.add_reader(rfd, ready)
+
+    def undo() -> None:
+        loop.remove_reader(rfd)
+        for fd in {rfd, wfd}:
+            os.close(fd)
+    return undo
