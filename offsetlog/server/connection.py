@@ -20,13 +20,14 @@ Why commits look the way they do (bench/wire.py; measured on 2 cores, 32 connect
   done-callback makes and sends the answer, all on this thread. Committing on
   ``num.io.threads`` workers with ``commit_sync`` instead, each worker leading its
   partition's round and answering, spread a commit's Python over nine threads that queued
-  for the GIL after every system call: 19 % fewer commits through (interleaved runs).
+  for the GIL after every system call: this gets 1.08-1.23x as many through (medians of
+  two sets of interleaved runs, bench/RESULTS.md).
 * A lone commit runs on the loop's own thread (``Reply.inline``): ``commit_sync`` writes it
   at once, with no hand-off at all (a queued one would cost two: to a pool thread and back).
-  It is lone when no other connection has committed in the last ``INLINE_ALONE_S`` and no
-  worker is busy; if one ever takes longer than ``INLINE_STALL_S``, commits are queued only
-  for ``INLINE_PAUSE_S``, so a slow disk cannot hold up heartbeats and reads commit after
-  commit.
+  It is lone when no other connection has committed in the last ``INLINE_ALONE_S``, no
+  queued commit waits for its write and no worker is busy; if one ever takes longer than
+  ``INLINE_STALL_S``, commits are queued only for ``INLINE_PAUSE_S``, so a slow disk cannot
+  hold up heartbeats and reads commit after commit.
 * The thread that made an answer sends it, under the connection's lock: the loop's for
   commits, a worker for the other blocking calls (transactions, deletions, topic creation).
 * Plain sockets rather than asyncio transports, because transports may only be written
@@ -75,7 +76,9 @@ MAX_IN_FLIGHT = 128
 MAX_UNSENT = 1 << 20
 #: the shortest frame that can hold a request header (key, version, correlation id, client)
 MIN_FRAME = 10
-#: bytes asked of one recv
+#: bytes asked of one recv, into the loop's one receive buffer: a recv() of this size would
+#: allocate it afresh each time, and an allocation this large is an mmap and munmap (12 us
+#: more a call than a recv of 64 KiB, measured), paid by every request
 RECV_SIZE = 256 * 1024
 #: connections one wake-up of the listening socket accepts at most
 ACCEPT_BATCH = 64
@@ -115,6 +118,9 @@ class Connections:
         self.listeners: list[socket.socket] = []
         self.stopping = False
         self.idle_s = ctx.config.connections_max_idle_ms / 1000
+        #: what each recv reads into (the loop's thread only): see RECV_SIZE
+        self.recv_buffer = bytearray(RECV_SIZE)
+        self.recv_view = memoryview(self.recv_buffer)
         #: (time.monotonic) commits run on the loop's thread again from then on
         self.inline_from = 0.0
         #: the connection of the last commit that asked to run inline, and when it asked
@@ -124,16 +130,20 @@ class Connections:
         #: inside the store call: their continuations wait for the loop instead of running
         #: nested in it.
         self.inline_running = False
+        #: queued commits not yet answered (any thread ends one: ``queued_lock``)
+        self.queued = 0
+        self.queued_lock = threading.Lock()
 
     def may_inline(self, conn: Connection) -> bool:
         """(loop thread) Whether a commit of ``conn`` may run on the loop's thread now: no
-        worker is busy, and no other connection has committed in the last ``INLINE_ALONE_S``
-        (under load the loop must keep reading: a commit it ran itself would hold up every
-        other connection's request for one fsync)."""
+        worker is busy, no queued commit is waiting for its write, and no other connection
+        has committed in the last ``INLINE_ALONE_S`` (under load the loop must keep reading:
+        a commit it ran itself would hold up every other connection's request for one
+        fsync)."""
         now = self.monotonic()
         last, at = self.last_inline
         self.last_inline = (conn, now)
-        return (self.workers.idle and now >= self.inline_from
+        return (self.workers.idle and not self.queued and now >= self.inline_from
                 and (last is conn or now - at > INLINE_ALONE_S))
 
     def ran_inline(self, seconds: float) -> None:
@@ -263,12 +273,14 @@ class Connection:
     # -- reading (the loop's thread) -----------------------------------------------------
 
     def _readable(self) -> None:
+        conns = self.conns
         try:
-            data = self.sock.recv(RECV_SIZE)
+            n = self.sock.recv_into(conns.recv_buffer)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            data = b""
+            n = 0
+        data = conns.recv_view[:n].tobytes()
         if not data:  # the client has gone (or half-closed: it reads no more answers)
             self.close()
             return
@@ -400,15 +412,24 @@ class Connection:
                 outcomes.append(Outcome(error=e))
                 self._finish(reply, call, slot, outcomes)
                 return
+            with conns.queued_lock:
+                conns.queued += 1
             # the answer is made and sent by the thread that resolves the future
-            fut.add_done_callback(lambda f: self._finish(reply, call, slot,
-                                                         outcomes + [_outcome(f)]))
+            fut.add_done_callback(lambda f: self._queued_done(reply, call, slot, outcomes, f))
             return
         try:
             conns.workers.submit(self._run_blocking, reply, call, slot, outcomes)
         except RuntimeError as e:  # the workers have stopped: the server is stopping
             outcomes.append(Outcome(error=e))
             self._finish(reply, call, slot, outcomes)
+
+    def _queued_done(self, reply: Reply, call: Call, slot: Slot, outcomes: list,
+                     fut: Future) -> None:
+        """(the thread that resolved a queued commit's future)"""
+        conns = self.conns
+        with conns.queued_lock:
+            conns.queued -= 1
+        self._finish(reply, call, slot, outcomes + [_outcome(fut)])
 
     def _run_blocking(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
         """(a worker thread, or the loop's for an inline commit) The blocking call, then the

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 from concurrent.futures._base import FINISHED as _FINISHED
+from concurrent.futures._base import RUNNING as _RUNNING
 from typing import Any, Callable
 
 #: thread ident of a store's async writer -> its helper(future, timeout) -> the timeout left:
@@ -49,7 +50,10 @@ class StoreFuture(Future):
 
 def running_future() -> Future:
     fut: Future = StoreFuture()
-    fut.set_running_or_notify_cancel()
+    # What set_running_or_notify_cancel() does to a new future, without its condition lock
+    # and notify: no other thread can hold this future yet (4 % of the wire server's loop
+    # at 32 connections went to that lock, a future per queued commit)
+    fut._state = _RUNNING
     return fut
 
 

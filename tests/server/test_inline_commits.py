@@ -70,6 +70,15 @@ def test_a_busy_worker_queues_commits():
     assert conns.may_inline(a)
 
 
+def test_a_queued_commit_waiting_for_its_write_queues_commits():
+    conns, clock, _ = _connections()
+    a = object()
+    conns.queued = 1  # its write is in the store's pool: an inline commit would wait for it
+    assert not conns.may_inline(a)
+    conns.queued = 0
+    assert conns.may_inline(a)
+
+
 def test_a_slow_inline_commit_pauses_inlining():
     conns, clock, _ = _connections()
     a = object()
