@@ -60,10 +60,14 @@ class AsyncWriter:
     def wake(self, part: PartitionWriter) -> None:
         with self.cv:
             self._ready.append(part)
-            self._notify()
+            if self._wake is None:
+                self.cv.notify()
+            elif not self._woken:  # (a driver's settle() waits for written rounds only)
+                self._woken = True
+                self._wake()
 
     def _notify(self) -> None:
-        """(cv held) There is work for the leading thread."""
+        """(cv held) A round is written: wake the leading thread."""
         self.cv.notify()  # also wakes a settle() waiting on the driver's thread
         if self._wake is not None and not self._woken:
             self._woken = True
@@ -119,8 +123,10 @@ class AsyncWriter:
             ready = list(dict.fromkeys(ready))  # de-duplicated, in order
             # The pool only when writes can overlap: a lone partition's rounds (one group
             # committing) are written here, as the hand-off to a pool thread and back costs
-            # more than it saves (14 % of commit_async's rate with one group).
-            pool = self._pool if len(ready) > 1 or self._in_flight else None
+            # more than it saves (14 % of commit_async's rate with one group). Not by a
+            # driver: its thread (an event loop) would stop reading for a whole write.
+            pool = (self._pool if len(ready) > 1 or self._in_flight or self._wake is not None
+                    else None)
             for part in ready:
                 while True:
                     with part.lock:
