@@ -1,15 +1,16 @@
 """The async writer: leads the rounds nobody else leads (``commit_async`` runs, group
 coordinator records, work left queued after a committer's round), and how it runs.
 
-By default it is a thread of its own. A caller with an event loop of its own (the wire
-server) can take it over instead (``OffsetStore.drive_async_writer``): the store then calls
-the loop's ``wake`` when there is work, and the loop calls ``step`` on its one thread. Either
-way one thread does all of a round's Python (taking it, framing it, applying it, resolving
-its futures), and a round that must be synced is written by the write pool
-(``offsetlog.store.write_pool``) while that thread goes on with other partitions: the writes
-of many log partitions overlap, and the only Python the pool's threads run is the system
-call's. Driven by the server's loop, a commit's answer is made on the thread that read it,
-with no thread hand-off at all (docs/DESIGN.md, "The async writer").
+By default it is a thread of its own, which writes each round itself, as any leader does. A
+caller with an event loop of its own (the wire server) can take it over instead
+(``OffsetStore.drive_async_writer``): the store then calls the loop's ``wake`` when there is
+work, and the loop calls ``step`` on its one thread. That thread does all of a round's Python
+(taking it, framing it, applying it, resolving its futures), and a round that must be synced
+is written by the write pool (``offsetlog.store.write_pool``) while the loop goes on reading
+and with other partitions: the writes of many log partitions overlap, the only Python the
+pool's threads run is the system call's, and a commit's answer is made on the thread that
+read it. Only a driver gets the pool: the own thread handing its writes to it made 32 embedded
+committers, whose left-over rounds it leads, 5-30 % slower (docs/DESIGN.md, "Threads").
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ class AsyncWriter:
         self._written: deque = deque()
         self._in_flight = 0
         self._writing: set[PartitionWriter] = set()
-        self._pool = (WritePool(write_threads, self._pool_write, self.cv, self._written,
-                                self._notify)
-                      if write_threads and committer.fsync_always else None)
+        #: the write pool, made when a driver takes over (see drive)
+        self._write_threads = write_threads if committer.fsync_always else 0
+        self._pool: WritePool | None = None
         self._stopping = False
         #: a driver's wake-up (None: the own thread) and whether it is owed a step
         self._wake: Callable[[], None] | None = None
@@ -77,6 +78,9 @@ class AsyncWriter:
         """Hand the leading to the calling thread: the own thread stops after what it has in
         hand, ``wake()`` is called (from any thread, cheaply: once until the next step) when
         there is work, and the caller then runs the returned ``step()`` on this thread."""
+        if self._write_threads and self._pool is None:
+            self._pool = WritePool(self._write_threads, self._pool_write, self.cv,
+                                   self._written, self._notify)
         with self.cv:
             self._wake = wake
             self.cv.notify()
@@ -120,14 +124,8 @@ class AsyncWriter:
                 ready, self._ready = self._ready, []
             if not ready:
                 return
-            ready = list(dict.fromkeys(ready))  # de-duplicated, in order
-            # The pool only when writes can overlap: a lone partition's rounds (one group
-            # committing) are written here, as the hand-off to a pool thread and back costs
-            # more than it saves (14 % of commit_async's rate with one group). Not by a
-            # driver: its thread (an event loop) would stop reading for a whole write.
-            pool = (self._pool if len(ready) > 1 or self._in_flight or self._wake is not None
-                    else None)
-            for part in ready:
+            pool = self._pool  # a driver's (see drive); the own thread writes itself
+            for part in dict.fromkeys(ready):  # de-duplicated, in order
                 while True:
                     with part.lock:
                         if not part.queue or part.leader_active or part.exclusive_waiting:
@@ -146,7 +144,7 @@ class AsyncWriter:
                             self._in_flight += 1
                         pool.submit((part, rnd, data))
                         break
-                    # written here: nothing to sync (fsync="interval"/"never"), or alone
+                    # written here: the own thread, or nothing to sync (fsync="interval"/"never")
                     if not rnd.done:
                         write_round(part, rnd, round_bytes(rnd))
                     with part.lock:

@@ -1,9 +1,9 @@
 """Threads that do nothing but a round's write and sync, for the async writer thread.
 
 A DSYNC write holds its thread for the disk's latency, about 100 us here, and the log
-partitions are separate files the kernel can sync side by side. The async writer
-(``offsetlog.store.async_writer``) frames each ready partition's round itself and hands only the
-system call to one of these threads, so writes to many partitions overlap. Everything else of a
+partitions are separate files the kernel can sync side by side. The async writer, when an event
+loop drives it (``offsetlog.store.async_writer``), frames each ready partition's round itself and
+hands only the system call to one of these threads, so writes to many partitions overlap. Everything else of a
 round (framing, applying, waking committers, resolving futures) stays on the async writer's one
 thread: spread over many threads, that Python work made them queue for the GIL after every
 write.
