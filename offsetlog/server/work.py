@@ -11,13 +11,16 @@ Handlers are plain functions (h11's shape): a decoded request and ``now_ms`` in,
   a disk;
 * ``delay_ms``: a pause first (Fetch's ``max_wait_ms``: there are never messages);
 * ``inline``: the blocking call is one commit, which waits for nothing but its own fsync:
-  when no other blocking call is under way, the event loop may run it itself rather than
-  wake a worker (connection.py says when).
+  when it is alone, the event loop may run it itself (connection.py says when);
+* ``queued``: the blocking call's non-blocking form (``commit_async`` for a commit), used
+  instead of a worker when it is not run inline: its future's outcome is the blocking
+  call's.
 
 ``finish`` gets the outcomes, in order (futures, then the blocking call's), each an
 :class:`Outcome`, and returns the response, or another ``Reply`` to chain more work. After a
-blocking call it runs on that worker thread (which then sends the answer), so it must be a
-plain function of the outcomes and of what the handler captured: no event-loop objects.
+blocking call it runs on that worker thread, and after a queued one on the thread that
+resolved its future (which then sends the answer), so it must be a plain function of the
+outcomes and of what the handler captured: no event-loop objects.
 """
 
 from __future__ import annotations
