@@ -78,7 +78,7 @@ class QueueItem:
     on_done: Callable[["QueueItem"], None] | None = None
     #: a synchronous committer's wake-up: a lock held until its batch is done
     waiter: Any = None
-    #: the committer's waiter is woken by the one before it in its round (see _complete)
+    #: the committer's waiter is woken by the one before it in its round (see complete)
     chained = False
     #: the waiter this committer wakes as soon as it is woken itself
     chain: Any = None
