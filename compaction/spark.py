@@ -17,7 +17,12 @@ Locking: the driver holds every store's ``LOCK`` (as ``OffsetStore.open`` does) 
 job, so an open store is refused and no store can be opened while it is being compacted. Each
 task also holds an ``flock`` on its partition directory while it works, and before the driver
 releases a store's lock it takes each of those in turn: a task that Spark is still cancelling
-after a failure is waited for instead of racing a writer that opens the store next.
+after a failure is waited for instead of racing a writer that opens the store next. A task
+that only reaches its lock after that (launched, not yet started, when the job failed) must
+not start either: the driver creates a job file in each store (``spark-job.<id>``, which the
+store ignores) before the job and deletes it before the wait, and a task that holds its lock
+and finds its job file gone does nothing. (Seen in a test: such a task's repair deleted
+segments under the recovery of the store's next open.)
 """
 
 from __future__ import annotations
@@ -54,6 +59,13 @@ class PartitionTask:
     #: the offset of the partition's LMDB snapshot, if it has one: tombstones and markers at
     #: or above it are kept (a reopen from the snapshot replays them; docs/DESIGN.md)
     keep_tombstones_from: int | None = None
+    #: exists while the job may change the store (see the module's "Locking"); None: no
+    #: check (a direct call)
+    job_file: str | None = None
+
+
+#: the job files' names in a store's directory: JOB_FILE_PREFIX + a random id
+JOB_FILE_PREFIX = "spark-job."
 
 
 @contextlib.contextmanager
@@ -89,6 +101,9 @@ def compact_partition(task: PartitionTask) -> dict:
     job's time can be split into work and Spark's overhead."""
     started, cpu_started = time.perf_counter(), time.process_time()
     with _directory_lock(task.directory):
+        if task.job_file is not None and not os.path.exists(task.job_file):
+            raise SparkCompactionError(f"{task.directory}: the job is over (its driver gave "
+                                       "the store back): nothing done")
         recovered = recover_partition(task.directory, task.partition, repair=True)
         segments = recovered.segments
         if len(segments) < 2:  # only an active segment (or none): nothing closed to clean
@@ -125,29 +140,49 @@ def compact(spark, path: str, *, now_ms: int | None = None,
     now = int(time.time() * 1000) if now_ms is None else now_ms
     stores = find_stores(path)
     tasks: list[PartitionTask] = []
+    job_files: list[str] = []
     with contextlib.ExitStack() as locks:
         for store in stores:
             locks.enter_context(dirlock.held(store))
         for store in stores:
             # read under the store's lock: no snapshot can be taken while the job runs
             floors = tombstone_floors(naming.snapshot_dir(store))
+            job_file = _new_job_file(store)
+            job_files.append(job_file)
             for p, directory in store_partitions(store):
                 tasks.append(PartitionTask(store, p, directory, now, delete_retention_ms,
-                                           segment_bytes, _fail_at, floors.get(p)))
-        if not tasks:
-            return []
-        rdd = spark.sparkContext.parallelize(tasks, len(tasks))
+                                           segment_bytes, _fail_at, floors.get(p), job_file))
         try:
-            results = rdd.map(compact_partition).collect()
-        except Exception as e:
-            raise SparkCompactionError(f"Spark compaction of {path} failed: "
-                                       f"{_root_cause(e)}") from e
+            if not tasks:
+                return []
+            rdd = spark.sparkContext.parallelize(tasks, len(tasks))
+            try:
+                results = rdd.map(compact_partition).collect()
+            except Exception as e:
+                raise SparkCompactionError(f"Spark compaction of {path} failed: "
+                                           f"{_root_cause(e)}") from e
         finally:
+            for f in job_files:  # a task not started yet never starts now
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f)
             for t in tasks:  # wait out any task Spark is still cancelling
                 with _directory_lock(t.directory):
                     pass
     results.sort(key=lambda r: (r["store"], r["partition"]))
     return results
+
+
+def _new_job_file(store: str) -> str:
+    """A fresh job file in ``store`` (its lock held), after removing any a killed driver
+    left: no task of theirs may start any more."""
+    for name in os.listdir(store):
+        if name.startswith(JOB_FILE_PREFIX):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(store, name))
+    path = os.path.join(store, JOB_FILE_PREFIX + os.urandom(8).hex())
+    with open(path, "x"):
+        pass
+    return path
 
 
 def _root_cause(e: BaseException) -> str:

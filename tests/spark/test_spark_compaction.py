@@ -135,3 +135,40 @@ def test_cli_compact_with_the_spark_engine(spark, tmp_path, clock, capsys):
     assert "closed segments:" in capsys.readouterr().out
     with OffsetStore.open(store, cleaner_backoff_ms=0, retention_check_interval_ms=0) as s:
         assert {g: s.fetch(g) for g in s.groups()} == want
+
+
+def test_a_task_whose_job_is_over_does_nothing(tmp_path, seeded_random):
+    """A task that reaches its partition's lock after its driver gave the store back (the job
+    failed before the task started) must not touch the partition: the driver deleted the job
+    file before it stopped waiting for tasks."""
+    from offsetlog.compaction.spark import JOB_FILE_PREFIX, PartitionTask, compact_partition
+
+    store = str(tmp_path / "s")
+    clock = ManualClock()
+    opts = random_history(store, seeded_random, clock, ops=120, segment_bytes=1024)
+    before = files(store)
+    p, directory = list_partition_dirs(store)[0]
+    gone = os.path.join(store, JOB_FILE_PREFIX + "0123456789abcdef")
+    task = PartitionTask(store, p, directory, clock.now, opts["delete_retention_ms"],
+                         opts["segment_bytes"], job_file=gone)
+    with pytest.raises(SparkCompactionError, match="the job is over"):
+        compact_partition(task)
+    assert files(store) == before
+    # with its job file there, the same task cleans
+    with open(gone, "x"):
+        pass
+    assert compact_partition(task)["partition"] == p
+
+
+def test_a_job_removes_the_job_files_of_a_killed_driver_and_its_own(spark, tmp_path, clock):
+    from offsetlog.compaction.spark import JOB_FILE_PREFIX
+
+    store = str(tmp_path / "s")
+    with OffsetStore.open(store, partitions=2, segment_bytes=1024, clock=clock,
+                          cleaner_backoff_ms=0, retention_check_interval_ms=0) as s:
+        for i in range(60):
+            s.commit_sync(f"g{i % 3}", {TopicPartition("t", 0): i})
+    stale = os.path.join(store, JOB_FILE_PREFIX + "dead")
+    open(stale, "x").close()
+    compact(spark, store, now_ms=clock.now)
+    assert not [n for n in os.listdir(store) if n.startswith(JOB_FILE_PREFIX)]
