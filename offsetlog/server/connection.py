@@ -14,7 +14,7 @@ its own connection only, as in Kafka.
 Why commits look the way they do (bench/wire.py; measured on 2 cores, 32 connections):
 
 * Under load a commit is ``store.commit_async`` (``Reply.queued``), and the loop's thread
-  leads the store's async writer itself (``main.drive_store_writer``): it frames each log
+  leads the store's async writer itself (``store.async_writer.drive_from_loop``): it frames each log
   partition's round, the store's write pool makes only the DSYNC system calls (writes to
   many partitions overlap), and when one is done the loop applies it and the future's
   done-callback makes and sends the answer, all on this thread. Committing on

@@ -36,11 +36,9 @@ class AsyncWriter:
         self._helper = helper
         self.cv = threading.Condition()
         self._ready: list[PartitionWriter] = []
-        #: rounds the pool has written, as ((part, round, data), error), and how many it has
-        #: not yet (both under cv); the partitions of the rounds in flight (the leading
-        #: thread's alone)
+        #: rounds the pool has written, as ((part, round, data), error) (under cv); the
+        #: partitions whose rounds are in the pool (the leading thread's alone)
         self._written: deque = deque()
-        self._in_flight = 0
         self._writing: set[PartitionWriter] = set()
         #: the write pool, made when a driver takes over (see drive)
         self._write_threads = write_threads if committer.fsync_always else 0
@@ -63,14 +61,18 @@ class AsyncWriter:
             self._ready.append(part)
             if self._wake is None:
                 self.cv.notify()
-            elif not self._woken:  # (a driver's settle() waits for written rounds only)
-                self._woken = True
-                self._wake()
+            else:  # (a driver's settle() waits for written rounds only)
+                self._kick()
 
     def _notify(self) -> None:
         """(cv held) A round is written: wake the leading thread."""
         self.cv.notify()  # also wakes a settle() waiting on the driver's thread
-        if self._wake is not None and not self._woken:
+        if self._wake is not None:
+            self._kick()
+
+    def _kick(self) -> None:
+        """(cv held) Wake the driver, once until its next step."""
+        if not self._woken:
             self._woken = True
             self._wake()
 
@@ -101,7 +103,7 @@ class AsyncWriter:
         while True:
             with cv:
                 while not (self._ready or self._written or self._wake is not None
-                           or (self._stopping and not self._in_flight)):
+                           or (self._stopping and not self._writing)):
                     cv.wait()
                 if self._wake is not None or not (self._ready or self._written):
                     if self._wake is not None:
@@ -110,9 +112,9 @@ class AsyncWriter:
             self.step()
 
     def step(self) -> None:
-        """Lead what is ready. A round that must be synced is framed here and written by the
-        pool, when another write can overlap it; its partition is looked at again once the
-        write is done (``_end_written``)."""
+        """Lead what is ready. A driver's rounds that must be synced are framed here and
+        written by the pool; such a round's partition is looked at again once its write is
+        done (``_end_written``)."""
         committer = self._committer
         cv = self.cv
         while True:
@@ -139,10 +141,7 @@ class AsyncWriter:
                         if rnd.sync and not rnd.done and pool is not None:
                             self._writing.add(part)
                     if part in self._writing:
-                        data = round_bytes(rnd)
-                        with cv:
-                            self._in_flight += 1
-                        pool.submit((part, rnd, data))
+                        pool.submit((part, rnd, round_bytes(rnd)))
                         break
                     # written here: the own thread, or nothing to sync (fsync="interval"/"never")
                     if not rnd.done:
@@ -167,7 +166,6 @@ class AsyncWriter:
             (part, rnd, _), error = self._written.popleft()
             if error is not None and rnd.error is None:
                 rnd.error = error
-            self._in_flight -= 1
             self._ready.append(part)
         with part.lock:
             self._writing.discard(part)
@@ -183,9 +181,9 @@ class AsyncWriter:
         while True:
             while self._end_written():
                 pass
+            if not self._writing:
+                return
             with cv:
-                if not self._in_flight:
-                    return
                 while not self._written:
                     cv.wait()
 

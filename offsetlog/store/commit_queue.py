@@ -182,17 +182,19 @@ class PartitionWriter:
 # -- a round as batches ----------------------------------------------------------------------
 
 class Round:
-    """One round of a partition, from ``GroupCommitter.take_round`` to ``end_round``."""
+    """One round of a partition, from ``GroupCommitter.take_round`` to ``end_round``.
 
-    __slots__ = ("group", "done", "sync", "base", "batches", "error")
+    Fields a round rarely changes are class-level defaults (as ``QueueItem``'s): one is made
+    per round, and a round is one commit when committers are alone in their partitions."""
+
+    done = False  #: nothing to write: the items already have their outcome
+    sync = False  #: the write must be durable before the round ends
+    base = -1  #: the log's next offset after the round
+    batches: list | tuple = ()  #: what the table applies once written (set by round_bytes)
+    error: BaseException | None = None
 
     def __init__(self, group: list[QueueItem]) -> None:
         self.group = group
-        self.done = False  #: nothing to write: the items already have their outcome
-        self.sync = False  #: the write must be durable before the round ends
-        self.base = -1  #: the log's next offset after the round
-        self.batches: list = []  #: what the table applies once it is written
-        self.error: BaseException | None = None
 
 
 def round_bytes(rnd: Round):

@@ -53,6 +53,7 @@ from offsetlog.store.commit_queue import (
     round_bytes,
     write_round,
 )
+from offsetlog.store.write_pool import WRITE_THREADS
 
 log = logging.getLogger("offsetlog.store.group_commit")
 
@@ -65,7 +66,7 @@ class GroupCommitter:
     """Runs the leader protocol over a store's partitions; owns the background threads."""
 
     def __init__(self, partitions: list[PartitionWriter], *, fsync: str, fsync_interval_ms: int,
-                 max_group_commit_bytes: int, write_threads: int = 8) -> None:
+                 max_group_commit_bytes: int, write_threads: int = WRITE_THREADS) -> None:
         self.partitions = partitions
         self.fsync_always = fsync == "always"
         self.fsync_interval_ms = fsync_interval_ms if fsync == "interval" else None

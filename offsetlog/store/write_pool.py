@@ -19,6 +19,9 @@ from typing import Any, Callable
 
 log = logging.getLogger("offsetlog.store.write_pool")
 
+#: threads of a driven async writer's pool: writes to this many log partitions overlap
+WRITE_THREADS = 8
+
 
 class WritePool:
     """``count`` threads running ``write(job)`` for queued jobs; each finished job goes to
