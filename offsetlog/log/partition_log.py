@@ -85,6 +85,22 @@ class PartitionLog:
         self._segment_for(len(data)).append_durable(data)
         self.next_offset = next_offset
 
+    def begin_durable(self, data) -> tuple[SegmentFile, int] | None:
+        """Start ``append_durable(data, ...)`` for a write made elsewhere (the kernel, through
+        ``offsetlog.log.uring``): ``(segment, offset)`` to write ``data`` at with
+        ``RWF_DSYNC``, then ``end_durable``; None where only ``append_durable`` can."""
+        if not data or self.dirty:
+            return None
+        active = self._segment_for(len(data))
+        at = active.begin_durable(data)
+        return None if at is None else (active, at)
+
+    def end_durable(self, active: SegmentFile, data, result: int | BaseException,
+                    next_offset: int) -> None:
+        """End a write begun by ``begin_durable`` with what it returned (bytes or the error)."""
+        active.end_durable(data, result)
+        self.next_offset = next_offset
+
     def sync(self) -> None:
         if self.dirty and self._active is not None:
             self._active.sync()

@@ -303,37 +303,62 @@ class SegmentFile:
         it to ``append`` + ``sync`` for good; an error after it once worked is a real one. A
         short write is finished with ``write_all`` + ``_sync``.
         """
-        write_dsync = _write_dsync
-        if write_dsync is None or self.dsync is False or not data:
+        at = self.begin_durable(data)
+        if at is None:
             # (an empty RWF_DSYNC write syncs nothing: the kernel syncs what the call wrote)
             self.append(data)
             self.sync()
             return
-        end = self.size + len(data)
         try:
-            if end > self.allocated and self.limit:
-                self._reserve(end)
-            self.positioned = False  # pwritev2 does not move the file position
+            result = _write_dsync(self.fd, data, at)
+        except (OSError, NotImplementedError) as e:
+            result = e
+        self.end_durable(data, result)
+
+    def begin_durable(self, data) -> int | None:
+        """Start ``append_durable(data)`` for a write made elsewhere (``offsetlog.log.uring``):
+        reserve its space and return the offset to write ``data`` at with ``RWF_DSYNC``, then
+        call ``end_durable`` with what the write returned. None: only ``append_durable`` can
+        make this one (no ``RWF_DSYNC`` here, refused on this fd, or nothing to write)."""
+        if _write_dsync is None or self.dsync is False or not data:
+            return None
+        end = self.size + len(data)
+        if end > self.allocated and self.limit:
             try:
-                n = write_dsync(self.fd, data, self.size)
-            except (OSError, NotImplementedError) as e:
-                if self.dsync or not _refused(e):
-                    raise
+                self._reserve(end)
+            except BaseException:
+                self.failed = True
+                raise
+        self.positioned = False  # pwritev2 does not move the file position
+        return self.size
+
+    def end_durable(self, data, result: int | BaseException) -> None:
+        """End a write begun by ``begin_durable``: ``result`` is the bytes it wrote or the
+        error it raised. Finishes it (a refusal, a short write) and moves ``size`` on.
+
+        :raises OSError: the write failed (``failed`` is then set)
+        """
+        try:
+            if isinstance(result, BaseException):
+                if self.dsync or not _refused(result):
+                    raise result
                 self.dsync = False
-                log.debug("%s: RWF_DSYNC refused (%r); using write + fdatasync", self.path, e)
+                log.debug("%s: RWF_DSYNC refused (%r); using write + fdatasync", self.path,
+                          result)
                 n = 0  # rewrite all of it (see _REFUSED_ERRNOS)
             else:
                 self.dsync = True
+                n = result
             if n < len(data):
                 # Finish as append + sync would, from where the durable part ends.
                 os.lseek(self.fd, self.size + n, os.SEEK_SET)
                 write_all(self.fd, memoryview(data)[n:])
                 _sync(self.fd)
-                self.positioned = True  # at ``end``, which is ``size`` below
+                self.positioned = True  # at the end, which is ``size`` below
         except BaseException:
             self.failed = True
             raise
-        self.size = end
+        self.size += len(data)
 
     def _seek(self) -> None:
         os.lseek(self.fd, self.size, os.SEEK_SET)

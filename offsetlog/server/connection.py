@@ -14,10 +14,11 @@ its own connection only, as in Kafka.
 Why commits look the way they do (bench/wire.py; measured on 2 cores, 32 connections):
 
 * Under load a commit is ``store.commit_async`` (``Reply.queued``), and the loop's thread
-  leads the store's async writer itself (``store.async_writer.drive_from_loop``): it frames each log
-  partition's round, the store's write pool makes only the DSYNC system calls (writes to
-  many partitions overlap), and when one is done the loop applies it and the future's
-  done-callback makes and sends the answer, all on this thread. Committing on
+  leads the store's async writer itself (``store.async_writer.drive_from_loop``): it frames
+  each log partition's round, the kernel makes its DSYNC write through an io_uring ring
+  (threads that run only the system call where there is none; writes to many partitions
+  overlap), and when one is done the loop applies it and the future's done-callback makes
+  and sends the answer, all on this thread. Committing on
   ``num.io.threads`` workers with ``commit_sync`` instead, each worker leading its
   partition's round and answering, spread a commit's Python over nine threads that queued
   for the GIL after every system call: this gets 1.08-1.23x as many through (medians of

@@ -20,9 +20,14 @@ import threading
 from collections import deque
 from typing import Callable
 
+from offsetlog.log.uring import open_ring
 from offsetlog.store.commit_queue import PartitionWriter, round_bytes, write_round
 from offsetlog.store.futures import writer_helpers
-from offsetlog.store.write_pool import WritePool
+from offsetlog.store.write_pool import RingWrites, WritePool
+
+#: submission slots of a driver's io_uring ring: rounds in flight at most, one a partition
+#: (past it, a round is written by the driver itself)
+RING_ENTRIES = 256
 
 
 class AsyncWriter:
@@ -40,9 +45,11 @@ class AsyncWriter:
         #: partitions whose rounds are in the pool (the leading thread's alone)
         self._written: deque = deque()
         self._writing: set[PartitionWriter] = set()
-        #: the write pool, made when a driver takes over (see drive)
+        #: who writes a driver's rounds, made when it takes over (see drive): the write
+        #: pool, or the ring (``_ring`` is then the same object)
         self._write_threads = write_threads if committer.fsync_always else 0
-        self._pool: WritePool | None = None
+        self._pool: WritePool | RingWrites | None = None
+        self._ring: RingWrites | None = None
         self._stopping = False
         #: a driver's wake-up (None: the own thread) and whether it is owed a step
         self._wake: Callable[[], None] | None = None
@@ -76,13 +83,27 @@ class AsyncWriter:
             self._woken = True
             self._wake()
 
-    def drive(self, wake: Callable[[], None]) -> Callable[[], None]:
+    def drive(self, wake: Callable[[], None], wake_fd: int | None = None) -> Callable[[], None]:
         """Hand the leading to the calling thread: the own thread stops after what it has in
         hand, ``wake()`` is called (from any thread, cheaply: once until the next step) when
-        there is work, and the caller then runs the returned ``step()`` on this thread."""
+        there is work, and the caller then runs the returned ``step()`` on this thread.
+
+        ``wake_fd``: the eventfd that ``wake()`` signals and the driver watches. Given one,
+        rounds are written through an io_uring ring that signals it too (``RingWrites``),
+        where there is one; else by the write pool's threads."""
         if self._write_threads and self._pool is None:
-            self._pool = WritePool(self._write_threads, self._pool_write, self.cv,
-                                   self._written, self._notify)
+            ring = open_ring(RING_ENTRIES) if wake_fd is not None else None
+            if ring is not None:
+                try:
+                    ring.register_eventfd(wake_fd)
+                except OSError:  # (not an eventfd: its completions would wake nobody)
+                    ring.close()
+                    ring = None
+            if ring is not None:
+                self._pool = self._ring = RingWrites(ring, self._written, self._pool_write)
+            else:
+                self._pool = WritePool(self._write_threads, self._pool_write, self.cv,
+                                       self._written, self._notify)
         with self.cv:
             self._wake = wake
             self.cv.notify()
@@ -117,9 +138,12 @@ class AsyncWriter:
         done (``_end_written``)."""
         committer = self._committer
         cv = self.cv
+        ring = self._ring
         while True:
             with cv:
                 self._woken = False  # what is handed over from here on wakes the driver again
+            if ring is not None:
+                ring.collect()
             while self._end_written():  # (each puts its partition back in _ready)
                 pass
             with cv:
@@ -149,10 +173,12 @@ class AsyncWriter:
                     with part.lock:
                         group = committer.end_round(part, rnd)
                     committer.complete(group)
+            if ring is not None:
+                ring.flush()  # one system call starts this pass's writes
 
     @staticmethod
     def _pool_write(job) -> None:
-        """(a write-pool thread)"""
+        """(a write-pool thread; the driver, for a write the ring cannot take)"""
         part, rnd, data = job
         write_round(part, rnd, data)
 
@@ -183,6 +209,9 @@ class AsyncWriter:
                 pass
             if not self._writing:
                 return
+            if self._ring is not None:
+                self._ring.wait()
+                continue
             with cv:
                 while not self._written:
                     cv.wait()
@@ -214,7 +243,7 @@ def drive_from_loop(store, loop) -> Callable[[], None]:
     (nothing wakes the writer any more then)."""
     if hasattr(os, "eventfd"):
         rfd = wfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        step = store.drive_async_writer(lambda: os.eventfd_write(wfd, 1))
+        step = store.drive_async_writer(lambda: os.eventfd_write(wfd, 1), rfd)
     else:
         rfd, wfd = os.pipe()
         os.set_blocking(rfd, False)

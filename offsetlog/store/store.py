@@ -512,11 +512,11 @@ class OffsetStore:
         for part in self._parts:  # a barrier per partition: FIFO queues make it wait its turn
             self._writer.submit_sync(part, QueueItem(None, now, force_sync=True), None)
 
-    def drive_async_writer(self, wake: Callable[[], None]) -> Callable[[], None]:
-        """Lead the async writer from this thread (an event loop's), not its own: ``wake()``
-        is called from any thread when there is work; then run the returned ``step()`` here."""
+    def drive_async_writer(self, wake: Callable[[], None], wake_fd=None) -> Callable[[], None]:
+        """Lead the async writer from this thread (an event loop's): ``wake()`` is called when
+        there is work, then run ``step()`` here (``wake_fd``: see AsyncWriter.drive)."""
         self._check_open()
-        return self._writer.async_writer.drive(wake)
+        return self._writer.async_writer.drive(wake, wake_fd)
 
     def close(self) -> None:
         """Finish queued commits, fsync, stop background threads and release the directory.

@@ -1,4 +1,5 @@
-"""Threads that do nothing but a round's write and sync, for the async writer thread.
+"""Who makes a driven async writer's DSYNC writes: the kernel through io_uring
+(``RingWrites``), or threads that do nothing but the write (``WritePool``).
 
 A DSYNC write holds its thread for the disk's latency, about 100 us here, and the log
 partitions are separate files the kernel can sync side by side. The async writer, when an event
@@ -12,10 +13,13 @@ write.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 from collections import deque
 from typing import Any, Callable
+
+from offsetlog.log.uring import Ring
 
 log = logging.getLogger("offsetlog.store.write_pool")
 
@@ -65,3 +69,71 @@ class WritePool:
             self._jobs.put(None)
         for t in self.threads:
             t.join()
+
+
+class RingWrites:
+    """The writes made by the kernel (``offsetlog.log.uring``), for a driver with an event
+    loop: no thread, so no hand-over of the GIL per write. ``submit`` queues a round's
+    write, ``flush`` starts the queued ones with one system call, ``collect`` (at the start
+    of a step: the ring signals completions on the driver's eventfd) ends the completed ones
+    and moves them to ``done`` as ``(job, None)``; the round's error, if any, is on the
+    round, as ``write_round`` leaves it. All on the driving thread."""
+
+    threads: list = []
+
+    def __init__(self, ring: Ring, done: deque, write: Callable[[Any], None]) -> None:
+        """``write(job)``: makes a job's write here and now (``write_round``), for those the
+        ring cannot take (no room, nothing to write, a segment that must be written another
+        way)."""
+        self._ring = ring
+        self._done = done
+        self._write = write
+
+    def submit(self, job: Any) -> None:
+        part, rnd, data = job
+        ring = self._ring
+        if data is None or ring.in_flight >= ring.capacity:
+            self._write(job)
+            self._done.append((job, None))
+            return
+        try:
+            begun = part.log.begin_durable(data)
+        except Exception as e:  # OSError rolling or reserving: as write_round keeps it
+            rnd.error = e
+            begun = None
+        if begun is None:
+            if rnd.error is None:
+                self._write(job)
+            self._done.append((job, None))
+            return
+        segment, at = begun
+        if data.__class__ is not bytes:
+            data = bytes(data)  # the kernel reads the buffer: one that cannot change
+        if not ring.write(segment.fd, data, at, os.RWF_DSYNC, (job, segment, data)):
+            self._end(job, segment, data, 0)  # (no room after all: written here, in full)
+
+    def flush(self) -> None:
+        self._ring.submit()
+
+    def collect(self) -> None:
+        for (job, segment, data), result in self._ring.reap():
+            self._end(job, segment, data, result if result >= 0
+                      else OSError(-result, os.strerror(-result)))
+
+    def wait(self) -> None:
+        """Block until at least one write has completed, and collect."""
+        self._ring.wait()
+        self.collect()
+
+    def _end(self, job, segment, data, result) -> None:
+        part, rnd, _ = job
+        try:
+            part.log.end_durable(segment, data, result, rnd.base)
+        except Exception as e:  # OSError: the log's state is unknown
+            rnd.error = e
+        self._done.append((job, None))
+
+    def stop(self) -> None:
+        """Nothing to stop: the store has drained, so nothing is in flight. The ring stays
+        open for a step the loop may still run; it is released with this object."""
+

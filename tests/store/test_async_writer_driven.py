@@ -1,14 +1,18 @@
 """The async writer led from a caller's thread (``OffsetStore.drive_async_writer``), as the
-wire server's event loop leads it, and its write pool.
+wire server's event loop leads it, with each of the two ways its writes are made: the write
+pool's threads (a driver that wakes through a plain callback) and an io_uring ring (a driver
+that watches an eventfd, as the server's loop does).
 
 The claims: every queued commit becomes durable and visible, and its future resolves on the
 driving thread; a commit_sync on the driving thread while rounds of its own are in flight
-in the pool does not wait for itself; a failed pool write poisons the store as any failed
-write does; a driver that stops driving leaves nothing behind once the store is closed."""
+does not wait for itself; a failed write poisons the store as any failed write does; a
+driver that stops driving leaves nothing behind once the store is closed."""
 
 from __future__ import annotations
 
 import errno
+import os
+import select
 import threading
 import time
 
@@ -17,6 +21,7 @@ import pytest
 import offsetlog.log.segment as segment_mod
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.errors import StoreFailedError
+from offsetlog.log import uring
 
 TP = TopicPartition("t", 0)
 
@@ -33,12 +38,33 @@ def _groups_on_distinct_partitions(store, n: int) -> list[str]:
     return out
 
 
+class EventfdWoken:
+    """``threading.Event``'s set/wait/clear over an eventfd, which the store's ring also
+    signals on each completed write."""
+
+    def __init__(self) -> None:
+        self.fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+
+    def set(self) -> None:
+        os.eventfd_write(self.fd, 1)
+
+    def wait(self) -> None:
+        select.select([self.fd], [], [])
+
+    def clear(self) -> None:
+        try:
+            os.eventfd_read(self.fd)
+        except BlockingIOError:
+            pass
+
+
 class Driver:
     """A thread that drives the store's async writer, as an event loop would: it sleeps
-    until woken, then steps; ``call(fn)`` runs ``fn`` on it."""
+    until woken, then steps; ``call(fn)`` runs ``fn`` on it. Its writes go to the write pool,
+    or (``ring``) through an io_uring ring that wakes it through its eventfd."""
 
-    def __init__(self, store) -> None:
-        self.woken = threading.Event()
+    def __init__(self, store, ring: bool = False) -> None:
+        self.woken = EventfdWoken() if ring else threading.Event()
         self.jobs: list = []
         self.ident = None
         self.stopped = False
@@ -49,7 +75,8 @@ class Driver:
 
     def _run(self, store) -> None:
         self.ident = threading.get_ident()
-        step = store.drive_async_writer(self.woken.set)
+        step = store.drive_async_writer(
+            self.woken.set, self.woken.fd if isinstance(self.woken, EventfdWoken) else None)
         self.ready.set()
         while not self.stopped:
             self.woken.wait()  # only when woken: a lost wake-up hangs the test
@@ -91,8 +118,32 @@ def store(tmp_path):
     s.close()
 
 
-def test_queued_commits_become_durable_and_resolve_on_the_driving_thread(store, tmp_path):
-    driver = Driver(store)
+@pytest.fixture(params=["pool", "ring"])
+def drive(request, monkeypatch):
+    """``drive(store)``: a Driver whose writes go through the pool, or the ring (counted in
+    ``writes``, so a test cannot pass on the pool unawares)."""
+    ring = request.param == "ring"
+    writes: list = []
+    if ring:
+        if uring.open_ring(8) is None:
+            pytest.skip("no io_uring here")
+        real = uring.Ring.write
+
+        def counted(self, *args):
+            writes.append(args[:3])
+            return real(self, *args)
+        monkeypatch.setattr(uring.Ring, "write", counted)
+
+    def make(store):
+        return Driver(store, ring=ring)
+    make.ring = ring
+    make.writes = writes
+    return make
+
+
+def test_queued_commits_become_durable_and_resolve_on_the_driving_thread(store, tmp_path,
+                                                                         drive):
+    driver = drive(store)
     groups = _groups_on_distinct_partitions(store, 6)
     resolved_on: list = []
     futures = []
@@ -104,6 +155,7 @@ def test_queued_commits_become_durable_and_resolve_on_the_driving_thread(store, 
     for f in futures:
         f.result(20)
     assert set(resolved_on) == {driver.ident}
+    assert bool(drive.writes) == drive.ring
     driver.stop()
     store.close()
     with OffsetStore.open(str(tmp_path / "s"), partitions=8) as again:
@@ -111,12 +163,12 @@ def test_queued_commits_become_durable_and_resolve_on_the_driving_thread(store, 
             assert again.fetch(g)[TP].offset == 40 + groups.index(g)
 
 
-def test_commit_sync_on_the_driving_thread_does_not_wait_for_its_own_rounds(store):
-    driver = Driver(store)
+def test_commit_sync_on_the_driving_thread_does_not_wait_for_its_own_rounds(store, drive):
+    driver = drive(store)
     groups = _groups_on_distinct_partitions(store, 4)
 
     def queue_then_commit_sync():
-        # several partitions ready at once: their rounds go to the pool; then a commit on
+        # several partitions ready at once: their rounds are in flight; then a commit on
         # the driving thread to one of them, whose round only this thread can end
         futures = [store.commit_async(g, {TP: 1}) for g in groups]
         store._writer.async_writer.step()
@@ -131,8 +183,8 @@ def test_commit_sync_on_the_driving_thread_does_not_wait_for_its_own_rounds(stor
     driver.stop()
 
 
-def test_a_failed_pool_write_poisons_the_store(store, monkeypatch):
-    driver = Driver(store)
+def test_a_failed_write_poisons_the_store(store, monkeypatch, drive):
+    driver = drive(store)
     groups = _groups_on_distinct_partitions(store, 3)
     for g in groups:
         store.commit_sync(g, {TP: 1})
@@ -141,6 +193,9 @@ def test_a_failed_pool_write_poisons_the_store(store, monkeypatch):
         raise OSError(errno.EIO, "injected I/O error")
     monkeypatch.setattr(segment_mod, "_write_dsync", eio)
     monkeypatch.setattr(segment_mod, "_sync", eio)
+    real_reap = uring.Ring.reap
+    monkeypatch.setattr(uring.Ring, "reap", lambda self: [
+        (token, -errno.EIO) for token, _ in real_reap(self)])  # the kernel's answer, as -errno
     futures = driver.call(lambda: [store.commit_async(g, {TP: 2}) for g in groups])
     for f in futures:
         with pytest.raises(StoreFailedError):
@@ -148,12 +203,13 @@ def test_a_failed_pool_write_poisons_the_store(store, monkeypatch):
     with pytest.raises(StoreFailedError):
         store.commit_sync(groups[0], {TP: 3})
     assert all(store.fetch(g)[TP].offset == 1 for g in groups)
+    assert bool(drive.writes) == drive.ring
     driver.stop()
 
 
-def test_close_finishes_what_the_driver_has_in_flight(tmp_path):
+def test_close_finishes_what_the_driver_has_in_flight(tmp_path, drive):
     store = OffsetStore.open(str(tmp_path / "s"), partitions=8)
-    driver = Driver(store)
+    driver = drive(store)
     groups = _groups_on_distinct_partitions(store, 5)
     futures = [store.commit_async(g, {TP: 7}) for g in groups]
     store.close()  # from another thread, while the driver runs: every commit is written
@@ -163,15 +219,15 @@ def test_close_finishes_what_the_driver_has_in_flight(tmp_path):
         assert all(again.fetch(g)[TP].offset == 7 for g in groups)
 
 
-def test_work_queued_behind_a_round_in_flight_is_led_once_the_write_is_done(store):
-    """A commit queued on a partition whose round is in the pool wakes nobody (the writer
+def test_work_queued_behind_a_round_in_flight_is_led_once_the_write_is_done(store, drive):
+    """A commit queued on a partition whose round is in flight wakes nobody (the writer
     will look at the partition again); the step that ends that round must lead it."""
-    driver = Driver(store)
+    driver = drive(store)
     g1, g2 = _groups_on_distinct_partitions(store, 2)
 
     def two_rounds_in_flight_then_one_behind():
         first = [store.commit_async(g1, {TP: 1}), store.commit_async(g2, {TP: 1})]
-        store._writer.async_writer.step()  # two partitions ready: both rounds go to the pool
+        store._writer.async_writer.step()  # two partitions ready: both rounds in flight
         behind = store.commit_async(g1, {TP: 2})
         time.sleep(0.5)  # both writes done (and their wake-ups given) before the next step
         return first, behind
@@ -209,3 +265,33 @@ def test_the_asyncio_facade_leads_the_writer_from_its_loop(tmp_path):
     groups = asyncio.run(run())
     with OffsetStore.open(str(tmp_path / "a"), partitions=8) as again:
         assert [again.fetch(g)[TP].offset for g in groups] == [100 + i for i in range(6)]
+
+
+def test_rounds_past_the_rings_room_are_written_by_the_driver(tmp_path, monkeypatch):
+    """A ring of one slot: of several partitions' rounds ready at once, one goes to the
+    kernel and the others are written on the driving thread; all are durable."""
+    from offsetlog.store import async_writer
+
+    if uring.open_ring(1) is None:
+        pytest.skip("no io_uring here")
+    monkeypatch.setattr(async_writer, "RING_ENTRIES", 1)
+    to_ring: list = []
+    real = uring.Ring.write
+    monkeypatch.setattr(uring.Ring, "write",
+                        lambda self, *a: to_ring.append(a[:3]) or real(self, *a))
+    store = OffsetStore.open(str(tmp_path / "s"), partitions=8)
+    driver = Driver(store, ring=True)
+    groups = _groups_on_distinct_partitions(store, 5)
+
+    def queue_all_then_step():
+        futures = [store.commit_async(g, {TP: 9}) for g in groups]
+        store._writer.async_writer.step()
+        return futures
+
+    for f in driver.call(queue_all_then_step):
+        f.result(20)
+    assert 1 <= len(to_ring) < len(groups)
+    driver.stop()
+    store.close()
+    with OffsetStore.open(str(tmp_path / "s"), partitions=8) as again:
+        assert all(again.fetch(g)[TP].offset == 9 for g in groups)
