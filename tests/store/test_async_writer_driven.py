@@ -219,6 +219,25 @@ def test_close_finishes_what_the_driver_has_in_flight(tmp_path, drive):
         assert all(again.fetch(g)[TP].offset == 7 for g in groups)
 
 
+def test_close_on_the_driving_thread_ends_its_rounds_in_flight(tmp_path, drive):
+    """Only the driving thread ends its rounds in flight: a close() made there waits for
+    them itself (it hung before, in the pool's case too)."""
+    store = OffsetStore.open(str(tmp_path / "s"), partitions=8)
+    driver = drive(store)
+    groups = _groups_on_distinct_partitions(store, 5)
+
+    def queue_step_close():
+        futures = [store.commit_async(g, {TP: 3}) for g in groups]
+        store._writer.async_writer.step()  # the rounds are in flight
+        store.close()
+        return futures
+
+    assert all(f.result(0) is None for f in driver.call(queue_step_close))
+    driver.stop()
+    with OffsetStore.open(str(tmp_path / "s"), partitions=8) as again:
+        assert all(again.fetch(g)[TP].offset == 3 for g in groups)
+
+
 def test_work_queued_behind_a_round_in_flight_is_led_once_the_write_is_done(store, drive):
     """A commit queued on a partition whose round is in flight wakes nobody (the writer
     will look at the partition again); the step that ends that round must lead it."""
