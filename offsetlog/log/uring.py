@@ -36,7 +36,7 @@ log = logging.getLogger("offsetlog.log.uring")
 
 # System call numbers: the same on every architecture (io_uring came after they were unified).
 _SETUP, _ENTER, _REGISTER = 425, 426, 427
-_OP_WRITE = 23
+_OP_NOP, _OP_WRITE = 0, 23
 _ENTER_GETEVENTS = 1
 _REGISTER_EVENTFD = 4
 _FEAT_SINGLE_MMAP = 1
@@ -141,6 +141,11 @@ class Ring:
     def in_flight(self) -> int:
         return len(self._pending)
 
+    @property
+    def queued(self) -> int:
+        """Entries written to the submission queue that no enter has taken yet."""
+        return self._queued
+
     def write(self, fd: int, data: bytes, offset: int, rw_flags: int, token: Any) -> bool:
         """Queue ``pwritev2(fd, [data], offset, rw_flags)``; False (nothing queued) when the
         ring is full. ``data`` must be ``bytes``: its buffer is handed to the kernel."""
@@ -166,6 +171,24 @@ class Ring:
         while self._queued:
             self._queued -= _syscall(_ENTER, self.fd, self._queued, 0, 0, 0, 0)
 
+    def take_back(self) -> list[Any]:
+        """After ``submit`` failed: the tokens of the queued writes the kernel has not taken,
+        which it never will make now. Their entries stay queued but become no-ops (the
+        kernel reads an entry only inside an enter), completed and dropped by a later
+        ``submit`` and ``reap``."""
+        sq32, sqes = self._sq32, self._sqes
+        tail = sq32[self._sq_tail]
+        tokens = []
+        for back in range(1, self._queued + 1):
+            at = ((tail - back) & self._sq_mask) * _SQE.size  # (entry i sits in slot i)
+            user_data = _SQE.unpack_from(sqes, at)[8]
+            sqes[at] = _OP_NOP
+            token, _ = self._pending[user_data]
+            if token is not None:  # (not taken back by an earlier failure)
+                self._pending[user_data] = (None, b"")
+                tokens.append(token)
+        return tokens[::-1]
+
     def wait(self) -> None:
         """Block until at least one write has completed (queued ones are started first)."""
         self.submit()
@@ -189,7 +212,9 @@ class Ring:
         cq, cqes, mask = self._cq, self._cqes, self._cq_mask
         while head != tail:
             user_data, res, _ = _CQE.unpack_from(cq, cqes + (head & mask) * _CQE.size)
-            done.append((pending.pop(user_data)[0], res))
+            token = pending.pop(user_data)[0]
+            if token is not None:  # (None: taken back)
+                done.append((token, res))
             head = (head + 1) & 0xFFFFFFFF
         cq32[self._cq_head] = head  # hands the entries back to the kernel
         return done

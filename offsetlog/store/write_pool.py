@@ -113,17 +113,26 @@ class RingWrites:
             self._end(job, segment, data, 0)  # (no room after all: written here, in full)
 
     def flush(self) -> None:
-        self._ring.submit()
+        try:
+            self._ring.submit()
+        except OSError as e:
+            # (EAGAIN, ENOMEM: the kernel took none or some.) Those it did not take are
+            # written here, in full: the same bytes at the same offset as the ring would.
+            log.warning("io_uring_enter failed (%s): writing %d rounds here", e,
+                        self._ring.queued)
+            for job, segment, data in self._ring.take_back():
+                self._end(job, segment, data, 0)
+
+    def wait(self) -> None:
+        """Block until at least one write has completed, and collect."""
+        self.flush()
+        self._ring.wait()
+        self.collect()
 
     def collect(self) -> None:
         for (job, segment, data), result in self._ring.reap():
             self._end(job, segment, data, result if result >= 0
                       else OSError(-result, os.strerror(-result)))
-
-    def wait(self) -> None:
-        """Block until at least one write has completed, and collect."""
-        self._ring.wait()
-        self.collect()
 
     def _end(self, job, segment, data, result) -> None:
         part, rnd, _ = job

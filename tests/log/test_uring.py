@@ -176,3 +176,25 @@ def test_completions_that_overflowed_the_queue_are_still_reaped(tmp_path):
     assert sorted(token for token, _ in done) == list(range(n))
     r.close()
     os.close(fd)
+
+
+def test_writes_the_kernel_did_not_take_are_taken_back_as_no_ops(ring, tmp_path, monkeypatch):
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    for i in range(3):
+        assert ring.write(fd, b"w", i, 0, i)
+    real = uring._syscall
+    monkeypatch.setattr(uring, "_syscall", lambda *a: (_ for _ in ()).throw(
+        OSError(errno.EAGAIN, "no resources")) if a[0] == uring._ENTER else real(*a))
+    with pytest.raises(OSError):
+        ring.submit()
+    assert ring.take_back() == [0, 1, 2]
+    assert ring.take_back() == []  # once
+    monkeypatch.setattr(uring, "_syscall", real)
+    ring.submit()  # the no-ops go through and complete; nobody hears of them
+    for _ in range(100):
+        if ring.in_flight == 0:
+            break
+        ring.wait()
+        assert ring.reap() == []
+    assert ring.in_flight == 0 and os.path.getsize(tmp_path / "f") == 0  # nothing written
+    os.close(fd)

@@ -314,3 +314,43 @@ def test_rounds_past_the_rings_room_are_written_by_the_driver(tmp_path, monkeypa
     store.close()
     with OffsetStore.open(str(tmp_path / "s"), partitions=8) as again:
         assert all(again.fetch(g)[TP].offset == 9 for g in groups)
+
+
+def test_writes_the_ring_could_not_start_are_made_by_the_driver(tmp_path, monkeypatch):
+    """io_uring_enter refused (EAGAIN): the rounds it did not take are written on the
+    driving thread, durable and answered; nothing hangs."""
+    from offsetlog.store import write_pool
+
+    if uring.open_ring(8) is None:
+        pytest.skip("no io_uring here")
+    store = OffsetStore.open(str(tmp_path / "s"), partitions=8)
+    driver = Driver(store, ring=True)
+    groups = _groups_on_distinct_partitions(store, 4)
+    refused = []
+    real_submit = uring.Ring.submit
+
+    def submit_once_refused(self):
+        if not refused and self.queued:
+            refused.append(self.queued)
+            raise OSError(errno.EAGAIN, "injected")
+        return real_submit(self)
+    monkeypatch.setattr(uring.Ring, "submit", submit_once_refused)
+    ended = []
+    real_end = write_pool.RingWrites._end
+    monkeypatch.setattr(write_pool.RingWrites, "_end",
+                        lambda self, job, seg, data, result: (ended.append(result),
+                                                              real_end(self, job, seg, data,
+                                                                       result)))
+
+    def queue_and_step():
+        futures = [store.commit_async(g, {TP: 5}) for g in groups]
+        store._writer.async_writer.step()
+        return futures
+
+    for f in driver.call(queue_and_step):
+        f.result(20)
+    assert refused and ended.count(0) == refused[0]  # each written here in full
+    driver.stop()
+    store.close()
+    with OffsetStore.open(str(tmp_path / "s"), partitions=8) as again:
+        assert all(again.fetch(g)[TP].offset == 5 for g in groups)
