@@ -244,8 +244,10 @@ def _release(fd: int, views: list, maps: list) -> None:
 
 def open_ring(entries: int) -> Ring | None:
     """A ring of ``entries`` submission slots, or None where there is none to be had (see the
-    module docstring)."""
+    module docstring) or the environment says ``OFFSETLOG_IO_URING=0``."""
     if platform.machine().lower() not in ("x86_64", "amd64") or not hasattr(os, "RWF_DSYNC"):
+        return None
+    if os.environ.get("OFFSETLOG_IO_URING", "1") == "0":  # the operator's way out, as libuv's
         return None
     try:
         return Ring(entries)

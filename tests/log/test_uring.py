@@ -90,6 +90,9 @@ def test_no_ring_where_the_platform_or_the_kernel_has_none(monkeypatch):
     monkeypatch.setattr(uring.platform, "machine", lambda: "aarch64")
     assert uring.open_ring(8) is None  # loads and stores are not ordered enough there
     monkeypatch.setattr(uring.platform, "machine", lambda: "x86_64")
+    monkeypatch.setenv("OFFSETLOG_IO_URING", "0")
+    assert uring.open_ring(8) is None  # the operator said no
+    monkeypatch.delenv("OFFSETLOG_IO_URING")
 
     def refused(*_args):
         raise OSError(errno.EPERM, "io_uring is disabled")

@@ -14,8 +14,9 @@ FAST = ["group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=500"
 
 
 class Server:
-    def __init__(self, directory: str, *, topics=("orders:4",), config=()) -> None:
+    def __init__(self, directory: str, *, topics=("orders:4",), config=(), env=None) -> None:
         self.directory = directory
+        self.env = env  #: the child's environment (None: this process's)
         self.topics = list(topics)
         self.config = FAST + list(config)
         self.proc: subprocess.Popen | None = None
@@ -32,7 +33,7 @@ class Server:
             cmd += ["--topic", t]
         for c in self.config:
             cmd += ["--config", c]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=self.env)
         deadline = time.monotonic() + 30
         line = ""
         while time.monotonic() < deadline:
