@@ -6,11 +6,12 @@ caller with an event loop of its own (the wire server) can take it over instead
 (``OffsetStore.drive_async_writer``): the store then calls the loop's ``wake`` when there is
 work, and the loop calls ``step`` on its one thread. That thread does all of a round's Python
 (taking it, framing it, applying it, resolving its futures), and a round that must be synced
-is written by the write pool (``offsetlog.store.write_pool``) while the loop goes on reading
-and with other partitions: the writes of many log partitions overlap, the only Python the
-pool's threads run is the system call's, and a commit's answer is made on the thread that
-read it. Only a driver gets the pool: the own thread handing its writes to it made 32 embedded
-committers, whose left-over rounds it leads, 5-30 % slower (docs/DESIGN.md, "Threads").
+is written by the kernel through an io_uring ring, or by the write pool's threads where there
+is none (``offsetlog.store.write_pool``), while the loop goes on reading and with other
+partitions: the writes of many log partitions overlap, and a commit's answer is made on the
+thread that read it. Only a driver gets either: the own thread handing its writes to the
+pool made 32 embedded committers, whose left-over rounds it leads, 5-30 % slower
+(docs/DESIGN.md, "Threads").
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """Who makes a driven async writer's DSYNC writes: the kernel through io_uring
 (``RingWrites``), or threads that do nothing but the write (``WritePool``).
 
-A DSYNC write holds its thread for the disk's latency, about 100 us here, and the log
-partitions are separate files the kernel can sync side by side. The async writer, when an event
-loop drives it (``offsetlog.store.async_writer``), frames each ready partition's round itself and
-hands only the system call to one of these threads, so writes to many partitions overlap. Everything else of a
-round (framing, applying, waking committers, resolving futures) stays on the async writer's one
+A DSYNC write takes the disk's latency, about 100 us here, and the log partitions are
+separate files the kernel can sync side by side. The async writer, when an event loop drives
+it (``offsetlog.store.async_writer``), frames each ready partition's round itself and hands
+only the write on, so writes to many partitions overlap. Everything else of a round
+(framing, applying, waking committers, resolving futures) stays on the async writer's one
 thread: spread over many threads, that Python work made them queue for the GIL after every
-write.
+write. The ring is preferred: even the pool's threads, which run only the system call, each
+wait for the GIL twice a write (docs/DESIGN.md, "Threads").
 """
 
 from __future__ import annotations
