@@ -38,6 +38,16 @@ def _groups_on_distinct_partitions(store, n: int) -> list[str]:
     return out
 
 
+def _commit_then_step(store, groups, offset: int):
+    """A call for the driving thread: commit_async ``offset`` for each group, then one step,
+    which puts every round in flight at once; returns the futures."""
+    def call():
+        futures = [store.commit_async(g, {TP: offset}) for g in groups]
+        store._writer.async_writer.step()
+        return futures
+    return call
+
+
 class EventfdWoken:
     """``threading.Event``'s set/wait/clear over an eventfd, which the store's ring also
     signals on each completed write."""
@@ -227,8 +237,7 @@ def test_close_on_the_driving_thread_ends_its_rounds_in_flight(tmp_path, drive):
     groups = _groups_on_distinct_partitions(store, 5)
 
     def queue_step_close():
-        futures = [store.commit_async(g, {TP: 3}) for g in groups]
-        store._writer.async_writer.step()  # the rounds are in flight
+        futures = _commit_then_step(store, groups, 3)()  # the rounds are in flight
         store.close()
         return futures
 
@@ -302,12 +311,7 @@ def test_rounds_past_the_rings_room_are_written_by_the_driver(tmp_path, monkeypa
     driver = Driver(store, ring=True)
     groups = _groups_on_distinct_partitions(store, 5)
 
-    def queue_all_then_step():
-        futures = [store.commit_async(g, {TP: 9}) for g in groups]
-        store._writer.async_writer.step()
-        return futures
-
-    for f in driver.call(queue_all_then_step):
+    for f in driver.call(_commit_then_step(store, groups, 9)):
         f.result(20)
     assert 1 <= len(to_ring) < len(groups)
     driver.stop()
@@ -342,12 +346,7 @@ def test_writes_the_ring_could_not_start_are_made_by_the_driver(tmp_path, monkey
                                                               real_end(self, job, seg, data,
                                                                        result)))
 
-    def queue_and_step():
-        futures = [store.commit_async(g, {TP: 5}) for g in groups]
-        store._writer.async_writer.step()
-        return futures
-
-    for f in driver.call(queue_and_step):
+    for f in driver.call(_commit_then_step(store, groups, 5)):
         f.result(20)
     assert refused and ended.count(0) == refused[0]  # each written here in full
     driver.stop()
