@@ -430,7 +430,8 @@ class Connection:
         conns = self.conns
         with conns.queued_lock:
             conns.queued -= 1
-        self._finish(reply, call, slot, outcomes + [_outcome(fut)])
+        outcomes.append(_outcome(fut))
+        self._finish(reply, call, slot, outcomes)
 
     def _run_blocking(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
         """(a worker thread, or the loop's for an inline commit) The blocking call, then the

@@ -46,11 +46,10 @@ class AsyncWriter:
         #: partitions whose rounds are in the pool (the leading thread's alone)
         self._written: deque = deque()
         self._writing: set[PartitionWriter] = set()
-        #: who writes a driver's rounds, made when it takes over (see drive): the write
-        #: pool, or the ring (``_ring`` is then the same object)
+        #: who writes a driver's rounds, made when it takes over (see drive): the ring, or
+        #: the write pool (one interface: submit, flush, collect, wait, stop)
         self._write_threads = write_threads if committer.fsync_always else 0
         self._pool: WritePool | RingWrites | None = None
-        self._ring: RingWrites | None = None
         self._stopping = False
         #: a driver's wake-up (None: the own thread) and whether it is owed a step
         self._wake: Callable[[], None] | None = None
@@ -101,7 +100,7 @@ class AsyncWriter:
                     ring.close()
                     ring = None
             if ring is not None:
-                self._pool = self._ring = RingWrites(ring, self._written, self._pool_write)
+                self._pool = RingWrites(ring, self._written, self._pool_write)
             else:
                 self._pool = WritePool(self._write_threads, self._pool_write, self.cv,
                                        self._written, self._notify)
@@ -135,23 +134,22 @@ class AsyncWriter:
 
     def step(self) -> None:
         """Lead what is ready. A driver's rounds that must be synced are framed here and
-        written by the pool; such a round's partition is looked at again once its write is
-        done (``_end_written``)."""
+        written by the ring or the pool; such a round's partition is looked at again once its
+        write is done (``_end_written``)."""
         committer = self._committer
         cv = self.cv
-        ring = self._ring
+        pool = self._pool  # a driver's (see drive); the own thread writes itself
         while True:
             with cv:
                 self._woken = False  # what is handed over from here on wakes the driver again
-            if ring is not None:
-                ring.collect()
+            if pool is not None:
+                pool.collect()
             while self._end_written():  # (each puts its partition back in _ready)
                 pass
             with cv:
                 ready, self._ready = self._ready, []
             if not ready:
                 return
-            pool = self._pool  # a driver's (see drive); the own thread writes itself
             for part in dict.fromkeys(ready):  # de-duplicated, in order
                 while True:
                     with part.lock:
@@ -174,8 +172,8 @@ class AsyncWriter:
                     with part.lock:
                         group = committer.end_round(part, rnd)
                     committer.complete(group)
-            if ring is not None:
-                ring.flush()  # one system call starts this pass's writes
+            if pool is not None:
+                pool.flush()  # (the ring: one system call starts this pass's writes)
 
     @staticmethod
     def _pool_write(job) -> None:
@@ -204,18 +202,12 @@ class AsyncWriter:
         """Wait for every round of ours in flight and end it: for work on the leading thread
         that waits for a partition or a future (a done-callback committing, an inline
         commit), which could otherwise wait for a round only this thread can end."""
-        cv = self.cv
         while True:
             while self._end_written():
                 pass
             if not self._writing:
                 return
-            if self._ring is not None:
-                self._ring.wait()
-                continue
-            with cv:
-                while not self._written:
-                    cv.wait()
+            self._pool.wait()  # (rounds are in flight only where there is one)
 
     # -- stopping ---------------------------------------------------------------------------
 

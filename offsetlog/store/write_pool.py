@@ -31,7 +31,7 @@ WRITE_THREADS = 8
 class WritePool:
     """``count`` threads running ``write(job)`` for queued jobs; each finished job goes to
     ``done`` (with the exception it raised, or None) and ``notify()`` is called, both under
-    ``cv``."""
+    ``cv``. ``RingWrites``'s interface: ``flush`` and ``collect`` have nothing to do here."""
 
     def __init__(self, count: int, write: Callable[[Any], None],
                  cv: threading.Condition, done: deque, notify: Callable[[], None]) -> None:
@@ -47,6 +47,18 @@ class WritePool:
 
     def submit(self, job: Any) -> None:
         self._jobs.put(job)
+
+    def flush(self) -> None:
+        """(the jobs started when submitted)"""
+
+    def collect(self) -> None:
+        """(the threads put finished jobs in ``done`` themselves)"""
+
+    def wait(self) -> None:
+        """Block until a finished job is in ``done``."""
+        with self._cv:
+            while not self._done:
+                self._cv.wait()
 
     def _run(self) -> None:
         jobs, write, cv, done, notify = (self._jobs, self._write, self._cv, self._done,
@@ -93,18 +105,16 @@ class RingWrites:
     def submit(self, job: Any) -> None:
         part, rnd, data = job
         ring = self._ring
-        if data is None or ring.in_flight >= ring.capacity:
+        begun = None
+        if data is not None and ring.in_flight < ring.capacity:
+            try:
+                begun = part.log.begin_durable(data)
+            except Exception as e:  # OSError rolling or reserving: as write_round keeps it
+                rnd.error = e
+                self._done.append((job, None))
+                return
+        if begun is None:  # (framing failed, no room, or a write the ring cannot make)
             self._write(job)
-            self._done.append((job, None))
-            return
-        try:
-            begun = part.log.begin_durable(data)
-        except Exception as e:  # OSError rolling or reserving: as write_round keeps it
-            rnd.error = e
-            begun = None
-        if begun is None:
-            if rnd.error is None:
-                self._write(job)
             self._done.append((job, None))
             return
         segment, at = begun
