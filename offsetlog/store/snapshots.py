@@ -344,6 +344,8 @@ class Snapshots(StorePart):
             return info.floor
 
     def stats(self, partition: int) -> dict:
+        """The log offset and creation time (epoch ms) of the partition's snapshot on disk
+        (None without one), how many snapshots of it failed, and the last failure (or None)."""
         info = self._snap[partition]
         return {"snapshot_offset": info.offset, "snapshot_ms": info.created_ms,
                 "snapshot_failures": info.failures, "snapshot_error": info.last_error}

@@ -584,8 +584,8 @@ class OffsetStore:
         return partition_for(check_group_id(group_id), self._partitions)
 
     def stats(self) -> list[dict]:
-        """Per log partition: keys, groups, next offset, segments, bytes, dirty ratio, last
-        cleaning and why uncleanable, snapshot offset and time, failed snapshots, last failure."""
+        """Per log partition, a dict: ``partition``, ``keys``, ``groups``, then the fields of
+        ``PartitionLog.stats`` and ``Snapshots.stats`` (times in epoch ms, None for none)."""
         self._check_open()
         out = []
         for part in self._parts:
