@@ -310,10 +310,14 @@ class SegmentFile:
             self.sync()
             return
         try:
-            result = _write_dsync(self.fd, data, at)
+            n = _write_dsync(self.fd, data, at)
         except (OSError, NotImplementedError) as e:
-            result = e
-        self.end_durable(data, result)
+            self.end_durable(data, e)
+            return
+        if n == len(data) and self.dsync:  # the usual outcome, on the commit path: done
+            self.size = at + n
+            return
+        self.end_durable(data, n)
 
     def begin_durable(self, data) -> int | None:
         """Start ``append_durable(data)`` for a write made elsewhere (``offsetlog.log.uring``):
