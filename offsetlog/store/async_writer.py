@@ -201,7 +201,10 @@ class AsyncWriter:
     def settle(self) -> None:
         """Wait for every round of ours in flight and end it: for work on the leading thread
         that waits for a partition or a future (a done-callback committing, an inline
-        commit), which could otherwise wait for a round only this thread can end."""
+        commit, a close), which could otherwise wait for a round only this thread can end.
+        On any other thread it does nothing: the leading thread ends its rounds itself."""
+        if threading.get_ident() != self.ident:
+            return
         while True:
             while self._end_written():
                 pass

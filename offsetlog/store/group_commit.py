@@ -542,11 +542,9 @@ class GroupCommitter:
         return [*self.async_writer.threads, *self._threads, self.callbacks.thread]
 
     def drain(self) -> None:
-        """Wait until every partition's queue is empty and no leader is active. (On the
-        async writer's driving thread, its own rounds in flight are ended first: only that
-        thread can end them.)"""
-        if threading.get_ident() == self.async_writer.ident:
-            self.async_writer.settle()
+        """Wait until every partition's queue is empty and no leader is active (on the async
+        writer's leading thread, after ending its own rounds in flight: see settle)."""
+        self.async_writer.settle()
         for part in self.partitions:
             with part.lock:
                 while part.queue or part.leader_active:
