@@ -249,14 +249,17 @@ def offset_commit(version: int, key, value) -> tuple[dict, dict | None]:
 
 def read_store_partition(segments: list[tuple[int, bytes]]) -> tuple[list[dict], Problem | None]:
     """Every valid batch of one log partition, given its segments ``(base_offset, bytes)``
-    oldest first, and the problem that ended it: only the last segment may end torn or in
-    zeros; a torn tail of an older one is corruption (FORMAT.md)."""
+    oldest first (each batch dict also has ``segment_base``: the segment it is in), and the
+    problem that ended it: only the last segment may end torn or in zeros; a torn tail of an
+    older one is corruption (FORMAT.md)."""
     out: list[dict] = []
     min_offset = -1
     for i, (base, data) in enumerate(segments):
         last = i == len(segments) - 1
         batches, end, problem = read_segment(data, min_offset=max(min_offset, base),
                                              zero_tail=last)
+        for b in batches:
+            b["segment_base"] = base
         out += batches
         if batches:
             min_offset = batches[-1]["last_offset"] + 1
