@@ -237,6 +237,14 @@ def _flip(data: bytes, i: int) -> bytes:
     return bytes(raw)
 
 
+def _nested(depth: int, leaf) -> bytes:
+    """msgpack of ``leaf`` inside ``depth`` arrays: ``leaf`` at depth ``depth``."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return msgpack.packb(value)
+
+
 # (what FORMAT.md calls it, the bad batch, whether a valid batch after it makes it corruption:
 # a batch that runs past the end is torn whatever follows, since nothing follows within it;
 # "tail": a case that exists only at the end of the data: a header cut short, a batch cut by
@@ -255,6 +263,7 @@ DAMAGE = [
     (oracle.UNDECODABLE, _frame(payload=b"\xc1"), None),
     (oracle.UNDECODABLE, _frame(payload=b"\x91\xa2\xff\xfe"), None),  # a str not UTF-8
     (oracle.UNDECODABLE, _frame(payload=msgpack.packb(GOOD) + b"\x00"), None),  # extra data
+    (oracle.UNDECODABLE, _frame(payload=b"\x91\x81\x01\x02"), None),  # a map key of 1
 ]
 
 
@@ -273,6 +282,34 @@ def test_each_reason_as_torn_tail_and_as_corruption(reason, bad, resyncs, follow
         assert verdict == ("corrupt", len(first), reason, len(first) + len(bad))
     else:
         assert verdict == ("torn", len(first), reason)
+
+
+def _format_md_limits_payloads() -> bool:
+    """FORMAT.md says which msgpack a payload may hold (no extension type, nesting within a
+    limit): the rule the native core brought (issue 25). The engine before it decoded any
+    msgpack, so these cases are checked once the document states the rule."""
+    text = " ".join(DOCS.read_text().split())
+    return "extension type" in text and "nesting deeper than 256 levels" in text
+
+
+@pytest.mark.skipif(not _format_md_limits_payloads(),
+                    reason="docs/FORMAT.md does not limit payloads' msgpack yet")
+@pytest.mark.parametrize("payload", [
+    msgpack.packb([[0, 1, 1, ["g", "t", 0], [1, 2, msgpack.ExtType(5, b"x")]]]),
+    _nested(oracle.MAX_DEPTH + 1, 0),
+    _nested(oracle.MAX_DEPTH + 1, []),
+])
+@pytest.mark.parametrize("followed", [False, True])
+def test_msgpack_outside_the_format_is_undecodable(payload, followed):
+    first = oracle.encode_records(0, GOOD, timestamp=1)
+    after = oracle.encode_records(100, GOOD, timestamp=3) if followed else b""
+    assert assert_same(first + _frame(payload=payload) + after)[2] == (
+        "corrupt", len(first), oracle.UNDECODABLE, None)
+
+
+def test_nesting_up_to_the_limit_decodes():
+    for leaf in (0, []):
+        assert assert_same(_frame(base=0, payload=_nested(oracle.MAX_DEPTH, leaf)))[2] is None
 
 
 @pytest.mark.parametrize("magic,attributes", [(0xA0, 0), (0xA2, 0), (0xA1, 0x08), (0xA1, 0x80)])

@@ -39,8 +39,10 @@ engine of 7e4d167 agrees, tests/log/test_format_oracle.py checks it):
 * the resync after a bad header starts at position + 1, after a bad payload or contents at
   the end of the extent; candidates are positions whose byte 12 is the magic byte, checked as
   a batch that would follow the last valid one;
-* a valid batch (both CRCs) whose payload is not msgpack is ``undecodable payload``:
-  corruption wherever it is, never a torn tail (its checksum says it was written so).
+* a valid batch (both CRCs) whose payload is not one msgpack value as FORMAT.md allows
+  (``decode_payload``: bytes after it, invalid UTF-8, a map key neither str nor bin, an
+  extension type, nesting past ``MAX_DEPTH``) is ``undecodable payload``: corruption wherever
+  it is, never a torn tail (its checksum says it was written so).
 """
 
 from __future__ import annotations
@@ -68,6 +70,12 @@ FIELDS = ("length", "header_crc", "crc", "magic", "attributes", "base_offset",
 #: FORMAT.md, "Records"
 RECORD_TYPES = {1: "OFFSET_COMMIT", 2: "GROUP_METADATA", 3: "TRANSACTION_MARKER",
                 4: "TRANSACTION_STATE", 5: "TOPIC"}
+
+#: FORMAT.md, "Records": a payload nested deeper than this is undecodable. Read here as: the
+#: payload's own value is at depth 0, and a value at a depth above MAX_DEPTH is too deep (so
+#: 257 nested arrays are fine when the innermost is empty). FORMAT.md says "nesting deeper than
+#: 256 levels", which leaves where counting starts open.
+MAX_DEPTH = 256
 
 #: FORMAT.md's stable reason strings
 TRUNCATED_HEADER = "truncated header"
@@ -200,8 +208,8 @@ def read_segment(data: bytes, *, min_offset: int = -1, zero_tail: bool = True
         stop = pos + 4 + h["length"]
         payload = data[pos + HEADER_SIZE:stop]
         try:
-            records = msgpack.unpackb(payload, raw=False, use_list=True)
-        except Exception:  # noqa: BLE001 - any failure to decode is the same finding
+            records = decode_payload(payload)
+        except ValueError:
             return batches, pos, Problem(pos, UNDECODABLE, "corrupt")
         batch = {"position": pos, "size": stop - pos, **h,
                  "last_offset": h["base_offset"] + h["last_offset_delta"],
@@ -210,6 +218,32 @@ def read_segment(data: bytes, *, min_offset: int = -1, zero_tail: bool = True
         min_offset = batch["last_offset"] + 1
         pos = stop
     return batches, pos, None
+
+
+def _no_extensions(code, data):
+    raise ValueError(f"msgpack extension type {code}: not part of the format")
+
+
+def decode_payload(payload: bytes):
+    """A payload as FORMAT.md reads it: exactly one msgpack value; str UTF-8, bin bytes; map
+    keys str or bin; no extension type; nesting within MAX_DEPTH. ``ValueError`` otherwise."""
+    try:
+        value = msgpack.unpackb(payload, raw=False, use_list=True, strict_map_key=True,
+                                ext_hook=_no_extensions)
+    except ValueError:
+        raise
+    except Exception as e:  # noqa: BLE001 - msgpack's other errors: the same finding
+        raise ValueError(f"{type(e).__name__}: {e}") from None
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_DEPTH}")
+        if isinstance(v, list):
+            stack += [(x, depth + 1) for x in v]
+        elif isinstance(v, dict):
+            stack += [(x, depth + 1) for kv in v.items() for x in kv]
+    return value
 
 
 def zero_bytes_after(data: bytes, end: int) -> int:
