@@ -167,6 +167,22 @@ def test_same_bytes_and_same_reading_of_random_batches(seg):
         (base, _lists(records)) for base, records, _ in spec]
 
 
+#: every msgpack integer form's edges (positive fixint, uint8..uint64, negative fixint,
+#: int8..int64), each value written in its smallest form
+INT_EDGES = sorted({e + d for e in (0, 127, 255, 2**16 - 1, 2**32 - 1, 2**63 - 1, 2**64 - 1,
+                                    -32, -128, -2**15, -2**31, -2**63) for d in (-1, 0, 1)
+                    if -2**63 <= e + d < 2**64})
+
+
+@pytest.mark.parametrize("value", INT_EDGES)
+def test_every_integer_form_round_trips(value):
+    records = [[0, 1, 1, ["g", "t", 0], [value, value]], [1, value % 7, 0, value, None]]
+    data = framing.encode_batch(0, records, timestamp=1)
+    assert data == oracle.encode_records(0, records, timestamp=1)
+    batches, end, verdict, _ = assert_same(data)
+    assert verdict is None and batches[0]["records"] == records
+
+
 @FAST
 @given(segments(), st.data())
 def test_same_verdict_on_damaged_bytes(seg, data):
