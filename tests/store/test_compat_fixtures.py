@@ -12,6 +12,9 @@
 * New stores, reference reader: a store this checkout writes with the default options reads
   back, through the reference reader, as ``offsetlog dump`` shows it and as the store itself
   answers (offsets replayed from the oracle's records by FORMAT.md's rules).
+* New stores, old engine: the same store, opened by the engine of 7e4d167 (taken from git
+  history into a temporary directory, run in a subprocess) reads exactly as this checkout reads
+  it. Skipped where git or that commit is not at hand.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -332,3 +338,51 @@ def test_a_fixture_copy_leaves_no_machine_specific_files():
 def test_the_fixtures_stay_small():
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(STORES) for f in fs)
     assert total < 5 * 1024 * 1024
+
+
+# -- new stores, old engine -------------------------------------------------------------------
+
+#: the last engine before the native core; the fixtures were written by it
+OLD_ENGINE_COMMIT = "7e4d167"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def old_engine(tmp_path_factory) -> str:
+    """A directory holding the ``offsetlog`` package of OLD_ENGINE_COMMIT (for PYTHONPATH)."""
+    where = tmp_path_factory.mktemp("old-engine")
+    archive = where / "src.tar"
+    try:
+        with open(archive, "wb") as f:
+            subprocess.run(["git", "-C", str(REPO), "archive", OLD_ENGINE_COMMIT, "offsetlog",
+                            "recovery", "compaction", "bench"], stdout=f, check=True,
+                           stderr=subprocess.PIPE, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        pytest.skip(f"the engine of {OLD_ENGINE_COMMIT} is not at hand: {e}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(where, filter="tar")
+    return str(where)
+
+
+def read_with_old_engine(old_engine: str, root: str, options: dict, now: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=old_engine)
+    out = subprocess.run([sys.executable, str(FIXTURES / "make_compat_stores.py"), "--read",
+                          root, json.dumps(options), str(now)], env=env, check=True,
+                         capture_output=True, text=True, timeout=120)
+    result = json.loads(out.stdout)
+    assert result["engine"].startswith(old_engine + os.sep), result["engine"]
+    return result["read"]
+
+
+def test_the_old_engine_reads_a_store_this_engine_writes_as_this_engine_does(tmp_path,
+                                                                             old_engine):
+    src = str(tmp_path / "written")
+    clock = ManualClock()
+    _write_with_defaults(src, clock)
+    mine = maker.read_everything(maker.copy_fixture(src, str(tmp_path / "a")), {}, clock.now)
+    theirs = read_with_old_engine(old_engine, maker.copy_fixture(src, str(tmp_path / "b")), {},
+                                  clock.now)
+    assert json.loads(json.dumps(mine)) == theirs
+    assert theirs["recovery_report"]["snapshots_loaded"]  # its snapshots were read, not dropped
+    assert not theirs["recovery_report"]["snapshots_discarded"]
+    assert theirs["store"]["fetch"] and theirs["store"]["transaction_states"]
