@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgpack
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offsetlog.errors import UnsupportedVersionError
@@ -179,7 +179,7 @@ def test_every_integer_form_round_trips(value):
     records = [[0, 1, 1, ["g", "t", 0], [value, value]], [1, value % 7, 0, value, None]]
     data = framing.encode_batch(0, records, timestamp=1)
     assert data == oracle.encode_records(0, records, timestamp=1)
-    batches, end, verdict, _ = assert_same(data)
+    batches, _end, verdict, _ = assert_same(data)
     assert verdict is None and batches[0]["records"] == records
 
 

@@ -290,7 +290,7 @@ def read_store_partition(segments: list[tuple[int, bytes]]) -> tuple[list[dict],
     min_offset = -1
     for i, (base, data) in enumerate(segments):
         last = i == len(segments) - 1
-        batches, end, problem = read_segment(data, min_offset=max(min_offset, base),
+        batches, _end, problem = read_segment(data, min_offset=max(min_offset, base),
                                              zero_tail=last)
         for b in batches:
             b["segment_base"] = base
