@@ -6,12 +6,18 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 BENCH_ARGS ?=
+# the native core's crate (native/): the package's build compiles it into offsetlog._native
+NATIVE := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
+# rustup's default place, for shells whose PATH lacks it
+export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: bench test lint java install clean
+.PHONY: bench test lint java install native-check clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(NATIVE)
+	@command -v cargo >/dev/null 2>&1 || { echo "make: cargo (Rust) is needed to build \
+	offsetlog's native core (native/); install Rust with rustup, then run make again" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
@@ -33,8 +39,14 @@ java:
 bench: $(STAMP)
 	$(BIN)/offsetlog bench $(BENCH_ARGS)
 
-test: $(STAMP) java
+test: $(STAMP) java native-check
 	$(BIN)/pytest -q
+
+# the native core's own checks: clippy with warnings as errors, and its unit tests (linked
+# against the virtualenv's Python)
+native-check: $(STAMP)
+	cd native && PYO3_PYTHON=$(abspath $(BIN)/python) cargo clippy --quiet --all-targets -- -D warnings
+	cd native && PYO3_PYTHON=$(abspath $(BIN)/python) cargo test --quiet
 
 # the import contracts of pyproject.toml (also a test) and the linter
 lint: $(STAMP)
@@ -42,4 +54,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check --select E9,F,I offsetlog compaction recovery bench
 
 clean:
-	rm -rf $(VENV) data .pytest_cache .hypothesis .import_linter_cache
+	rm -rf $(VENV) data .pytest_cache .hypothesis .import_linter_cache native/target offsetlog/_native*.so

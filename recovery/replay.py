@@ -12,12 +12,10 @@ import logging
 import os
 from typing import Callable
 
-import msgpack
-
 from offsetlog.errors import CorruptLogError, PartitionMismatchError
 from offsetlog.log import naming, segment
 from offsetlog.log.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
-from offsetlog.log.framing import BatchReader
+from offsetlog.log.framing import BatchReader, decode_payload
 from offsetlog.partitioner import partition_for
 from offsetlog.recovery.report import DroppedRange, PartitionRecovery
 from offsetlog.recovery.swap import finish_swaps, plan_swaps
@@ -27,9 +25,9 @@ log = logging.getLogger("offsetlog.recovery")
 #: apply_batches([(base_offset, records, attributes, producer_id, producer_epoch), ...])
 ApplyBatches = Callable[[list], None]
 
-#: what msgpack, and the table given what it decoded, raise for a payload that is not records
+#: what the payload decoder (ValueError), and the table given what it decoded, raise for a payload that is not records
 #: (a record short of a field is a KeyError or IndexError: corruption too, not a crash)
-UNDECODABLE = (ValueError, msgpack.UnpackException, TypeError, KeyError, IndexError)
+UNDECODABLE = (ValueError, TypeError, KeyError, IndexError)
 
 #: batches handed to apply_batches at once: large enough to amortise the call, small enough
 #: that decoded records do not pile up in memory
@@ -43,13 +41,17 @@ def check_limit(path: str, position: int, last_offset: int, limit: int | None) -
 
 
 def recover_partition(directory: str, partition: int, *,
-                      apply_batches: ApplyBatches | None = None, repair: bool = True,
+                      apply_batches: ApplyBatches | None = None, table=None, repair: bool = True,
                       salvage: bool = False, progress: Callable[[int], None] | None = None,
                       start_offset: int = 0,
                       start_position: tuple[int, int] | None = None) -> PartitionRecovery:
     """Read every segment of one partition, handing valid batches, in order and in chunks,
     to ``apply_batches`` (``OffsetTable.apply_batches``).
 
+    :param table: the ``OffsetTable`` to replay into, instead of ``apply_batches``: plain
+        offset commits then go from their bytes into it natively (``BatchReader.replay_into``)
+        wherever no snapshot offset is to be skipped; every other batch reaches its
+        ``apply_batches`` as before
     :param repair: truncate a torn tail on disk (False for read-only tools)
     :param salvage: skip corrupt regions (reported in ``skipped``) instead of raising
     :param progress: called with the byte size of each segment once it has been read
@@ -62,7 +64,7 @@ def recover_partition(directory: str, partition: int, *,
         as the snapshot recorded it; used only where it can be checked (``_trusted_start``),
         otherwise the segment is scanned from its start
     """
-    apply = apply_batches
+    apply = apply_batches if table is None else table.apply_batches
     result = PartitionRecovery(partition=partition, directory=directory,
                                start_offset=start_offset)
     # A cleaner's swap interrupted by a crash is finished first (read-only callers only
@@ -113,7 +115,7 @@ def recover_partition(directory: str, partition: int, *,
                 # Decoded as a replay would: a payload that passes its CRC but does not decode
                 # makes open fail, so the tools that answer for open (verify, recover) see it.
                 try:
-                    msgpack.unpackb(view[pos + HEADER_SIZE:stop])
+                    decode_payload(view[pos + HEADER_SIZE:stop])
                 except UNDECODABLE as e:
                     if not salvage:
                         raise CorruptLogError(path, shift + pos,
@@ -124,6 +126,20 @@ def recover_partition(directory: str, partition: int, *,
                     continue
                 result.batches += 1
                 result.records += h.record_count
+        elif table is not None and floor >= start_offset:
+            # no batch of this segment lies below start_offset: the native replay loop
+            try:
+                for applied, next_offset, batches in reader.replay_into(table.offsets, CHUNK,
+                                                                        table.plain):
+                    check_limit(path, shift + reader.end, reader.min_offset - 1, limit)
+                    table.applied_natively(applied, next_offset)
+                    if batches:
+                        apply(batches)
+            except UNDECODABLE as e:
+                raise CorruptLogError(path, shift + reader.end,
+                                      f"undecodable payload ({type(e).__name__}: {e})") from None
+            result.batches += reader.batches
+            result.records += reader.records
         else:
             try:
                 for chunk in reader.decoded_chunks(CHUNK):

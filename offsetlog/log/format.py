@@ -7,9 +7,10 @@ writes them and ``offsetlog.log.records`` for the record schemas.
 
 from __future__ import annotations
 
-import struct
 from enum import IntEnum
 from typing import NamedTuple
+
+from offsetlog import _native
 
 #: Batch header, little-endian, 48 bytes:
 #: length u32 | header_crc u32 | crc u32 | magic u8 | attributes u8 | base_offset i64 |
@@ -18,13 +19,14 @@ from typing import NamedTuple
 #: ``length`` counts the bytes after the length field (header rest + payload);
 #: ``header_crc`` is zlib's CRC-32 of bytes 0-3 (length) then 12-47 (every field after the
 #: checksums), so a reader can trust a batch's extent before it has all of its payload;
-#: ``crc`` is the CRC-32 of the payload.
-BATCH_HEADER = struct.Struct("<IIIBBqIIqqh")
-HEADER_SIZE = BATCH_HEADER.size  # 48
+#: ``crc`` is the CRC-32 of the payload. The native core (``native/src/batch.rs``) reads and
+#: writes it; the sizes below are the native core's own constants.
+HEADER_SIZE: int = _native.HEADER_SIZE  # 48
 
 
 class BatchHeader(NamedTuple):
-    """The fields of ``BATCH_HEADER``, in order (docs/FORMAT.md, "Batch header")."""
+    """The header's fields, in order (docs/FORMAT.md, "Record batch"), as the native reader
+    gives them."""
 
     length: int  # bytes after this field: the rest of the header and the payload
     header_crc: int
@@ -38,27 +40,21 @@ class BatchHeader(NamedTuple):
     producer_id: int
     producer_epoch: int
 
-    @classmethod
-    def unpack_from(cls, buffer, offset: int = 0) -> "BatchHeader":
-        return _new_header(cls, BATCH_HEADER.unpack_from(buffer, offset))
 
-
-_new_header = tuple.__new__
-
-LENGTH_SIZE = 4
+LENGTH_SIZE: int = _native.LENGTH_SIZE
 HEADER_CRC_AT = 4
 PAYLOAD_CRC_AT = 8
 #: first byte after the two checksums: the header CRC covers [0, 4) and [CRC_START, 48)
-CRC_START = 12
+CRC_START: int = _native.CRC_START
 #: Bytes counted by ``length`` that are header, not payload.
-HEADER_AFTER_LENGTH = HEADER_SIZE - LENGTH_SIZE  # 44
+HEADER_AFTER_LENGTH: int = _native.HEADER_AFTER_LENGTH  # 44
 
 #: Identifies batch format 1. A reader refuses any other value: a future incompatible framing
 #: gets a new magic, so old readers fail loudly instead of misreading it.
-MAGIC = 0xA1
+MAGIC: int = _native.MAGIC  # 0xA1
 
 #: Refuse to believe a length beyond this: a batch is one commit call, never near 1 GiB.
-MAX_BATCH_BYTES = 1 << 30
+MAX_BATCH_BYTES: int = _native.MAX_BATCH_BYTES  # 2**30
 
 
 class Attribute:
@@ -70,6 +66,7 @@ class Attribute:
     #: cleaning may drop this batch's tombstones (first cleaned + delete_retention_ms, KIP-534)
     DELETE_HORIZON = 0x04
     KNOWN = TRANSACTIONAL | CONTROL | DELETE_HORIZON
+    assert KNOWN == _native.KNOWN_ATTRIBUTES  # the bits the native reader accepts
     #: bits that change what the records mean: the table applies such batches off its hot path
     SEMANTIC = TRANSACTIONAL | CONTROL
 

@@ -10,90 +10,75 @@ and the caller picks the policy. The header has its own checksum, so a batch who
 intact is trusted to end where its length says: one that runs past the end of the buffer is
 torn, and nothing inside its extent (user metadata may hold batch-like bytes) is ever taken
 for a batch.
+
+The bytes themselves are the native core's (``offsetlog._native``, the Rust crate in
+``native/``): the header, both CRCs, the msgpack payload and the loops over a buffer's batches
+are written once, there. This module keeps the policy: what a batch that fails its checks
+means (torn tail, preallocated zeros, corruption, salvage), and the Python shapes callers
+use (``Batch``, ``Problem``, ``BatchReader``).
 """
 
 from __future__ import annotations
 
-import struct
-import threading
-import zlib
 from typing import Callable, Iterator, NamedTuple, Sequence
 
-import msgpack
-
-from offsetlog.errors import CorruptLogError, UnsupportedVersionError
+from offsetlog import _native
+from offsetlog.errors import CorruptLogError
 from offsetlog.log.format import (
-    BATCH_HEADER,
     CRC_START,
-    HEADER_AFTER_LENGTH,
     HEADER_SIZE,
     LENGTH_SIZE,
-    MAGIC,
-    MAX_BATCH_BYTES,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
-    Attribute,
     BatchHeader,
     Record,
 )
 
-_LEN = LENGTH_SIZE
+_new_header = tuple.__new__  # a BatchHeader from the native tuple, without a copy
+_crc32 = _native.crc32
+_scan = _native.scan
+_decode_chunk = _native.decode_chunk
+_replay_chunk = _native.replay_chunk
 
-#: BATCH_HEADER in its three parts: the length, the checksums, the fields after them
-_pack_length = struct.Struct("<I").pack
-_pack_head = struct.Struct("<III").pack
-_pack_tail = struct.Struct("<" + BATCH_HEADER.format[4:]).pack
-assert struct.calcsize("<" + BATCH_HEADER.format[4:]) == HEADER_SIZE - CRC_START
-_unpack_header = BATCH_HEADER.unpack_from
-_new_header = tuple.__new__  # a BatchHeader from the tuple unpack gives, without a copy
-_crc32 = zlib.crc32
-_MAGIC_BYTE = bytes([MAGIC])
+#: batches the native loops read per call: enough to amortise the call, few enough that a
+#: reader whose caller stops early has not read far ahead
+_SCAN_BATCHES = 256
 
+#: ``decode_chunk``'s and ``replay_chunk``'s ways of stopping
+_CHUNK_FULL, _BAD_BATCH, _UNDECODABLE, _HANDED_BACK = 1, 2, 3, 4
 
-_local = threading.local()
-
-
-def encode_payload(records: Sequence[Record]) -> bytes:
-    # One Packer per thread: ``packb`` builds a new one per call, about 40 % of its cost for
-    # a one-record batch; a Packer is not safe to share between threads.
-    try:
-        pack = _local.pack
-    except AttributeError:
-        pack = _local.pack = msgpack.Packer(use_bin_type=True).pack
-    return pack(records)
+#: the msgpack bytes of a payload's records
+encode_payload: Callable[[Sequence[Record]], bytes] = _native.encode_payload
 
 
-def decode_payload(payload) -> tuple:
-    return msgpack.unpackb(payload, use_list=True, raw=False)
+def decode_payload(payload) -> list:
+    """The records of a batch's payload. ``ValueError`` if it does not decode."""
+    return _native.decode_payload(bytes(payload))
 
 
 def frame_payload(base_offset: int, payload: bytes, record_count: int, last_offset_delta: int,
                   timestamp: int, attributes: int = 0, producer_id: int = NO_PRODUCER_ID,
                   producer_epoch: int = NO_PRODUCER_EPOCH) -> bytes:
-    """One batch's bytes: its header, then ``payload`` (``encode_payload(records)``). The
-    writer's loop passes every argument by position; other callers name them."""
-    length = HEADER_AFTER_LENGTH + len(payload)
-    # The fields the header CRC covers after the length, packed once: cheaper than packing
-    # the whole header twice and slicing it for the CRC (the same bytes either way).
-    tail = _pack_tail(MAGIC, attributes, base_offset, last_offset_delta, record_count,
-                      timestamp, producer_id, producer_epoch)
-    return b"".join((_pack_head(length, _crc32(tail, _crc32(_pack_length(length))),
-                                _crc32(payload)), tail, payload))
+    """One batch's bytes: its header, then ``payload`` (``encode_payload(records)``)."""
+    return _native.frame_payload(base_offset, payload, record_count, last_offset_delta,
+                                 timestamp, attributes, producer_id, producer_epoch)
 
 
 def header_checksum(data, pos: int) -> int:
     """The header CRC of the batch at ``pos``: its length field, then its fields after the
     two checksums."""
-    return _crc32(data[pos + CRC_START:pos + HEADER_SIZE], _crc32(data[pos:pos + _LEN]))
+    return _crc32(bytes(data[pos + CRC_START:pos + HEADER_SIZE]),
+                  _crc32(bytes(data[pos:pos + LENGTH_SIZE])))
 
 
 def encode_batch(base_offset: int, records: Sequence[Record], *, timestamp: int,
                  attributes: int = 0, producer_id: int = NO_PRODUCER_ID,
                  producer_epoch: int = NO_PRODUCER_EPOCH) -> bytes:
+    """A batch of ``records`` (at least one), encoded and framed in one native call."""
     if not records:
         raise ValueError("a batch holds at least one record")
-    return frame_payload(base_offset, encode_payload(records), len(records), records[-1][0],
-                         timestamp, attributes, producer_id, producer_epoch)
+    return _native.frame_records(base_offset, records, timestamp, attributes, producer_id,
+                                 producer_epoch)
 
 
 class LogWriter:
@@ -129,7 +114,7 @@ class Batch(NamedTuple):
     def next_offset(self) -> int:
         return self.base_offset + self.last_offset_delta + 1
 
-    def records(self) -> tuple:
+    def records(self) -> list:
         return decode_payload(self.payload)
 
 
@@ -146,48 +131,17 @@ class Problem(NamedTuple):
         return None if self.resume is None else self.resume - self.position
 
 
-def _check(data, pos: int, end: int, min_offset: int) -> tuple[str | None, int | None]:
+def _check(data: bytes, pos: int, end: int, min_offset: int) -> tuple[str | None, int | None]:
     """Validate the batch at ``pos``: ``(None, None)`` if good, else ``(reason, search_from)``:
     where a following valid batch could start, or None when the batch is certainly the torn
-    end of the buffer (an intact header whose batch runs past the end)."""
-    if end - pos < HEADER_SIZE:
-        return "truncated header", pos + 1
-    h = BatchHeader.unpack_from(data, pos)
-    if header_checksum(data, pos) != h.header_crc:
-        return "header checksum mismatch", pos + 1
-    if h.magic != MAGIC:
-        raise UnsupportedVersionError(f"batch magic {h.magic:#x} at byte {pos} is not {MAGIC:#x}")
-    if h.attributes & ~Attribute.KNOWN:
-        raise UnsupportedVersionError(f"unknown batch attributes {h.attributes:#x} at byte {pos}")
-    if h.length < HEADER_AFTER_LENGTH or h.length > MAX_BATCH_BYTES:
-        return "bad length", pos + 1
-    stop = pos + _LEN + h.length
-    if stop > end:
-        return "truncated batch", None
-    if _crc32(data[pos + HEADER_SIZE:stop]) != h.crc:
-        return "checksum mismatch", stop
-    if h.record_count == 0 or h.last_offset_delta < h.record_count - 1:
-        return "bad record count", stop
-    if h.base_offset < min_offset:
-        return "offset out of order", stop
-    return None, None
+    end of the buffer (an intact header whose batch runs past the end). Raises
+    ``UnsupportedVersionError`` for a valid header of another batch format."""
+    return _native.check_at(data, pos, end, min_offset)
 
 
-def _find_next_valid(data, start: int, end: int, min_offset: int) -> int | None:
+def _find_next_valid(data: bytes, start: int, end: int, min_offset: int) -> int | None:
     """First position at or after ``start`` where a valid batch begins (a resync), or None."""
-    search = start + CRC_START
-    while True:
-        i = data.find(_MAGIC_BYTE, search, end)
-        if i < 0:
-            return None
-        candidate = i - CRC_START
-        try:
-            reason, _ = _check(data, candidate, end, min_offset)
-        except UnsupportedVersionError:
-            reason = "unsupported"
-        if reason is None:
-            return candidate
-        search = i + 1
+    return _native.find_next_valid(data, start, end, min_offset)
 
 
 class BatchReader:
@@ -206,10 +160,11 @@ class BatchReader:
 
     def __init__(self, data, *, start: int = 0, end: int | None = None, salvage: bool = False,
                  min_offset: int = -1, zero_tail: bool = True) -> None:
-        self._data = data if isinstance(data, memoryview) else memoryview(data)
-        self._bytes = data  # .find works on bytes/mmap, not memoryview
+        # the native loops read bytes (immutable while they hold them); other buffers are
+        # copied once
+        self._bytes = data if type(data) is bytes else bytes(data)
         self._start = start
-        self._endpos = len(data) if end is None else end
+        self._endpos = len(self._bytes) if end is None else min(end, len(self._bytes))
         self._salvage = salvage
         self.min_offset = min_offset
         self.end = start
@@ -224,105 +179,86 @@ class BatchReader:
     def raw(self) -> Iterator[tuple[int, int, BatchHeader]]:
         """``(position, end, header)`` of each valid batch; the payload is
         ``buffer[position + HEADER_SIZE:end]``."""
-        mv, pos, end = self._data, self._start, self._endpos
-        unpack, crc32, new_header = _unpack_header, _crc32, _new_header
+        data, pos, end = self._bytes, self._start, self._endpos
+        new_header = _new_header
         while pos < end:
-            if end - pos >= HEADER_SIZE:
-                h = new_header(BatchHeader, unpack(mv, pos))
-                stop = pos + LENGTH_SIZE + h.length
-                if (crc32(mv[pos + CRC_START:pos + HEADER_SIZE], crc32(mv[pos:pos + 4]))
-                        == h.header_crc
-                        and HEADER_AFTER_LENGTH <= h.length <= MAX_BATCH_BYTES and stop <= end
-                        and h.magic == MAGIC and not h.attributes & ~Attribute.KNOWN
-                        and h.record_count > 0 and h.last_offset_delta >= h.record_count - 1
-                        and h.base_offset >= self.min_offset
-                        and crc32(mv[pos + HEADER_SIZE:stop]) == h.crc):
-                    self.min_offset = h.base_offset + h.last_offset_delta + 1
-                    yield pos, stop, h
-                    pos = self.end = stop
-                    continue
-            pos = self._bad_batch(pos)
-            if pos is None:
-                return
+            found, pos, _, bad = _scan(data, pos, end, self.min_offset, _SCAN_BATCHES)
+            for at, stop, h in found:
+                # kept per batch, not per call: a caller that stops early reads them
+                self.min_offset = h[5] + h[6] + 1
+                self.end = stop
+                yield at, stop, new_header(BatchHeader, h)
+            if bad:
+                pos = self._bad_batch(pos)
+                if pos is None:
+                    return
 
     def decoded_chunks(self, chunk_size: int = 512) -> Iterator[list[tuple]]:
         """Valid batches, decoded, in lists of up to ``chunk_size`` tuples
         ``(base_offset, records, attributes, producer_id, producer_epoch)``: the shape
-        ``OffsetTable.apply_batches`` takes.
+        ``OffsetTable.apply_batches`` takes. Checking and decoding are one native loop.
 
-        The same checks as ``raw``, fused with decoding into one loop: recovery spends its
-        time here, and a generator step per batch would cost a large share of replay speed.
-        Raises ``ValueError``/``msgpack`` errors for a payload that passes its CRC but does
-        not decode, with ``self.end`` at that batch.
+        Raises ``ValueError`` for a payload that passes its CRC but does not decode, with
+        ``self.end`` at that batch.
         """
-        mv, pos, end = self._data, self._start, self._endpos
-        unpack, crc32, unpackb = _unpack_header, _crc32, msgpack.unpackb
-        # Constants as locals: a global lookup per check per batch is measurable here.
-        hsize, lsize, cstart, magic = HEADER_SIZE, LENGTH_SIZE, CRC_START, MAGIC
-        min_len, max_len, unknown_bits = HEADER_AFTER_LENGTH, MAX_BATCH_BYTES, ~Attribute.KNOWN
-        min_offset = self.min_offset
-        chunk: list = []
-        append = chunk.append
-        batches = records = 0
+        data, pos, end = self._bytes, self._start, self._endpos
         while pos < end:
-            if end - pos >= hsize:
-                # The header's fields by name (BatchHeader's order), as plain locals: a
-                # NamedTuple per batch would cost this loop a measurable share.
-                (length, header_crc, crc, mgc, attributes, base, last_delta, count, _timestamp,
-                 producer_id, producer_epoch) = unpack(mv, pos)
-                stop = pos + lsize + length
-                if (crc32(mv[pos + cstart:pos + hsize], crc32(mv[pos:pos + lsize])) == header_crc
-                        and min_len <= length <= max_len and stop <= end and mgc == magic
-                        and not attributes & unknown_bits and count > 0
-                        and last_delta >= count - 1 and base >= min_offset
-                        and crc32(mv[pos + hsize:stop]) == crc):
-                    try:
-                        append((base, unpackb(mv[pos + hsize:stop]), attributes, producer_id,
-                                producer_epoch))
-                    except Exception:
-                        self.end, self.min_offset = pos, min_offset
-                        raise
-                    min_offset = base + last_delta + 1
-                    batches += 1
-                    records += count
-                    pos = stop
-                    if len(chunk) >= chunk_size:
-                        self.min_offset, self.end = min_offset, pos
-                        self.batches += batches
-                        self.records += records
-                        batches = records = 0
-                        yield chunk
-                        chunk = []
-                        append = chunk.append
-                    continue
-            self.min_offset, self.end = min_offset, pos
+            (chunk, pos, self.min_offset, batches, records, status,
+             error) = _decode_chunk(data, pos, end, self.min_offset, chunk_size)
+            self.end = pos
             self.batches += batches
             self.records += records
-            batches = records = 0
+            if status == _UNDECODABLE:
+                raise ValueError(error)
             if chunk:
                 yield chunk
-                chunk = []
-                append = chunk.append
-            pos = self._bad_batch(pos)
-            if pos is None:
-                return
-            min_offset = self.min_offset
-        self.min_offset, self.end = min_offset, pos
-        self.batches += batches
-        self.records += records
-        if chunk:
-            yield chunk
+            if status == _BAD_BATCH:
+                pos = self._bad_batch(pos)
+                if pos is None:
+                    return
+
+    def replay_into(self, offsets: dict, chunk_size: int,
+                    plain: Callable[[], bool]) -> Iterator[tuple[int, int, list]]:
+        """Valid batches, replayed: while ``plain()`` says so (the table has no pending
+        transactional offsets), the plain offset commits of up to ``chunk_size`` batches at a
+        time go straight from their bytes into ``offsets`` (the table's ``group -> {(topic,
+        partition): entry}``), natively, with no record built in Python; any other batch is
+        decoded and handed back. Yields ``(applied, next_offset, batches)``: ``applied``
+        records went into ``offsets`` (the last ending at ``next_offset``, -1 if none), then
+        ``batches`` are for ``OffsetTable.apply_batches``. Otherwise as ``decoded_chunks``.
+        """
+        data, pos, end = self._bytes, self._start, self._endpos
+        while pos < end:
+            if not plain():
+                (chunk, pos, self.min_offset, batches, records, status,
+                 error) = _decode_chunk(data, pos, end, self.min_offset, chunk_size)
+                applied, next_offset = 0, -1
+            else:
+                (handed, pos, self.min_offset, batches, records, applied, next_offset, status,
+                 error) = _replay_chunk(data, pos, end, self.min_offset, chunk_size, offsets)
+                chunk = [handed] if handed is not None else []
+            self.end = pos
+            self.batches += batches
+            self.records += records
+            if status == _UNDECODABLE:
+                raise ValueError(error)
+            if chunk or applied:
+                yield applied, next_offset, chunk
+            if status == _BAD_BATCH:
+                pos = self._bad_batch(pos)
+                if pos is None:
+                    return
 
     def _bad_batch(self, pos: int) -> int | None:
         """Classify the invalid batch at ``pos``: where to resume (salvage), or None to stop."""
         if self._zero_tail_ok:
-            rest = bytes(self._bytes[pos:self._endpos])
+            rest = self._bytes[pos:self._endpos]
             if rest.count(0) == len(rest):  # reserved space never written: the end, cleanly
                 self.zero_tail = len(rest)
                 return None
         reason, search_from = _check(self._bytes, pos, self._endpos, self.min_offset)
-        if reason is None:  # pragma: no cover - the fast paths accept every valid batch
-            raise AssertionError("fast path rejected a valid batch")
+        if reason is None:  # pragma: no cover - the native loops accept every valid batch
+            raise AssertionError("the native loop rejected a valid batch")
         resume = None
         if search_from is not None:
             resume = _find_next_valid(self._bytes, search_from, self._endpos, self.min_offset)
@@ -334,7 +270,7 @@ class BatchReader:
         return resume
 
     def __iter__(self) -> Iterator[Batch]:
-        mv = self._data
+        mv = memoryview(self._bytes)
         for pos, stop, h in self.raw():
             yield Batch(pos, stop - pos, h.base_offset, h.last_offset_delta, h.record_count,
                         h.timestamp, h.attributes, h.producer_id, h.producer_epoch,

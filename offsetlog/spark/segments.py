@@ -24,7 +24,7 @@ import msgpack
 from offsetlog.errors import CorruptLogError, StoreConfigError
 from offsetlog.log import naming
 from offsetlog.log.format import HEADER_SIZE, META_FILE, RecordType
-from offsetlog.log.framing import BatchReader
+from offsetlog.log.framing import BatchReader, decode_payload
 from offsetlog.log.records import (
     OFFSET_COMMIT,
     TOPIC,
@@ -178,13 +178,13 @@ def segment_rows(task: SegmentTask, *, salvage: bool = False) -> Iterator[tuple]
     """
     data, reader = _read(task, salvage)
     store, lp, name, sbase = task.store, task.log_partition, os.path.basename(task.path), task.base
-    unpackb, packb = msgpack.unpackb, msgpack.packb
+    packb = msgpack.packb  # a value's bytes for the value_msgpack column
     for pos, stop, h in reader.raw():
         base, last_delta, ts = h.base_offset, h.last_offset_delta, h.timestamp
         attrs, pid, pepoch = h.attributes, h.producer_id, h.producer_epoch
         check_limit(task.path, pos, base + last_delta, task.limit)
         try:
-            records = unpackb(data[pos + HEADER_SIZE:stop], raw=False)
+            records = decode_payload(data[pos + HEADER_SIZE:stop])
             rows = [_row(store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, r, packb)
                     for r in records]
         except UNDECODABLE as e:  # as recovery: corruption, or under salvage a skipped batch
@@ -238,7 +238,7 @@ def segment_problems(task: SegmentTask) -> Iterator[tuple]:
     name = os.path.basename(task.path)
     for pos, stop, _ in reader.raw():
         try:
-            msgpack.unpackb(data[pos + HEADER_SIZE:stop], raw=False)
+            decode_payload(data[pos + HEADER_SIZE:stop])
         except UNDECODABLE:
             yield (task.store, task.log_partition, name, pos, stop - pos,
                    "undecodable payload", "corrupt")

@@ -152,7 +152,7 @@ def recover_with_snapshot(path: str, directory: str, partition: int, has_log: bo
             discarded(path, report, partition, f"ahead of the log: snapshot at offset "
                                                f"{snapshot.offset}, the partition has no log")
             return OffsetTable(), None, False
-        first = recover_partition(directory, partition, apply_batches=table.apply_batches,
+        first = recover_partition(directory, partition, table=table,
                                   start_offset=snapshot.offset,
                                   start_position=snapshot.position, progress=progress)
         if not first.start_beyond_end:
@@ -160,8 +160,7 @@ def recover_with_snapshot(path: str, directory: str, partition: int, has_log: bo
     if not has_log:
         return OffsetTable(), None, False
     table = OffsetTable()
-    result = recover_partition(directory, partition, apply_batches=table.apply_batches,
-                               progress=progress)
+    result = recover_partition(directory, partition, table=table, progress=progress)
     if first is not None:
         discarded(path, report, partition, f"ahead of the log: snapshot at offset "
                                            f"{snapshot.offset}, log ends at offset "

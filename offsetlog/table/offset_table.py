@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 from typing import Iterator
 
+from offsetlog._native import apply_records
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.log.format import Attribute, RecordType
 from offsetlog.log.records import (
@@ -81,7 +82,14 @@ class OffsetTable:
                 self._apply_transactional(base_offset, records, attributes, producer_id)
                 count += len(records)
                 continue
-            for delta, rtype, version, key, value in records:
+            # Plain commits go into ``offsets`` natively (offsetlog._native.apply_records, the
+            # same code replay's native loop applies them with); the loop below takes the rest:
+            # older versions, other shapes and types, and groups with pending transactions.
+            n = len(records)
+            i = 0 if pending else apply_records(offsets, records, 0)
+            while i < n:
+                delta, rtype, version, key, value = records[i]
+                i += 1
                 if rtype == OFFSET_COMMIT and version <= OFFSET_COMMIT_VERSION:
                     if version == OFFSET_COMMIT_VERSION:
                         group, topic, partition = key
@@ -107,9 +115,23 @@ class OffsetTable:
                                  if version and len(value) == 2 else commit_entry(version, value))
                 else:
                     self._apply_other(base_offset + delta, rtype, version, key, value)
-            count += len(records)
+                if i < n and not pending:
+                    i = apply_records(offsets, records, i)
+            count += n
         if count:
             self.next_offset = base_offset + records[-1][0] + 1
+            self.records_applied += count
+
+    def plain(self) -> bool:
+        """Whether plain offset commits may go into ``offsets`` without this class: no group
+        has pending transactional offsets that a plain commit would supersede or drop."""
+        return not self.txn.keys
+
+    def applied_natively(self, count: int, next_offset: int) -> None:
+        """Count ``count`` plain commits that replay put into ``offsets`` from their bytes
+        (``BatchReader.replay_into``), the last ending at ``next_offset``."""
+        if count:
+            self.next_offset = next_offset
             self.records_applied += count
 
     def _apply_transactional(self, base_offset: int, records, attributes: int,

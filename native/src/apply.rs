@@ -1,0 +1,225 @@
+//! Plain offset commits into the table's dicts: the hot half of `OffsetTable.apply_batches`.
+//!
+//! A *plain commit* is an `OFFSET_COMMIT` version 1 record of the canonical shape (key
+//! `[group, topic, partition]` of str, str, int; value nil or `[offset, commit_timestamp,
+//! metadata?, leader_epoch?, expire_timestamp?]` of ints, a str and ints or nils) in a batch
+//! that is neither transactional nor control, of a group with no pending transactional
+//! offsets. `apply_commit` is the one place such a record changes the table, for the live
+//! path (records as Python objects, `apply_records`) and for replay (records still in their
+//! bytes, `replay_chunk` in `scan`). Every other record, and every record of another shape,
+//! is left to the Python table, which applies it (or refuses it) as before.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PySequence, PyString, PyTuple};
+use rmp::Marker;
+
+use crate::msgpack::Reader;
+
+pub const OFFSET_COMMIT: i64 = 1;
+pub const OFFSET_COMMIT_VERSION: i64 = 1;
+
+/// A plain commit's value (None: a tombstone).
+pub struct Value<'a> {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub metadata: &'a str,
+    pub leader_epoch: Option<i64>,
+    pub expire: Option<i64>,
+}
+
+/// One plain commit.
+pub struct Commit<'a> {
+    pub delta: i64,
+    pub group: &'a str,
+    pub topic: &'a str,
+    pub partition: i64,
+    pub value: Option<Value<'a>>,
+}
+
+/// Apply one plain commit to `offsets` (`group -> {(topic, partition): entry}`), as the
+/// table defines it: a value replaces the key's entry, a tombstone removes it (and the
+/// group's dict once empty). Topics are interned, as the Python table interns them.
+pub fn apply_commit(py: Python<'_>, offsets: &Bound<'_, PyDict>, c: &Commit<'_>) -> PyResult<()> {
+    let group = PyString::new(py, c.group);
+    let tp = PyTuple::new(py, [PyString::intern(py, c.topic).into_any(),
+                               c.partition.into_pyobject(py)?.into_any()])?;
+    let existing = offsets.get_item(&group)?;
+    match &c.value {
+        None => {
+            if let Some(g) = existing {
+                let g = g.cast_into::<PyDict>()?;
+                if g.contains(&tp)? {
+                    g.del_item(&tp)?;
+                    if g.is_empty() {
+                        offsets.del_item(&group)?;
+                    }
+                }
+            }
+        }
+        Some(v) => {
+            let g = match existing {
+                Some(g) => g.cast_into::<PyDict>()?,
+                None => {
+                    let g = PyDict::new(py);
+                    offsets.set_item(&group, &g)?;
+                    g
+                }
+            };
+            let entry = (v.offset, v.metadata, v.leader_epoch, v.timestamp, v.expire);
+            g.set_item(tp, entry)?;
+        }
+    }
+    Ok(())
+}
+
+/// An int or nil, for the optional fields.
+fn opt_int(r: &mut Reader<'_>) -> PyResult<Option<Option<i64>>> {
+    let m = r.marker()?;
+    if matches!(m, Marker::Null) {
+        return Ok(Some(None));
+    }
+    Ok(r.int_after(m)?.map(Some))
+}
+
+/// The plain commit at the reader's position, or None if the record there is anything
+/// else (the reader is then somewhere inside it: the caller gives up on the batch).
+pub fn parse_commit<'a>(r: &mut Reader<'a>) -> PyResult<Option<Commit<'a>>> {
+    macro_rules! want {
+        ($e:expr) => {
+            match $e {
+                Some(v) => v,
+                None => return Ok(None),
+            }
+        };
+    }
+    let m = r.marker()?;
+    if want!(r.array_len(m)?) != 5 {
+        return Ok(None);
+    }
+    let m = r.marker()?;
+    let delta = want!(r.int_after(m)?);
+    let m = r.marker()?;
+    if want!(r.int_after(m)?) != OFFSET_COMMIT {
+        return Ok(None);
+    }
+    let m = r.marker()?;
+    if want!(r.int_after(m)?) != OFFSET_COMMIT_VERSION {
+        return Ok(None);
+    }
+    let m = r.marker()?;
+    if want!(r.array_len(m)?) != 3 {
+        return Ok(None);
+    }
+    let m = r.marker()?;
+    let group = want!(r.str_after(m)?);
+    let m = r.marker()?;
+    let topic = want!(r.str_after(m)?);
+    let m = r.marker()?;
+    let partition = want!(r.int_after(m)?);
+    let m = r.marker()?;
+    if matches!(m, Marker::Null) {
+        return Ok(Some(Commit { delta, group, topic, partition, value: None }));
+    }
+    let n = want!(r.array_len(m)?);
+    if !(2..=5).contains(&n) {
+        return Ok(None); // fewer is corrupt, more holds fields of a later writer: Python's
+    }
+    let m = r.marker()?;
+    let offset = want!(r.int_after(m)?);
+    let m = r.marker()?;
+    let timestamp = want!(r.int_after(m)?);
+    let mut value = Value { offset, timestamp, metadata: "", leader_epoch: None, expire: None };
+    if n > 2 {
+        let m = r.marker()?;
+        value.metadata = want!(r.str_after(m)?);
+    }
+    if n > 3 {
+        value.leader_epoch = want!(opt_int(r)?);
+    }
+    if n > 4 {
+        value.expire = want!(opt_int(r)?);
+    }
+    Ok(Some(Commit { delta, group, topic, partition, value: Some(value) }))
+}
+
+/// The plain commits of a whole payload, or None if any record is something else (or the
+/// payload does not decode: Python's decoder then says why).
+pub fn parse_payload<'a>(payload: &'a [u8]) -> Option<Vec<Commit<'a>>> {
+    let mut r = Reader::new(payload);
+    let m = r.marker().ok()?;
+    let n = r.array_len(m).ok()??;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(parse_commit(&mut r).ok()??);
+    }
+    if !r.at_end() {
+        return None;
+    }
+    Some(out)
+}
+
+/// Apply the plain commits of `records` (Python records, in order) from `start` on, up to
+/// the first record that is not one: returns its index (`len(records)` when all were). Of
+/// the values, the live path's common ones are taken here: a tombstone, and the plain
+/// `[offset, commit_timestamp]` pair; a value with metadata, an epoch or an expiry is left
+/// to the Python table like any other record.
+#[pyfunction]
+pub fn apply_records(py: Python<'_>, offsets: &Bound<'_, PyDict>, records: &Bound<'_, PyAny>,
+                     start: usize) -> PyResult<usize> {
+    let records = records.cast::<PySequence>()?;
+    let n = records.len()?;
+    for i in start..n {
+        if !apply_python_record(py, offsets, &records.get_item(i)?)? {
+            return Ok(i);
+        }
+    }
+    Ok(n)
+}
+
+/// `apply_commit` for one Python record, if it is a plain commit in a form taken here.
+fn apply_python_record(py: Python<'_>, offsets: &Bound<'_, PyDict>, record: &Bound<'_, PyAny>)
+                       -> PyResult<bool> {
+    let Ok(rec) = record.cast::<PySequence>() else { return Ok(false) };
+    if rec.len()? != 5 || int_of(&rec.get_item(1)?) != Some(OFFSET_COMMIT)
+        || int_of(&rec.get_item(2)?) != Some(OFFSET_COMMIT_VERSION)
+    {
+        return Ok(false);
+    }
+    let Some(delta) = int_of(&rec.get_item(0)?) else { return Ok(false) };
+    let key = rec.get_item(3)?;
+    let Ok(key) = key.cast::<PySequence>() else { return Ok(false) };
+    if key.len()? != 3 {
+        return Ok(false);
+    }
+    let (g, t) = (key.get_item(0)?, key.get_item(1)?);
+    let (Ok(group), Ok(topic)) = (g.cast::<PyString>(), t.cast::<PyString>()) else {
+        return Ok(false);
+    };
+    let Some(partition) = int_of(&key.get_item(2)?) else { return Ok(false) };
+    let value = rec.get_item(4)?;
+    let value = if value.is_none() {
+        None
+    } else {
+        let Ok(v) = value.cast::<PySequence>() else { return Ok(false) };
+        if v.len()? != 2 {
+            return Ok(false);
+        }
+        let (Some(offset), Some(timestamp)) = (int_of(&v.get_item(0)?), int_of(&v.get_item(1)?))
+        else {
+            return Ok(false);
+        };
+        Some(Value { offset, timestamp, metadata: "", leader_epoch: None, expire: None })
+    };
+    let c = Commit { delta, group: group.to_str()?, topic: topic.to_str()?, partition, value };
+    apply_commit(py, offsets, &c)?;
+    Ok(true)
+}
+
+/// An exact int (not a bool) that fits an i64.
+fn int_of(v: &Bound<'_, PyAny>) -> Option<i64> {
+    if v.is_exact_instance_of::<PyInt>() || (v.is_instance_of::<PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>()) {
+        v.extract().ok()
+    } else {
+        None
+    }
+}

@@ -1,0 +1,28 @@
+//! `offsetlog._native`: the byte path of offsetlog, in Rust (docs/DESIGN.md, "Python and
+//! Rust"). Python keeps the policies (what a torn tail or corruption means, salvage, when to
+//! sync); this crate holds the bytes: a batch's framing and CRCs (`batch`), its payload's
+//! msgpack (`msgpack`), and the loops that read a segment's batches (`scan`).
+//!
+//! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
+//! every failure is a Python exception (`ValueError` for a payload that does not decode,
+//! offsetlog's `UnsupportedVersionError` for a batch of an unknown format).
+
+use pyo3::prelude::*;
+
+pub mod apply;
+pub mod batch;
+pub mod msgpack;
+mod scan;
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("HEADER_SIZE", batch::HEADER_SIZE)?;
+    m.add("LENGTH_SIZE", batch::LENGTH_SIZE)?;
+    m.add("CRC_START", batch::CRC_START)?;
+    m.add("HEADER_AFTER_LENGTH", batch::HEADER_AFTER_LENGTH)?;
+    m.add("MAGIC", batch::MAGIC)?;
+    m.add("MAX_BATCH_BYTES", batch::MAX_BATCH_BYTES)?;
+    m.add("KNOWN_ATTRIBUTES", batch::KNOWN_ATTRIBUTES)?;
+    scan::register(m)
+}
