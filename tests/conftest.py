@@ -46,3 +46,6 @@ def pytest_configure(config):
 
 # The session-scoped SparkSession shared by tests/test_spark_*.py.
 from support.spark_fixtures import spark  # noqa: E402,F401
+
+# A real Apache Kafka broker, once per session (tests/kafka/ and the client matrix).
+from support.kafka_broker import kafka_broker, kafka_topics  # noqa: E402,F401

@@ -35,10 +35,10 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
     operations = acl.authorized(getattr(b, "include_authorized_operations", False), acl.GROUP)
     for gid in b.groups:
         try:
-            check_group_id(gid)
-            d = ctx.store.describe_group(gid)
+            # "" is no group's id: described as an unknown one, as Kafka does
+            d = ctx.store.describe_group(check_group_id(gid)) if gid else None
         except OffsetlogError as e:
-            out.append(_dead(call, gid, E.code_of(e)))
+            out.append(_dead(call, gid, E.code_of(e), operations))
             continue
         if d is None:
             if listed is None:
@@ -49,23 +49,29 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
                                 authorized_operations=operations))
             else:
                 # Kafka: state Dead, and from v6 on GROUP_ID_NOT_FOUND
+                # (with the operations asked for, as for any group)
                 out.append(_dead(call, gid, E.GROUP_ID_NOT_FOUND if call.version >= 6
-                                 else E.NONE))
+                                 else E.NONE, operations))
             continue
+        # Kafka shows the protocol and the members' metadata only of a Stable group (in a
+        # rebalance they are being replaced); the assignments, always
+        stable = str(d.state) == "Stable"
         out.append(dict(
             error_code=E.NONE, group_id=gid, group_state=str(d.state),
-            protocol_type=d.protocol_type or "", protocol_data=d.protocol or "",
+            protocol_type=d.protocol_type or "",
+            protocol_data=(d.protocol or "") if stable else "",
             members=[dict(member_id=m.member_id, group_instance_id=m.group_instance_id,
                           client_id=m.client_id, client_host=m.client_host,
-                          member_metadata=m.metadata, member_assignment=m.assignment)
+                          member_metadata=m.metadata if stable else b"",
+                          member_assignment=m.assignment)
                      for m in d.members],
             authorized_operations=operations))
     return call.respond(groups=out)
 
 
-def _dead(call: Call, gid: str, code: int) -> dict:
+def _dead(call: Call, gid: str, code: int, operations: int) -> dict:
     return dict(error_code=code, group_id=gid, group_state="Dead", protocol_type="",
-                protocol_data="", members=(), authorized_operations=acl.NOT_ASKED,
+                protocol_data="", members=(), authorized_operations=operations,
                 error_message=None)
 
 

@@ -203,7 +203,8 @@ class Connections:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
-            Connection(self, sock, str(peer[0]) if peer else "").start()
+            # the client's host as Kafka shows it (Java's InetAddress.toString: "/1.2.3.4")
+            Connection(self, sock, f"/{peer[0]}" if peer else "").start()
 
     def call_in_loop(self, fn, *args) -> None:
         """``fn(*args)`` on the loop's thread: now if this is it (and it is not inside a

@@ -46,7 +46,8 @@ def metadata(ctx: Context, call: Call, now_ms: int):
             if count is None:
                 topics.append(dict(error_code=created_errors.get(
                     name, E.UNKNOWN_TOPIC_OR_PARTITION), name=name, topic_id=uuid.UUID(int=0),
-                    is_internal=False, partitions=(), topic_authorized_operations=acl.NOT_ASKED))
+                    # the operations asked for, of an unknown topic too (as Kafka answers)
+                    is_internal=False, partitions=(), topic_authorized_operations=topic_ops))
                 continue
             topics.append(dict(
                 error_code=E.NONE, name=name, topic_id=registry.topic_id(name),

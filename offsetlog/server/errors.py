@@ -32,6 +32,7 @@ KAFKA_STORAGE_ERROR = int(ErrorCode.kafka_storage_error)
 UNKNOWN_TOPIC_ID = int(ErrorCode.unknown_topic_id)
 TRANSACTIONAL_ID_NOT_FOUND = int(ErrorCode.transactional_id_not_found)
 INVALID_REGULAR_EXPRESSION = int(ErrorCode.invalid_regular_expression)
+TRANSACTION_ABORTABLE = int(ErrorCode.transaction_abortable)
 
 
 def code_of(error: BaseException | None) -> int:

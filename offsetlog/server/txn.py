@@ -30,6 +30,10 @@ from offsetlog.store.transactions import Transaction
 from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT
 
 
+#: the ``fenced_since`` of an answer that is INVALID_PRODUCER_EPOCH at every version
+NEVER = 1 << 15
+
+
 def _fenced_code(call: Call, min_version: int) -> int:
     """PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for versions that predate it (Kafka's
     mapping for older clients)."""
@@ -153,8 +157,16 @@ def txn_offset_commit(ctx: Context, call: Call, now_ms: int):
                                member_id=getattr(b, "member_id", ""),
                                group_instance_id=getattr(b, "group_instance_id", None))
 
-    return run_blocking(commit, lambda o: call.respond(
-        topics=partition_answers(b.topics, bad, _outcome_code(call, o, 3))))
+    def answer(outcome):
+        # a stale epoch: INVALID_PRODUCER_EPOCH at every version, as Kafka answers (the
+        # epoch is checked where the offsets are written, not by the transaction coordinator)
+        code = _outcome_code(call, outcome, NEVER)
+        if code == E.INVALID_TXN_STATE and call.version >= 4:
+            # v4 says the producer can abort and go on (KIP-890): Kafka tells it so
+            code = E.TRANSACTION_ABORTABLE
+        return call.respond(topics=partition_answers(b.topics, bad, code))
+
+    return run_blocking(commit, answer)
 
 
 def end_txn(ctx: Context, call: Call, now_ms: int):

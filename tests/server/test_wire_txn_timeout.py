@@ -45,7 +45,7 @@ def test_a_timed_out_transaction_fences_its_producer(quick_timeouts, group_id):
         assert _end(sock, tid, pid, epoch, True, version=1) == INVALID_PRODUCER_EPOCH
         assert _add(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
         assert _add(sock, tid, pid, epoch, group_id, version=1) == INVALID_PRODUCER_EPOCH
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
+        assert _txn_commit(sock, tid, pid, epoch, group_id) == INVALID_PRODUCER_EPOCH  # as Kafka
         assert _fetch(server, group_id) == (-1, 0)
         # InitProducerId starts the producer over with a new epoch
         pid2, epoch2 = _init(sock, tid)
@@ -70,7 +70,7 @@ def test_the_timeout_fence_survives_a_restart(quick_timeouts, group_id):
         assert _end(sock, tid, pid, epoch, False) == PRODUCER_FENCED
         assert _end(sock, tid, pid, epoch, True) == PRODUCER_FENCED
         assert _add(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
-        assert _txn_commit(sock, tid, pid, epoch, group_id) == PRODUCER_FENCED
+        assert _txn_commit(sock, tid, pid, epoch, group_id) == INVALID_PRODUCER_EPOCH  # as Kafka
         pid2, epoch2 = _init(sock, tid)
         assert (pid2, epoch2) == (pid, epoch + 2)  # the fence's bump, then InitProducerId's
         _send(sock, tid, pid2, epoch2, group_id)

@@ -1,0 +1,242 @@
+"""Apache Kafka as the judge of transactional offset commits: InitProducerId,
+AddOffsetsToTxn, TxnOffsetCommit and EndTxn in every state, right and wrong, fenced
+producers, require_stable while a transaction is open, DescribeTransactions and
+ListTransactions (support/kafka_diff.py runs each session on both targets)."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.kafka_diff import Poll, Req, at, compare
+from support.kafka_steps import commit_body, fetch_body, formed, ref
+
+INIT_VERSIONS = range(0, 6)
+ADD_VERSIONS = range(0, 4)
+TXN_COMMIT_VERSIONS = range(0, 5)
+END_VERSIONS = range(0, 5)
+
+
+def expect(**paths):
+    def check(answers):
+        for path, value in paths.items():
+            assert at(answers, path.replace("__", ".").lstrip("_")) == value, path
+    return check
+
+
+def init(tid, v=4, *, timeout=60_000, pid=-1, epoch=-1, as_="p"):
+    return Req(22, v, dict(transactional_id=tid, transaction_timeout=timeout, producer_id=pid,
+                           producer_epoch=epoch),
+               save={as_: lambda r: r.producer_id, as_ + "_epoch": lambda r: r.producer_epoch})
+
+
+def add_offsets(tid, g, v=3, *, pid=None, epoch=None):
+    return Req(25, v, dict(transactional_id=tid, producer_id=pid if pid is not None else ref("p"),
+                           producer_epoch=epoch if epoch is not None else ref("p_epoch"),
+                           group_id=g))
+
+
+def txn_commit(tid, g, v=3, *, pid=None, epoch=None, topic="orders", offset=17, gen=-1,
+               member=""):
+    body = commit_body(g, topic=topic, offset=offset, gen=gen, member=member)
+    body.update(transactional_id=tid, producer_id=pid if pid is not None else ref("p"),
+                producer_epoch=epoch if epoch is not None else ref("p_epoch"))
+    return Req(28, v, body)
+
+
+def end(tid, committed, v=3, *, pid=None, epoch=None):
+    return Req(26, v, dict(transactional_id=tid, producer_id=pid if pid is not None else ref("p"),
+                           producer_epoch=epoch if epoch is not None else ref("p_epoch"),
+                           committed=committed))
+
+
+def old_epoch(c):
+    """The epoch of the producer's first InitProducerId (saved as ``f``)."""
+    return c["f_epoch"]
+
+
+#: Difference (docs/PROTOCOL.md): an InitProducerId that finds a transaction open aborts it.
+#: Kafka fences with one epoch bump for the abort and gives the producer the next (+2);
+#: offsetlog's store bumps once (+1). Either way every older epoch is fenced.
+ABORTING_INIT_EPOCH = (2, 1)
+
+
+def stable_fetch(g, v=7, *, settled=True):
+    """OffsetFetch with require_stable; ``settled``: asked again until no partition is
+    UNSTABLE_OFFSET_COMMIT (Kafka writes a transaction's markers after EndTxn is answered)."""
+    body = fetch_body(g, stable=True)
+    if not settled:
+        return Req(9, v, body)
+
+    def done(r):
+        parts = [p for t in (r.groups[0].topics if v >= 8 else r.topics) for p in t.partitions]
+        return all(int(p.error_code) == 0 for p in parts)
+    return Poll(9, v, body, until=done)
+
+
+def partition_error(i):
+    return f"_{i}__topics__0__partitions__0__error_code"
+
+
+@pytest.mark.parametrize("v", INIT_VERSIONS)
+def test_init_producer_id_twice_bumps_the_epoch(targets, gid, v):
+    compare(*targets, [init(gid, v), init(gid, v)],
+            check=expect(_0__error_code="NONE", _1__producer_epoch=1))
+
+
+@pytest.mark.parametrize("v", INIT_VERSIONS)
+def test_init_producer_id_with_a_timeout_over_the_maximum(targets, gid, v):
+    compare(*targets, [init(gid, v, timeout=900_001)],
+            check=expect(_0__error_code="INVALID_TRANSACTION_TIMEOUT"))
+
+
+@pytest.mark.parametrize("v", INIT_VERSIONS)
+def test_init_producer_id_of_an_idempotent_producer(targets, v):
+    compare(*targets, [Req(22, v, dict(transactional_id=None, transaction_timeout=60_000,
+                                       producer_id=-1, producer_epoch=-1))])
+
+
+@pytest.mark.parametrize("v", [3, 4, 5])
+def test_init_producer_id_with_its_own_id_and_epoch(targets, gid, v):
+    """KIP-360: a producer that gives its current id and epoch gets the epoch bumped; a
+    retry with the epoch before is answered the same; an older epoch is fenced."""
+    steps = [init(gid, v), init(gid, v, pid=ref("p"), epoch=ref("p_epoch"), as_="q"),
+             init(gid, v, pid=ref("p"), epoch=ref("p_epoch"), as_="r"),
+             init(gid, v, pid=ref("p"), epoch=lambda c: c["r_epoch"] + 5, as_="s")]
+    compare(*targets, steps)
+
+
+@pytest.mark.parametrize("v", ADD_VERSIONS)
+def test_add_offsets_of_an_unknown_transactional_id(targets, gid, v):
+    compare(*targets, [add_offsets(gid, gid, v, pid=1000, epoch=0)],
+            check=expect(_0__error_code="INVALID_PRODUCER_ID_MAPPING"))
+
+
+@pytest.mark.parametrize("v", ADD_VERSIONS)
+def test_add_offsets_with_another_producer_id(targets, gid, v):
+    compare(*targets, [init(gid), add_offsets(gid, gid, v, pid=lambda c: c["p"] + 1)],
+            check=expect(_1__error_code="INVALID_PRODUCER_ID_MAPPING"))
+
+
+@pytest.mark.parametrize("v", ADD_VERSIONS)
+def test_add_offsets_of_a_fenced_producer(targets, gid, v):
+    steps = [init(gid, as_="f"), init(gid), add_offsets(gid, gid, v, epoch=old_epoch)]
+    compare(*targets, steps)
+
+
+@pytest.mark.parametrize("v", ADD_VERSIONS)
+def test_add_offsets_with_an_empty_group_id(targets, gid, v):
+    compare(*targets, [init(gid), add_offsets(gid, "", v)])
+
+
+@pytest.mark.parametrize("v", TXN_COMMIT_VERSIONS)
+def test_a_committed_transaction(targets, gid, v):
+    steps = [init(gid), add_offsets(gid, gid), txn_commit(gid, gid, v),
+             stable_fetch(gid, settled=False), Req(9, 5, fetch_body(gid)),
+             end(gid, True), stable_fetch(gid), stable_fetch(gid, 9)]
+    compare(*targets, steps, check=expect(**{partition_error(3): "UNSTABLE_OFFSET_COMMIT",
+                                             "_6__topics__0__partitions__0__committed_offset": 17}))
+
+
+@pytest.mark.parametrize("v", END_VERSIONS)
+def test_an_aborted_transaction(targets, gid, v):
+    steps = [init(gid), Req(8, 8, commit_body(gid, offset=5)), add_offsets(gid, gid),
+             txn_commit(gid, gid), end(gid, False, v), stable_fetch(gid)]
+    compare(*targets, steps, check=expect(
+        **{"_5__topics__0__partitions__0__committed_offset": 5}))
+
+
+@pytest.mark.parametrize("v", [7, 8, 9])
+def test_require_stable_while_a_transaction_is_open(targets, gid, v):
+    steps = [init(gid), add_offsets(gid, gid), txn_commit(gid, gid),
+             stable_fetch(gid, v, settled=False),
+             Req(9, v, fetch_body(gid, (("orders", [1]),), stable=True)),
+             Req(9, v, fetch_body(gid, stable=False)), end(gid, False)]
+    compare(*targets, steps)
+
+
+@pytest.mark.parametrize("v", TXN_COMMIT_VERSIONS)
+def test_txn_offset_commit_of_a_fenced_producer(targets, gid, v):
+    steps = [init(gid, as_="f"), add_offsets(gid, gid, epoch=ref("f_epoch"), pid=ref("f")),
+             init(gid), txn_commit(gid, gid, v, epoch=old_epoch)]
+    compare(*targets, steps, known={"2.producer_epoch": ABORTING_INIT_EPOCH})
+
+
+@pytest.mark.parametrize("v", TXN_COMMIT_VERSIONS)
+def test_txn_offset_commit_to_an_unknown_topic(targets, gid, v):
+    steps = [init(gid), add_offsets(gid, gid), txn_commit(gid, gid, v, topic="no-such-topic"),
+             end(gid, True)]
+    compare(*targets, steps)
+
+
+@pytest.mark.parametrize("v", TXN_COMMIT_VERSIONS)
+def test_txn_offset_commit_without_add_offsets(targets, gid, v):
+    steps = [init(gid), txn_commit(gid, gid, v)]
+    compare(*targets, steps)
+
+
+@pytest.mark.parametrize("v", [3, 4])
+def test_txn_offset_commit_of_a_member_with_a_wrong_generation(targets, gid, v):
+    steps = formed(gid, 5) + [init(gid), add_offsets(gid, gid),
+                              txn_commit(gid, gid, v, gen=lambda c: c["m_gen"] + 1,
+                                         member=ref("m")),
+                              txn_commit(gid, gid, v, gen=ref("m_gen"), member="no-such"),
+                              txn_commit(gid, gid, v, gen=ref("m_gen"), member=ref("m")),
+                              end(gid, False)]
+    compare(*targets, steps)
+
+
+@pytest.mark.parametrize("v", END_VERSIONS)
+def test_end_txn_with_no_transaction_begun(targets, gid, v):
+    compare(*targets, [init(gid), end(gid, True, v), end(gid, False, v)],
+            check=expect(_1__error_code="INVALID_TXN_STATE"))
+
+
+@pytest.mark.parametrize("v", END_VERSIONS)
+def test_end_txn_retried_and_the_other_outcome(targets, gid, v):
+    steps = [init(gid), add_offsets(gid, gid), txn_commit(gid, gid), end(gid, True, v),
+             end(gid, True, v), end(gid, False, v)]
+    compare(*targets, steps, check=expect(_5__error_code="INVALID_TXN_STATE"))
+
+
+@pytest.mark.parametrize("v", END_VERSIONS)
+def test_end_txn_of_a_fenced_producer(targets, gid, v):
+    steps = [init(gid, as_="f"), add_offsets(gid, gid, epoch=ref("f_epoch"), pid=ref("f")),
+             init(gid), end(gid, True, v, epoch=old_epoch)]
+    compare(*targets, steps, known={"2.producer_epoch": ABORTING_INIT_EPOCH})
+
+
+@pytest.mark.parametrize("v", ADD_VERSIONS)
+def test_add_offsets_of_a_producer_fenced_by_an_aborting_init(targets, gid, v):
+    steps = [init(gid, as_="f"), add_offsets(gid, gid, epoch=ref("f_epoch"), pid=ref("f")),
+             init(gid), add_offsets(gid, gid + "-2", v, epoch=old_epoch),
+             add_offsets(gid, gid + "-2", v)]
+    compare(*targets, steps, known={"2.producer_epoch": ABORTING_INIT_EPOCH})
+
+
+@pytest.mark.parametrize("v", END_VERSIONS)
+def test_end_txn_of_an_unknown_transactional_id(targets, gid, v):
+    compare(*targets, [end(gid, True, v, pid=1000, epoch=0)])
+
+
+@pytest.mark.parametrize("v", END_VERSIONS)
+def test_end_txn_with_another_producer_id(targets, gid, v):
+    compare(*targets, [init(gid), add_offsets(gid, gid),
+                       end(gid, True, v, pid=lambda c: c["p"] + 1), end(gid, False)])
+
+
+def test_describe_and_list_transactions(targets, gid):
+    describe = Req(65, 0, dict(transactional_ids=[gid]))
+    listing = Req(66, 1, dict(state_filters=[], producer_id_filters=[], duration_filter=-1))
+
+    def mine(answers):
+        for a in answers:
+            if "transaction_states" in a and "unknown_state_filters" in a:
+                a["transaction_states"] = [t for t in a["transaction_states"]
+                                           if t["transactional_id"] == gid]
+        return answers
+
+    # (asked only while the transaction is open: before and after, Kafka's start time is
+    # -1, which kio refuses to decode)
+    steps = [init(gid), add_offsets(gid, gid), txn_commit(gid, gid), describe, listing,
+             end(gid, True)]
+    compare(*targets, steps, view=mine)
