@@ -200,3 +200,65 @@ def test_describe_a_group_that_was_left(targets, gid, v):
     steps = formed(gid, 5) + [leave(gid, 5), describe(gid, v)]
     compare(*targets, steps, check=expect(**{f"_{len(steps) - 1}__groups__0__group_state":
                                              "Empty"}))
+
+
+def _rebalancing(gid):
+    """A Stable group of member m (connection a) that member n (connection b) is joining:
+    n's JoinGroup is parked, the group is PreparingRebalance."""
+    b_join = join(gid, 5, as_="n", conn="b")
+    return formed(gid, 5) + b_join[:-1] + [Send(11, 5, b_join[-1].body, conn="b"),
+                                           await_state(gid, "PreparingRebalance")]
+
+
+def _rejoin_all(gid):
+    return [Req(11, 5, join_body(gid, ref("m")), save={"m_gen": lambda r: r.generation_id}),
+            Recv("b", save={"n_gen": lambda r: r.generation_id}),
+            leader_sync(gid, 5), sync(gid, 5, "n", conn="b"), describe(gid, 5)]
+
+
+@pytest.mark.parametrize("v", SYNC_VERSIONS)
+def test_sync_during_a_rebalance(targets, gid, v):
+    steps = _rebalancing(gid)
+    steps.append(sync(gid, v))
+    at_sync = len(steps) - 1
+    compare(*targets, steps + _rejoin_all(gid),
+            check=expect(**{f"_{at_sync - 1}__error_code": "REBALANCE_IN_PROGRESS"}))
+
+
+def answered(steps) -> int:
+    """How many answers ``steps`` get (a parked Send's comes with a later Recv)."""
+    return sum(not isinstance(s, Send) for s in steps)
+
+
+@pytest.mark.parametrize("v", [2, 5, 8, 9])
+def test_commit_during_a_rebalance(targets, gid, v):
+    """While the group prepares a rebalance, a member's commit with the generation it has
+    is accepted (Kafka refuses commits only while the group waits for the leader's
+    SyncGroup)."""
+    from support.kafka_steps import commit, fetch
+    steps = _rebalancing(gid) + [commit(gid, v, gen=ref("m_gen"), member=ref("m"))]
+    compare(*targets, steps + _rejoin_all(gid) + [fetch(gid, 5)], check=expect(**{
+        f"_{answered(steps) - 1}__topics__0__partitions__0__error_code": "NONE"}))
+
+
+@pytest.mark.parametrize("v", [2, 5, 8, 9])
+def test_commit_while_the_group_awaits_the_leaders_sync(targets, gid, v):
+    from support.kafka_steps import commit
+    steps = _rebalancing(gid) + _rejoin_all(gid)[:2] + [
+        commit(gid, v, gen=ref("n_gen"), member=ref("n"), conn="b")]
+    compare(*targets, steps + _rejoin_all(gid)[2:], check=expect(**{
+        f"_{answered(steps) - 1}__topics__0__partitions__0__error_code":
+            "REBALANCE_IN_PROGRESS"}))
+
+
+@pytest.mark.parametrize("v", [0, 3, 5])
+def test_a_member_leaving_starts_a_rebalance(targets, gid, v):
+    steps = formed(gid, 5)
+    b_join = join(gid, 5, as_="n", conn="b")
+    steps += b_join[:-1] + [Send(11, 5, b_join[-1].body, conn="b"),
+                            await_state(gid, "PreparingRebalance")] + _rejoin_all(gid)
+    steps += [leave(gid, v, "n", conn="b"), heartbeat(gid, 4), describe(gid, 5),
+              Req(11, 5, join_body(gid, ref("m")), save={"m_gen": lambda r: r.generation_id}),
+              leader_sync(gid, 5), heartbeat(gid, 4), describe(gid, 5)]
+    compare(*targets, steps, check=expect(**{f"_{answered(steps) - 6}__error_code":
+                                             "REBALANCE_IN_PROGRESS"}))
