@@ -16,6 +16,7 @@ It needs Java 17+ (``java`` on PATH, or ``$JAVA_HOME/bin/java``) and Maven (``mv
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -213,7 +214,9 @@ class KafkaBroker:
                                + (fmt.stdout + fmt.stderr)[-3000:])
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(jvm + ["kafka.Kafka", str(config)], stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
+        atexit.register(self.stop)  # an interrupted test run leaves no broker behind
         try:
             self._wait_ready()
         except BaseException:
@@ -255,6 +258,17 @@ class KafkaBroker:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM it when this process dies, however it dies (Linux's
+    PR_SET_PDEATHSIG; elsewhere nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except Exception:
+        pass
 
 
 def _cluster_id() -> str:
