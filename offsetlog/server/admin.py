@@ -6,6 +6,8 @@ described as Kafka shows them: state Empty, protocol type "".
 
 from __future__ import annotations
 
+import uuid
+
 from offsetlog.errors import OffsetlogError
 from offsetlog.server import acl
 from offsetlog.server import errors as E
@@ -129,6 +131,11 @@ def create_topics(ctx: Context, call: Call, now_ms: int):
                     answer["topic_id"] = value["topic_id"]
                 except Exception as e:
                     answer.update(error_code=E.code_of(e), error_message=str(e))
+            else:
+                answer["topic_id"] = uuid.uuid4()  # Kafka names the topic it would make too
+            if answer["error_code"] != E.NONE:
+                # a topic not created has no partitions or replicas: Kafka answers -1 (v5+)
+                answer.update(num_partitions=-1, replication_factor=-1)
             out.append(answer)
         return out
 

@@ -147,3 +147,57 @@ def test_no_concurrent_transactions_while_a_transaction_ends(targets, gid):
     assert normalise(ours_answers)[4]["error_code"] == "NONE"
     assert "_retried" not in ours_ctx  # nothing was ever CONCURRENT_TRANSACTIONS here
     assert normalise(kafka_answers)[4]["error_code"] in ("CONCURRENT_TRANSACTIONS", "NONE")
+
+
+def create_topics(v, name, partitions=2, replication=1, validate=False):
+    return Req(19, v, dict(topics=[dict(name=name, num_partitions=partitions,
+                                        replication_factor=replication, assignments=[],
+                                        configs=[])],
+                           timeout=5000, validate_only=validate))
+
+
+def _config_names(answers):
+    """A created topic's configs as their names (Kafka lists its topic configs' defaults)."""
+    for a in answers:
+        for t in a.get("topics", []):
+            if t.get("configs"):
+                t["configs"] = sorted(c["name"] for c in t["configs"])
+    return answers
+
+
+#: Difference: CreateTopics v5+ lists the new topic's configs. Kafka has these, with their
+#: defaults; offsetlog stores no messages, so no topic config applies and it lists none
+#: (DescribeConfigs of a topic says the same).
+KAFKA_TOPIC_CONFIGS = sorted([
+    "cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
+    "compression.zstd.level", "delete.retention.ms", "errors.deadletterqueue.group.enable",
+    "file.delete.delay.ms", "flush.messages", "flush.ms",
+    "follower.replication.throttled.replicas", "index.interval.bytes",
+    "leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
+    "max.compaction.lag.ms", "max.decompressed.message.bytes", "max.message.bytes",
+    "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
+    "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
+    "min.insync.replicas", "preallocate", "remote.copy.lag.bytes", "remote.copy.lag.ms",
+    "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable",
+    "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+    "segment.jitter.ms", "segment.ms", "unclean.leader.election.enable"])
+
+
+@pytest.mark.parametrize("v", range(2, 8))
+def test_create_topics_right_and_wrong(targets, gid, v):
+    steps = [create_topics(v, gid), create_topics(v, gid),
+             create_topics(v, gid + "-none", partitions=0),
+             create_topics(v, gid + "-rf", replication=3),
+             create_topics(v, gid + "-check", validate=True),
+             create_topics(v, gid + "-default", partitions=-1, replication=-1),
+             # (Kafka's broker learns of new topics from its controller a moment later)
+             Poll(3, 9, metadata(9, (gid, gid + "-default")).body,
+                  until=lambda r: all(int(t.error_code) == 0 for t in r.topics)),
+             metadata(9, (gid + "-check",))]
+    configs = {f"{i}.topics.0.configs": (KAFKA_TOPIC_CONFIGS, []) for i in (0, 4, 5)} \
+        if v >= 5 else {}
+    compare(*targets, steps, view=lambda a: _sorted_topics(_config_names(a)), known=configs,
+            check=lambda a: [expect(f"{i}.topics.0.error_code", code)(a) for i, code in (
+                (1, "TOPIC_ALREADY_EXISTS"), (2, "INVALID_PARTITIONS"),
+                (3, "INVALID_REPLICATION_FACTOR"), (4, "NONE"),
+                (7, "UNKNOWN_TOPIC_OR_PARTITION"))])
