@@ -262,3 +262,26 @@ def test_a_member_leaving_starts_a_rebalance(targets, gid, v):
               leader_sync(gid, 5), heartbeat(gid, 4), describe(gid, 5)]
     compare(*targets, steps, check=expect(**{f"_{answered(steps) - 6}__error_code":
                                              "REBALANCE_IN_PROGRESS"}))
+
+
+@pytest.mark.parametrize("v", [5, 7, 9])
+def test_a_static_member_joins_with_a_wrong_member_id(targets, gid, v):
+    steps = formed(gid, v, inst="i-1") + [
+        Req(11, v, join_body(gid, "not-the-member-id", inst="i-1"), conn="b"),
+        heartbeat(gid, 4, inst="i-1"), describe(gid, 5)]
+    compare(*targets, steps, check=expect(**{f"_{len(steps) - 3}__error_code":
+                                             "FENCED_INSTANCE_ID"}))
+
+
+@pytest.mark.parametrize("v", [5, 6, 7, 8, 9])
+def test_a_static_leader_rejoins_a_stable_group(targets, gid, v):
+    """The static leader restarts (no member id, same instance id): it takes a new member
+    id and keeps the current assignment; from v9 it is told skip_assignment, before it is
+    answered as a follower (the old leader id, no members)."""
+    steps = formed(gid, v, inst="i-1")
+    steps += join(gid, v, as_="n", conn="b", inst="i-1")
+    steps += [Req(14, 5, dict(group_id=gid, generation_id=ref("n_gen"), member_id=ref("n"),
+                              group_instance_id="i-1", protocol_type="consumer",
+                              protocol_name="range", assignments=[]), conn="b"),
+              heartbeat(gid, 4, "n", conn="b", inst="i-1"), describe(gid, 5)]
+    compare(*targets, steps)

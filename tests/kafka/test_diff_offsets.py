@@ -242,3 +242,14 @@ def test_find_coordinators_batched(targets, gid, v):
 @pytest.mark.parametrize("v", range(1, 4))
 def test_find_the_coordinator_of_an_empty_group_id(targets, v):
     compare(*targets, [Req(10, v, dict(key="", key_type=0))])
+
+
+@pytest.mark.parametrize("v", [8, 9])
+def test_fetch_of_several_groups_at_once(targets, gid, v):
+    other, unknown = gid + "-2", gid + "-3"
+    ts = [dict(name="orders", partition_indexes=[0, 1])]
+    steps = [commit(gid, 8), commit(other, 8, offset=11, partition=1),
+             Req(9, v, dict(require_stable=False, groups=[
+                 dict(group_id=g, member_id=None, member_epoch=-1, topics=t)
+                 for g, t in ((gid, ts), (other, None), (unknown, ts))]))]
+    compare(*targets, steps)

@@ -240,3 +240,58 @@ def test_describe_and_list_transactions(targets, gid):
     steps = [init(gid), add_offsets(gid, gid), txn_commit(gid, gid), describe, listing,
              end(gid, True)]
     compare(*targets, steps, view=mine)
+
+
+@pytest.mark.parametrize("v", [0, 1, 2])
+@pytest.mark.parametrize("states", [[], ["Ongoing"], ["CompleteCommit"], ["NoSuchState"]])
+def test_list_transactions_with_filters(targets, gid, v, states):
+    listing = Req(66, v, dict(state_filters=states, producer_id_filters=[], duration_filter=-1,
+                              transactional_id_pattern=gid + ".*"))
+
+    def mine(answers):
+        for a in answers:
+            if "unknown_state_filters" in a:
+                a["transaction_states"] = sorted(
+                    (t for t in a["transaction_states"]
+                     if t["transactional_id"].startswith(gid)),
+                    key=lambda t: t["transactional_id"])
+        return answers
+
+    other = gid + "-b"
+    settled = Poll(66, v, {**listing.body, "state_filters": []}, until=lambda r: not any(
+        t.transaction_state.startswith("Prepare") for t in r.transaction_states
+        if t.transactional_id.startswith(gid)))
+    steps = [init(gid), add_offsets(gid, gid), txn_commit(gid, gid),
+             init(other, as_="q"), add_offsets(other, other, pid=ref("q"), epoch=ref("q_epoch")),
+             txn_commit(other, other, pid=ref("q"), epoch=ref("q_epoch")),
+             end(other, True, pid=ref("q"), epoch=ref("q_epoch")), settled, listing,
+             end(gid, False)]
+    compare(*targets, steps, view=mine)
+
+
+def _states_of(gid):
+    def view(answers):
+        for a in answers:
+            if "unknown_state_filters" in a:
+                a["transaction_states"] = [t["transaction_state"] for t in a["transaction_states"]
+                                           if t["transactional_id"] == gid]
+        return answers
+    return view
+
+
+def test_add_offsets_alone_is_not_recorded(targets, gid):
+    """Difference: Kafka records AddOffsetsToTxn (the transaction is Ongoing, with the
+    group's partition of __consumer_offsets); offsetlog's store records a transaction at its
+    first offsets. So a transaction that added a group but no offsets is listed Empty
+    while open, and after EndTxn it is still Empty (Kafka: CompleteCommit), and the EndTxn
+    retried after it is INVALID_TXN_STATE where Kafka answers it as a retry."""
+    listing = Req(66, 2, dict(state_filters=[], producer_id_filters=[], duration_filter=-1,
+                              transactional_id_pattern=gid))
+    settled = Poll(66, 2, listing.body, until=lambda r: not any(
+        t.transaction_state.startswith("Prepare") for t in r.transaction_states))
+    steps = [init(gid), add_offsets(gid, gid), listing, end(gid, True), settled,
+             end(gid, True)]
+    compare(*targets, steps, view=_states_of(gid), known={
+        "2.transaction_states": (["Ongoing"], ["Empty"]),
+        "4.transaction_states": (["CompleteCommit"], ["Empty"]),
+        "5.error_code": ("NONE", "INVALID_TXN_STATE")})
