@@ -285,3 +285,16 @@ def test_a_static_leader_rejoins_a_stable_group(targets, gid, v):
                               protocol_name="range", assignments=[]), conn="b"),
               heartbeat(gid, 4, "n", conn="b", inst="i-1"), describe(gid, 5)]
     compare(*targets, steps)
+
+
+@pytest.mark.parametrize("v", DESCRIBE_VERSIONS)
+def test_describe_a_group_that_only_commits_offsets(targets, gid, v):
+    compare(*targets, [commit(gid, 8), describe(gid, v)],
+            check=expect(_1__groups__0__group_state="Empty"))
+
+
+@pytest.mark.parametrize("v", [0, 5])
+def test_describe_a_group_awaiting_the_leaders_sync(targets, gid, v):
+    steps = join(gid, 5) + [describe(gid, v), leader_sync(gid, 5), describe(gid, v)]
+    compare(*targets, steps, check=expect(_2__groups__0__group_state="CompletingRebalance",
+                                          _4__groups__0__group_state="Stable"))
