@@ -8,8 +8,8 @@ run as child processes that print JSON lines.
   recompiles, a rerun does not).
 * franz-go: ``tests/clients/franzgo/`` (its go.mod pins franz-go and kadm; go.sum is
   committed), built with ``go build`` into a binary named by a hash of its sources.
-* kafkajs: installed with npm into ``tests/server/.kafkajs/`` (shared with the older
-  tests/server/test_wire_kafkajs.py).
+* kafkajs: installed with npm into ``tests/server/.kafkajs/`` (git-ignored there; where
+  the kafkajs tests lived before they ran against both targets).
 
 ``unavailable(reason)``: a missing tool or a failed fetch skips the test with the reason,
 except under ``CI=true``, where it fails: CI never passes by skipping a client.

@@ -88,9 +88,10 @@ def wait_stable(target, group: str, members: int, timeout: float = 30) -> dict:
 
 
 def group_session(client, target, group: str, topic: str, partitions: int,
-                  strategy: str = "range") -> dict:
+                  strategy: str = "range", static: bool = True) -> dict:
     """Formation, a rebalance on join, a leave, a missed heartbeat, a static member's
-    rejoin, and commits as a member: the assignments and relative generations at each step.
+    rejoin (unless ``static`` is false: a client without static membership), and commits as
+    a member: the assignments and relative generations at each step.
     """
     steps: dict = {}
     started: list[MemberProcess] = []
@@ -125,25 +126,28 @@ def group_session(client, target, group: str, topic: str, partitions: int,
         c.kill()  # no LeaveGroup: it just stops heartbeating
         g = record("heartbeat_missed", wait_settled([a], partitions, after=g), ["a"], base)
 
-        s = member("m4-s", instance_id="static-s", session_ms=6000)
-        g = record("static_joined", wait_settled([a, s], partitions, after=g), ["a", "s"], base)
-        s.kill()
-        s2 = member("m4-s", instance_id="static-s", session_ms=6000)
-        # the same instance id back within its session: its partitions, no rebalance
-        back = s2.wait_for(lambda e: e.get("event") == "assigned", what="its rejoin")
-        steps["static_rejoined"] = {"partitions": back["partitions"],
-                                    "generation": back["generation"] - base}
-        a.drain()
-        steps["static_rejoined"]["others_generation"] = a.last("assigned")["generation"] - base
-        view = wait_stable(target, group, 2)
-        steps["static_rejoined"]["described_members"] = len(view["members"])
-
-        a.send(f"commit {steps['static_joined']['assignment']['a'][0]} 42")
+        s2 = None
+        if static:
+            s = member("m4-s", instance_id="static-s", session_ms=6000)
+            g = record("static_joined", wait_settled([a, s], partitions, after=g), ["a", "s"], base)
+            s.kill()
+            s2 = member("m4-s", instance_id="static-s", session_ms=6000)
+            # the same instance id back within its session: its partitions, no rebalance
+            back = s2.wait_for(lambda e: e.get("event") == "assigned", what="its rejoin")
+            steps["static_rejoined"] = {"partitions": back["partitions"],
+                                        "generation": back["generation"] - base}
+            a.drain()
+            steps["static_rejoined"]["others_generation"] = a.last("assigned")["generation"] - base
+            view = wait_stable(target, group, 2)
+            steps["static_rejoined"]["described_members"] = len(view["members"])
+        mine = steps["static_joined" if static else "heartbeat_missed"]["assignment"]["a"]
+        a.send(f"commit {mine[0]} 42")
         steps["commit"] = a.wait_for(lambda e: e.get("event") == "committed", what="commit")
         a.send("committed")
         offsets = a.wait_for(lambda e: e.get("event") == "offsets", what="offsets")["offsets"]
         steps["fetched"] = {int(p): o for p, o in offsets.items()}
-        s2.kill()
+        if s2 is not None:
+            s2.kill()
         a.close()
         steps["after_close"] = described(target, group)["state"]
     finally:

@@ -1,5 +1,5 @@
-// Two kafkajs 2.x consumers in one group against `offsetlog serve` (run by
-// test_wire_kafkajs.py): the first takes every partition, the group rebalances when the
+// Two kafkajs 2.x consumers in one group against `offsetlog serve` or Kafka (run by
+// tests/clients/test_kafkajs.py): the first takes every partition, the group rebalances when the
 // second joins, and again when it leaves. Prints the assignments each saw at each step as one
 // JSON line.
 const { Kafka, logLevel } = require('kafkajs');

@@ -1,5 +1,5 @@
-// kafkajs 2.x transactional offsets and offset admin against `offsetlog serve` (run by
-// test_wire_kafkajs.py): a transaction's sendOffsets committed, another aborted, then the
+// kafkajs 2.x transactional offsets and offset admin against `offsetlog serve` or Kafka (run
+// by tests/clients/test_kafkajs.py): a transaction's sendOffsets committed, another aborted, then the
 // admin's setOffsets and resetOffsets on the (memberless) group, fetching after each step.
 // Prints what it saw as one JSON line.
 const { Kafka, logLevel } = require('kafkajs');
@@ -17,6 +17,15 @@ async function main() {
     const [t] = await admin.fetchOffsets({ groupId, topics: [topic] });
     return Object.fromEntries(t.partitions.map((p) => [p.partition, Number(p.offset)]));
   };
+  // Kafka writes a transaction's markers after it answers EndTxn, and kafkajs cannot ask
+  // for stable offsets: after a commit, fetch again (up to 10 s) until its offset shows
+  const fetchUntil = async (partition, offset) => {
+    for (let i = 0; ; i++) {
+      const got = await fetch();
+      if (got[partition] === offset || i >= 200) return got;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
   const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const steps = {};
@@ -26,7 +35,7 @@ async function main() {
   let txn = await producer.transaction();
   await txn.sendOffsets(offsets('55'));
   await txn.commit();
-  steps.committed = await fetch();
+  steps.committed = await fetchUntil(0, 55);
   txn = await producer.transaction();
   await txn.sendOffsets(offsets('66'));
   await txn.abort();
