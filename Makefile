@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 BENCH_ARGS ?=
-# the native core's crate (native/): the package's build compiles it into offsetlog._native
+# the native core's crate (native/): the package's build compiles it into offsetlog.log._native
 NATIVE := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
 # rustup's default place, for shells whose PATH lacks it
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -54,4 +54,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check --select E9,F,I offsetlog compaction recovery bench
 
 clean:
-	rm -rf $(VENV) data .pytest_cache .hypothesis .import_linter_cache native/target offsetlog/_native*.so
+	rm -rf $(VENV) data .pytest_cache .hypothesis .import_linter_cache native/target offsetlog/log/_native*.so

@@ -9,8 +9,11 @@
 //! bytes, `replay_chunk` in `scan`). Every other record, and every record of another shape,
 //! is left to the Python table, which applies it (or refuses it) as before.
 
+use std::collections::HashMap;
+
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PySequence, PyString, PyTuple};
+use pyo3::exceptions::PyValueError;
+use pyo3::types::{PyDict, PyInt, PyList, PySequence, PyString, PyTuple};
 use rmp::Marker;
 
 use crate::msgpack::Reader;
@@ -36,36 +39,86 @@ pub struct Commit<'a> {
     pub value: Option<Value<'a>>,
 }
 
+/// What replay looks up again and again within one call: each group's name and dict (so a
+/// group's string is made, hashed and found once, not per record), and each `(topic,
+/// partition)` key (one tuple per key, shared by every group's dict: fewer objects too). Only
+/// valid while nothing but `apply_commit` changes `offsets`, which holds within one native
+/// call: it runs no Python code.
+#[derive(Default)]
+pub struct Cache<'a, 'py> {
+    groups: HashMap<&'a str, (Bound<'py, PyString>, Bound<'py, PyDict>)>,
+    keys: HashMap<(&'a str, i64), Bound<'py, PyTuple>>,
+}
+
+fn key_tuple<'py>(py: Python<'py>, topic: &str, partition: i64) -> PyResult<Bound<'py, PyTuple>> {
+    let tp = PyTuple::new(py, [PyString::intern(py, topic).into_any(),
+                               partition.into_pyobject(py)?.into_any()])?;
+    untrack(&tp);
+    Ok(tp)
+}
+
+/// Hide a tuple of ints, strs and Nones from the cyclic garbage collector. Such a tuple can
+/// be in no reference cycle: CPython untracks it itself at the first collection that sees it,
+/// after scanning it. Untracked at birth, a table's keys and entries are never scanned, and
+/// the dicts holding only them stay untracked too, so a table of millions of entries adds
+/// nothing to any collection (the one that follows replay took 0.1 s per million entries).
+fn untrack(t: &Bound<'_, PyTuple>) {
+    // SAFETY: `t` is a live tuple (a GC-capable object) owned by this thread, which holds the
+    // GIL; PyObject_GC_UnTrack only unlinks it from the collector's list (a no-op if it is
+    // not on one), and it holds no container that could make it part of a cycle.
+    unsafe { pyo3::ffi::PyObject_GC_UnTrack(t.as_ptr().cast()) }
+}
+
 /// Apply one plain commit to `offsets` (`group -> {(topic, partition): entry}`), as the
 /// table defines it: a value replaces the key's entry, a tombstone removes it (and the
 /// group's dict once empty). Topics are interned, as the Python table interns them.
-pub fn apply_commit(py: Python<'_>, offsets: &Bound<'_, PyDict>, c: &Commit<'_>) -> PyResult<()> {
-    let group = PyString::new(py, c.group);
-    let tp = PyTuple::new(py, [PyString::intern(py, c.topic).into_any(),
-                               c.partition.into_pyobject(py)?.into_any()])?;
-    let existing = offsets.get_item(&group)?;
+pub fn apply_commit<'a, 'py>(py: Python<'py>, offsets: &Bound<'py, PyDict>, c: &Commit<'a>,
+                             cache: &mut Cache<'a, 'py>) -> PyResult<()> {
+    let tp = match cache.keys.get(&(c.topic, c.partition)) {
+        Some(tp) => tp.clone(),
+        None => {
+            let tp = key_tuple(py, c.topic, c.partition)?;
+            cache.keys.insert((c.topic, c.partition), tp.clone());
+            tp
+        }
+    };
+    let cached = cache.groups.get(c.group).cloned();
+    let (group, existing) = match cached {
+        Some((name, g)) => (name, Some(g)),
+        None => {
+            let name = PyString::new(py, c.group);
+            let g = offsets.get_item(&name)?.map(|g| g.cast_into::<PyDict>()).transpose()?;
+            if let Some(g) = &g {
+                cache.groups.insert(c.group, (name.clone(), g.clone()));
+            }
+            (name, g)
+        }
+    };
     match &c.value {
         None => {
             if let Some(g) = existing {
-                let g = g.cast_into::<PyDict>()?;
                 if g.contains(&tp)? {
                     g.del_item(&tp)?;
                     if g.is_empty() {
                         offsets.del_item(&group)?;
+                        cache.groups.remove(c.group);
                     }
                 }
             }
         }
         Some(v) => {
             let g = match existing {
-                Some(g) => g.cast_into::<PyDict>()?,
+                Some(g) => g,
                 None => {
                     let g = PyDict::new(py);
                     offsets.set_item(&group, &g)?;
+                    cache.groups.insert(c.group, (group, g.clone()));
                     g
                 }
             };
-            let entry = (v.offset, v.metadata, v.leader_epoch, v.timestamp, v.expire);
+            let entry = (v.offset, v.metadata, v.leader_epoch, v.timestamp, v.expire)
+                .into_pyobject(py)?;
+            untrack(&entry);
             g.set_item(tp, entry)?;
         }
     }
@@ -211,7 +264,7 @@ fn apply_python_record(py: Python<'_>, offsets: &Bound<'_, PyDict>, record: &Bou
         Some(Value { offset, timestamp, metadata: "", leader_epoch: None, expire: None })
     };
     let c = Commit { delta, group: group.to_str()?, topic: topic.to_str()?, partition, value };
-    apply_commit(py, offsets, &c)?;
+    apply_commit(py, offsets, &c, &mut Cache::default())?;
     Ok(true)
 }
 
@@ -222,4 +275,65 @@ fn int_of(v: &Bound<'_, PyAny>) -> Option<i64> {
     } else {
         None
     }
+}
+
+/// Whether a value is an int, a str or None: what an entry holds, and no cycle can.
+fn atomic(v: &Bound<'_, PyAny>) -> bool {
+    v.is_none() || v.is_instance_of::<PyInt>() || v.is_instance_of::<PyString>()
+}
+
+/// The offsets of a snapshot (`OffsetTable.snapshot_state`'s `offsets` section, `[group,
+/// flat, ...]` with 7 values a key in `flat`, and its `topics`) as the table's dict of
+/// dicts: each key tuple made once and shared, topics interned, and what holds only ints,
+/// strs and Nones hidden from the garbage collector (`untrack`), as replay leaves it.
+#[pyfunction]
+pub fn offsets_from_flat<'py>(py: Python<'py>, offsets: &Bound<'py, PyAny>,
+                              topics: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let offsets = offsets.cast::<PyList>()?;
+    let names = topics
+        .cast::<PyList>()?
+        .iter()
+        .map(|t| Ok(PyString::intern(py, t.cast::<PyString>()?.to_str()?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let n = offsets.len();
+    if n % 2 != 0 {
+        return Err(PyValueError::new_err("the offsets section is not group, offsets pairs"));
+    }
+    let out = PyDict::new(py);
+    let mut keys: HashMap<(usize, i64), Bound<'py, PyTuple>> = HashMap::new();
+    for i in (0..n).step_by(2) {
+        let group = offsets.get_item(i)?;
+        let flat = offsets.get_item(i + 1)?;
+        let flat = flat.cast::<PyList>()?;
+        if flat.len() % 7 != 0 {
+            return Err(PyValueError::new_err(format!(
+                "offsets of group {} are not 7-tuples", group.repr()?)));
+        }
+        let inner = PyDict::new(py);
+        let values: Vec<Bound<'py, PyAny>> = flat.iter().collect();
+        for v in values.chunks_exact(7) {
+            let t: usize = v[0].extract()?;
+            let topic = names.get(t).ok_or_else(|| {
+                PyValueError::new_err(format!("topic index {t} of {} topics", names.len()))
+            })?;
+            let p: i64 = v[1].extract()?;
+            let key = match keys.get(&(t, p)) {
+                Some(k) => k.clone(),
+                None => {
+                    let k = PyTuple::new(py, [topic.clone().into_any(), v[1].clone()])?;
+                    untrack(&k);
+                    keys.insert((t, p), k.clone());
+                    k
+                }
+            };
+            let fields = &v[2..7];
+            let entry = PyTuple::new(py, fields)?;
+            if fields.iter().all(atomic) {
+                untrack(&entry);
+            }
+            inner.set_item(key, entry)?;
+        }
+        out.set_item(group, inner)?;
+    }
+    Ok(out)
 }

@@ -1,4 +1,4 @@
-//! `offsetlog._native`: the byte path of offsetlog, in Rust (docs/DESIGN.md, "Python and
+//! `offsetlog.log._native`: the byte path of offsetlog, in Rust (docs/DESIGN.md, "Python and
 //! Rust"). Python keeps the policies (what a torn tail or corruption means, salvage, when to
 //! sync); this crate holds the bytes: a batch's framing and CRCs (`batch`), its payload's
 //! msgpack (`msgpack`), and the loops that read a segment's batches (`scan`).

@@ -23,6 +23,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(replay_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(apply::apply_records, m)?)?;
+    m.add_function(wrap_pyfunction!(apply::offsets_from_flat, m)?)?;
     Ok(())
 }
 
@@ -270,6 +271,7 @@ pub fn replay_chunk<'py>(
 ) -> PyResult<(Option<Bound<'py, PyTuple>>, usize, i64, usize, u64, u64, i64, u8, Option<String>)> {
     let (end, limit) = (end.min(data.len()), limit.max(1));
     let (mut pos, mut batches, mut records, mut applied, mut next) = (start, 0usize, 0u64, 0u64, -1i64);
+    let mut cache = apply::Cache::default();
     let status = loop {
         if pos >= end {
             break REACHED_END;
@@ -285,7 +287,7 @@ pub fn replay_chunk<'py>(
         let plain = if h.attributes & SEMANTIC == 0 { apply::parse_payload(payload) } else { None };
         if let Some(commits) = plain {
             for c in &commits {
-                apply::apply_commit(py, offsets, c)?;
+                apply::apply_commit(py, offsets, c, &mut cache)?;
             }
             if let Some(last) = commits.last() {
                 next = h.base_offset.saturating_add(last.delta).saturating_add(1);

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
-from offsetlog import _native
+import offsetlog.log._native as _native
 
 #: Batch header, little-endian, 48 bytes:
 #: length u32 | header_crc u32 | crc u32 | magic u8 | attributes u8 | base_offset i64 |

@@ -11,7 +11,7 @@ intact is trusted to end where its length says: one that runs past the end of th
 torn, and nothing inside its extent (user metadata may hold batch-like bytes) is ever taken
 for a batch.
 
-The bytes themselves are the native core's (``offsetlog._native``, the Rust crate in
+The bytes themselves are the native core's (``offsetlog.log._native``, the Rust crate in
 ``native/``): the header, both CRCs, the msgpack payload and the loops over a buffer's batches
 are written once, there. This module keeps the policy: what a batch that fails its checks
 means (torn tail, preallocated zeros, corruption, salvage), and the Python shapes callers
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, NamedTuple, Sequence
 
-from offsetlog import _native
+import offsetlog.log._native as _native
 from offsetlog.errors import CorruptLogError
 from offsetlog.log.format import (
     CRC_START,
@@ -43,6 +43,9 @@ _replay_chunk = _native.replay_chunk
 #: batches the native loops read per call: enough to amortise the call, few enough that a
 #: reader whose caller stops early has not read far ahead
 _SCAN_BATCHES = 256
+
+#: batches one native replay call reads at most
+_REPLAY_BATCHES = 1 << 16
 
 #: ``decode_chunk``'s and ``replay_chunk``'s ways of stopping
 _CHUNK_FULL, _BAD_BATCH, _UNDECODABLE, _HANDED_BACK = 1, 2, 3, 4
@@ -223,7 +226,8 @@ class BatchReader:
         transactional offsets), the plain offset commits of up to ``chunk_size`` batches at a
         time go straight from their bytes into ``offsets`` (the table's ``group -> {(topic,
         partition): entry}``), natively, with no record built in Python; any other batch is
-        decoded and handed back. Yields ``(applied, next_offset, batches)``: ``applied``
+        decoded and handed back (``chunk_size`` is then the batches decoded at once). Yields
+        ``(applied, next_offset, batches)``: ``applied``
         records went into ``offsets`` (the last ending at ``next_offset``, -1 if none), then
         ``batches`` are for ``OffsetTable.apply_batches``. Otherwise as ``decoded_chunks``.
         """
@@ -234,8 +238,11 @@ class BatchReader:
                  error) = _decode_chunk(data, pos, end, self.min_offset, chunk_size)
                 applied, next_offset = 0, -1
             else:
+                # nothing piles up on this path (records go straight into the table), and the
+                # native loop's look-ups of groups and keys are shared within a call: long calls
                 (handed, pos, self.min_offset, batches, records, applied, next_offset, status,
-                 error) = _replay_chunk(data, pos, end, self.min_offset, chunk_size, offsets)
+                 error) = _replay_chunk(data, pos, end, self.min_offset, _REPLAY_BATCHES,
+                                        offsets)
                 chunk = [handed] if handed is not None else []
             self.end = pos
             self.batches += batches

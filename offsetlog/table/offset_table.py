@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from typing import Iterator
 
-from offsetlog._native import apply_records
+from offsetlog.log._native import apply_records, offsets_from_flat
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.log.format import Attribute, RecordType
 from offsetlog.log.records import (
@@ -82,7 +82,7 @@ class OffsetTable:
                 self._apply_transactional(base_offset, records, attributes, producer_id)
                 count += len(records)
                 continue
-            # Plain commits go into ``offsets`` natively (offsetlog._native.apply_records, the
+            # Plain commits go into ``offsets`` natively (offsetlog.log._native.apply_records, the
             # same code replay's native loop applies them with); the loop below takes the rest:
             # older versions, other shapes and types, and groups with pending transactions.
             n = len(records)
@@ -250,15 +250,8 @@ class OffsetTable:
         try:
             intern = sys.intern
             topics = [intern(t) for t in state["topics"]]
-            offsets = state["offsets"]
-            out = table.offsets
-            for i in range(0, len(offsets), 2):
-                flat = offsets[i + 1]
-                if len(flat) % 7:
-                    raise ValueError(f"offsets of group {offsets[i]!r} are not 7-tuples")
-                it = iter(flat)
-                out[offsets[i]] = {(topics[t], p): (o, m, le, c, e)
-                                   for t, p, o, m, le, c, e in zip(it, it, it, it, it, it, it)}
+            # natively: key tuples shared, entries hidden from the garbage collector
+            table.offsets = offsets_from_flat(state["offsets"], topics)
             table.group_metadata = dict(state["group_metadata"])
             table.next_offset = int(state["next_offset"])
             table.records_applied = int(state["records_applied"])

@@ -300,16 +300,6 @@ def test_each_reason_as_torn_tail_and_as_corruption(reason, bad, resyncs, follow
         assert verdict == ("torn", len(first), reason)
 
 
-def _format_md_limits_payloads() -> bool:
-    """FORMAT.md says which msgpack a payload may hold (no extension type, nesting within a
-    limit): the rule the native core brought (issue 25). The engine before it decoded any
-    msgpack, so these cases are checked once the document states the rule."""
-    text = " ".join(DOCS.read_text().split())
-    return "extension type" in text and "nesting deeper than 256 levels" in text
-
-
-@pytest.mark.skipif(not _format_md_limits_payloads(),
-                    reason="docs/FORMAT.md does not limit payloads' msgpack yet")
 @pytest.mark.parametrize("payload", [
     msgpack.packb([[0, 1, 1, ["g", "t", 0], [1, 2, msgpack.ExtType(5, b"x")]]]),
     _nested(oracle.MAX_DEPTH + 1, 0),

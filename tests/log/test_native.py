@@ -1,4 +1,4 @@
-"""The native core's codec (``offsetlog._native``) against its oracles: zlib for the CRC,
+"""The native core's codec (``offsetlog.log._native``) against its oracles: zlib for the CRC,
 the msgpack package for the payload's bytes, and arbitrary bytes for the loops that read
 untrusted segments (whatever they are given, a typed error or an answer, never a crash)."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from offsetlog import _native
+from offsetlog.log import _native
 from offsetlog.errors import UnsupportedVersionError
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.records import offset_commit

@@ -8,7 +8,7 @@ u32 (a record takes more than one byte, so a batch of 2**30 bytes never reaches 
 strings (group, topic, metadata) are msgpack str of up to 2**32 - 1 bytes (more than a batch
 holds), and offsets, partitions and leader epochs have their own checks (test_validation).
 
-The property test lowers the limit for reader and writer alike (to 64 KiB), so that inputs
+The property test lowers the writer's limit (to 64 KiB), so that inputs
 that straddle it are cheap; one test uses the real 1 GiB limit."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from offsetlog import OffsetAndMetadata as OAM
 from offsetlog import TopicPartition as TP
 from offsetlog.errors import BatchTooLargeError, InvalidCommitError
-from offsetlog.log import framing, records
+from offsetlog.log import records
 from offsetlog.log.format import HEADER_AFTER_LENGTH, HEADER_SIZE, MAX_BATCH_BYTES
 from offsetlog.log.records import max_call_bytes
 from support.durability_helpers import file_sizes
@@ -31,9 +31,9 @@ SMALL = 1 << 16  # the lowered limit of a batch, in bytes
 
 @pytest.fixture
 def small_limit(monkeypatch):
-    """Reader and writer with a batch limit of SMALL bytes (the reader refuses longer batches
-    as it refuses batches over 1 GiB; the writer refuses calls that would make one)."""
-    monkeypatch.setattr(framing, "MAX_BATCH_BYTES", SMALL)
+    """A writer with a batch limit of SMALL bytes: it refuses calls that would make a longer
+    batch. (The reader's limit is the native core's constant, 1 GiB; it never sees a batch
+    over SMALL here, so whatever the writer accepts it reads.)"""
     monkeypatch.setattr(records, "MAX_CALL_BYTES", max_call_bytes(SMALL))
     return SMALL
 
