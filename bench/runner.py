@@ -30,6 +30,9 @@ Cases (and what each compares):
 ``wire``       OffsetCommit over loopback to ``offsetlog serve``: commits/s from 32 connections
                vs 32 threads of embedded commit_sync, and p50 latency vs embedded
                (bench/wire.py)
+``kafka``      the same OffsetCommit load against Apache Kafka and ``offsetlog serve``: Kafka's
+               defaults vs fsync=interval, flush.messages=1 vs fsync=always (bench/kafka.py;
+               needs Java 17+ and Maven; runs only when named in --only)
 """
 
 from __future__ import annotations
@@ -76,7 +79,9 @@ from offsetlog.bench.workload import (
 )
 
 CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
-         "transactions", "wire")
+         "transactions", "wire", "kafka")
+#: what runs without --only: all but kafka, which starts Apache Kafka (Java, Maven) twice
+DEFAULT_CASES = tuple(c for c in CASES if c != "kafka")
 
 #: sizes of a full run (~10 minutes on 2 cores) and of --quick (~1-2 minutes)
 FULL = {
@@ -460,8 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     if not console.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
         console = Console(width=170)
-    only = CASES if args.only is None else tuple(x.strip() for x in args.only.split(",")
-                                                  if x.strip())
+    only = DEFAULT_CASES if args.only is None else tuple(x.strip() for x in args.only.split(",")
+                                                          if x.strip())
     unknown = [x for x in only if x not in CASES]
     if unknown:
         console.print(f"offsetlog bench: unknown case(s) {', '.join(unknown)}; "
@@ -512,6 +517,9 @@ def _run(args, console, only) -> int:
             elif name == "wire":
                 from offsetlog.bench.wire import run_wire_benchmark
                 runner.rows.extend(run_wire_benchmark(runner.data_dir, quick=args.quick))
+            elif name == "kafka":
+                from offsetlog.bench.kafka import run_kafka_benchmark
+                runner.rows.extend(run_kafka_benchmark(runner.data_dir, quick=args.quick))
             else:
                 getattr(runner, "async_" if name == "async" else name)()
         except Exception as e:  # noqa: BLE001 - one broken case must not hide the others

@@ -42,6 +42,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="a Kafka broker property (repeatable), e.g. "
                         "group.initial.rebalance.delay.ms=0")
+    p.add_argument("--fsync", choices=("always", "interval", "never"), default="always",
+                   help="when the store syncs its log (OffsetStore.open's fsync): always "
+                        "(default: a commit is durable before it is answered), interval "
+                        "(at most every second), never (the OS page cache)")
     p.set_defaults(func=run)
     return p
 
@@ -82,6 +86,7 @@ def run(args) -> int:
                              retention_ms=config.retention_ms,
                              retention_check_interval_ms=config.retention_check_interval_ms,
                              metadata_max_bytes=config.metadata_max_bytes,
+                             fsync=getattr(args, "fsync", "always"),
                              negative_offsets=True, fence_on_transaction_timeout=True,
                              transaction_check_interval_ms=config.transaction_check_interval_ms,
                              group_config=config.group_config())

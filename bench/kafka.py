@@ -1,0 +1,218 @@
+"""The kafka case of ``offsetlog bench``: the same OffsetCommit load against Apache Kafka and
+against ``offsetlog serve``, on the same machine, in one run (issue 26, item 5).
+
+Two pairings, each at the same durability:
+
+* Kafka with its defaults (an append is acknowledged once in the page cache; no fsync per
+  append) against offsetlog with ``fsync="interval"``;
+* Kafka with ``log.flush.interval.messages=1`` (the broker-wide default of the topic config
+  ``flush.messages``, so ``__consumer_offsets`` is flushed after every append, before the
+  commit is answered) against offsetlog with ``fsync="always"``.
+
+Each pairing measures commits/s of 32 connections, each committing to a group of its own
+(one OffsetCommit v8 in flight per connection, ``bench/wire.py``'s load generator: one
+thread, a selector, frames encoded with kio before the clock starts), and the p50 of one
+connection's OffsetCommit round-trips, the two servers taking turns in rounds. The broker
+comes from ``offsetlog.bench.kafka_broker`` (Java 17+ and Maven; the jars are fetched on first
+use). Each commit is checked once before the clock starts: an error answer would be fast
+and would mean nothing.
+
+Rows: offsetlog / Kafka for throughput (higher is better) and p50 (lower is better).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+from offsetlog.bench.common import case_dir, median, percentile
+from offsetlog.bench.kafka_broker import KAFKA_VERSION, KafkaBroker
+from offsetlog.bench.report import HIGHER, LOWER, Row
+from offsetlog.bench.wire import CLIENTS, TOPIC, _commit_frame, _round_trip, _timed, drive
+
+#: (offsetlog's fsync, Kafka's extra properties, how the row names Kafka's side)
+PAIRINGS = (
+    ("interval", {}, f"Kafka {KAFKA_VERSION}, defaults (no fsync per append)"),
+    ("always", {"log.flush.interval.messages": "1"},
+     f"Kafka {KAFKA_VERSION}, flush.messages=1 (fsync per append)"),
+)
+QUICK = {"reps": 1, "duration_s": 1.0, "warmup_s": 0.3, "count": 200, "warmup": 20,
+         "rounds": 4}
+FULL = {"reps": 3, "duration_s": 3.0, "warmup_s": 0.5, "count": 3000, "warmup": 100,
+        "rounds": 20}
+
+
+class _Offsetlog:
+    """``offsetlog serve`` as a child process with the store's ``fsync`` given."""
+
+    def __init__(self, directory: str, fsync: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "offsetlog", "serve", directory, "--listen", "127.0.0.1:0",
+             "--topic", f"{TOPIC}:{CLIENTS}", "--fsync", fsync], stderr=subprocess.PIPE,
+            text=True)
+        line = self.proc.stderr.readline()
+        if not line.startswith("listening on "):
+            self.proc.kill()
+            raise RuntimeError(f"offsetlog serve did not start: {line!r}")
+        self.port = int(line.rsplit(":", 1)[1])
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def create_topic(port: int, name: str, partitions: int) -> None:
+    """CreateTopics v7 on the broker (kio), then wait until Metadata lists every partition
+    with its leader."""
+    import datetime
+
+    from kio.schema.create_topics.v7.request import CreatableTopic
+    from kio.schema.metadata.v12.request import MetadataRequestTopic
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i16, i32, i32Timedelta
+
+    from offsetlog.bench.kafka_broker import _request
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        answer = _request(sock, 19, 7, dict(
+            topics=(CreatableTopic(name=TopicName(name), num_partitions=i32(partitions),
+                                   replication_factor=i16(1), assignments=(), configs=()),),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)), validate_only=False))
+        code = answer.topics[0].error_code.value
+        if code not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS
+            raise RuntimeError(f"CreateTopics {name}: error {code}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            meta = _request(sock, 3, 12, dict(
+                topics=(MetadataRequestTopic(topic_id=None, name=TopicName(name)),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False))
+            topic = meta.topics[0]
+            if topic.error_code.value == 0 and len(topic.partitions) == partitions and all(
+                    p.leader_id >= 0 for p in topic.partitions):
+                return
+            time.sleep(0.1)
+    raise RuntimeError(f"topic {name} not ready on the broker")
+
+
+def check_commits(port: int, frames: list[bytes]) -> None:
+    """Send each frame once and read its answer: every partition must be committed (error
+    0), or the timings that follow would be of error answers."""
+    from kio.index import load_response_schema
+    from kio.serial import entity_reader
+
+    schema = load_response_schema(8, 8)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        for frame in frames:
+            for attempt in range(100):
+                sock.sendall(frame)
+                size = struct.unpack(">i", _recv(sock, 4))[0]
+                data = _recv(sock, size)
+                _, at = entity_reader(schema.__header_schema__)(data, 0)
+                answer = entity_reader(schema)(data, at)[0]
+                codes = {p.error_code.value for t in answer.topics for p in t.partitions}
+                if codes == {0}:
+                    break
+                # the coordinator may still be loading the group's offsets partition
+                if not codes <= {14, 15, 16} or attempt == 99:
+                    raise RuntimeError(f"OffsetCommit answered error(s) {sorted(codes)}")
+                time.sleep(0.1)
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        out += chunk
+    return out
+
+
+def p50_us(ports: dict[str, int], *, count: int, warmup: int, rounds: int) -> dict[str, float]:
+    """p50 of one connection's OffsetCommit round-trips to each port (µs), the servers
+    taking turns, ``count / rounds`` commits each per round."""
+    frame = _commit_frame("bench-latency", 0, 1000, 1)
+    socks = {}
+    try:
+        for name, port in ports.items():
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            socks[name] = sock
+        times: dict[str, list[int]] = {name: [] for name in ports}
+        for name, sock in socks.items():
+            _timed(lambda s=sock: _round_trip(s, frame), warmup, [])
+        per_round = max(1, count // rounds)
+        for r in range(rounds):
+            order = list(socks) if r % 2 == 0 else list(socks)[::-1]
+            for name in order:
+                _timed(lambda s=socks[name]: _round_trip(s, frame), per_round, times[name])
+        return {name: percentile(t, 50) / 1000 for name, t in times.items()}
+    finally:
+        for sock in socks.values():
+            sock.close()
+
+
+def run_pairing(data_dir: str, fsync: str, extra: dict, sizes: dict) -> dict:
+    """One pairing's figures: ``{"offsetlog": {...}, "kafka": {...}}`` with ``commits_per_s``
+    (median of the windows) and ``p50_us``."""
+    frames = [_commit_frame(f"bench-{i}", i, 1000 + i, i) for i in range(CLIENTS)]
+    latency_frame = [_commit_frame("bench-latency", 0, 1000, 1)]
+    broker = KafkaBroker(extra=extra, heap="1g")
+    broker.start()
+    try:
+        create_topic(broker.port, TOPIC, CLIENTS)
+        with case_dir(data_dir, f"kafka-vs-{fsync}") as d:
+            server = _Offsetlog(os.path.join(d, "store"), fsync)
+            try:
+                ports = {"offsetlog": server.port, "kafka": broker.port}
+                for port in ports.values():
+                    check_commits(port, frames + latency_frame)
+                windows: dict[str, list[float]] = {name: [] for name in ports}
+                for r in range(sizes["reps"]):
+                    order = list(ports) if r % 2 == 0 else list(ports)[::-1]
+                    for name in order:
+                        windows[name].append(drive(ports[name], frames,
+                                                   duration_s=sizes["duration_s"],
+                                                   warmup_s=sizes["warmup_s"]))
+                p50 = p50_us(ports, count=sizes["count"], warmup=sizes["warmup"],
+                             rounds=sizes["rounds"])
+            finally:
+                server.close()
+    finally:
+        broker.stop()
+    return {name: {"commits_per_s": median(windows[name]), "windows": windows[name],
+                   "p50_us": p50[name]} for name in ("offsetlog", "kafka")}
+
+
+def run_kafka_benchmark(data_dir: str, *, quick: bool = False,
+                        sizes: dict | None = None) -> list[Row]:
+    """The kafka case's four rows (called by bench/runner.py's ``kafka`` case)."""
+    sizes = sizes or (QUICK if quick else FULL)
+    rows = []
+    for fsync, extra, kafka_name in PAIRINGS:
+        got = run_pairing(data_dir, fsync, extra, sizes)
+        ours, theirs = got["offsetlog"], got["kafka"]
+        rows.append(Row(f"kafka: OffsetCommit from {CLIENTS} connections, offsetlog "
+                        f"fsync={fsync}", kafka_name, ours["commits_per_s"],
+                        theirs["commits_per_s"], "commits/s", HIGHER,
+                        note=f"a group per connection; median of {sizes['reps']} "
+                             f"{sizes['duration_s']}s windows each, taking turns",
+                        extra={"windows": {"offsetlog": ours["windows"],
+                                           "kafka": theirs["windows"]}}))
+        rows.append(Row(f"kafka: OffsetCommit p50, one connection, offsetlog fsync={fsync}",
+                        f"{kafka_name}, p50", ours["p50_us"], theirs["p50_us"], "us", LOWER,
+                        note=f"{sizes['count']} commits each, taking turns"))
+    return rows
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    for row in run_kafka_benchmark(tempfile.mkdtemp(), quick="--quick" in sys.argv):
+        print(row.case, "|", row.baseline, "|", row.offsetlog, "vs", row.baseline_value,
+              row.unit, "ratio", row.ratio)
