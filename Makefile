@@ -43,8 +43,11 @@ test: $(STAMP) java native-check
 	$(BIN)/pytest -q
 
 # the native core's own checks: clippy with warnings as errors, and its unit tests (linked
-# against the virtualenv's Python)
+# against the virtualenv's Python); cargo-fuzz for the suite's short fuzz run
+# (tests/log/test_native_fuzz.py)
 native-check: $(STAMP)
+	@command -v cargo-fuzz >/dev/null 2>&1 || { echo "native-check: installing cargo-fuzz"; \
+	    cargo install --quiet --locked cargo-fuzz; }
 	cd native && PYO3_PYTHON=$(abspath $(BIN)/python) cargo clippy --quiet --all-targets -- -D warnings
 	cd native && PYO3_PYTHON=$(abspath $(BIN)/python) cargo test --quiet
 

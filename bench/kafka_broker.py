@@ -313,8 +313,6 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
 def _answers(port: int) -> bool:
     """The broker serves: Metadata names it, and it is the coordinator of a group and of a
     transactional id (asking creates ``__consumer_offsets`` and ``__transaction_state``)."""
-    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-    from kio.schema.metadata.v12.request import MetadataRequest
     from kio.static.primitive import i8
 
     try:

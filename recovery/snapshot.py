@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 import lmdb
-import msgpack
 
 from offsetlog.log import segment
+from offsetlog.log._native import decode_snapshot_body
+from offsetlog.log.framing import encode_payload
 
 log = logging.getLogger("offsetlog.snapshot")
 
@@ -89,7 +90,7 @@ def partition_key(partition: int) -> bytes:
 def encode(partition: int, state: dict, *, created_ms: int,
            position: tuple[int, int] | None = None) -> bytes:
     """Header + body for one partition's snapshot of ``state`` (``snapshot_state()``)."""
-    body = msgpack.packb(state, use_bin_type=True)
+    body = encode_payload(state)  # the native msgpack encoder (msgpack.packb's bytes)
     base, pos = position if position is not None else (-1, -1)
     header = HEADER.pack(MAGIC, VERSION, 0, partition, state["next_offset"],
                          state["records_applied"], created_ms, base, pos, len(body),
@@ -142,7 +143,9 @@ def decode(data: bytes, partition: int, *, partitions: int | None = None) -> Sna
     if zlib.crc32(body) != h.body_crc:
         raise SnapshotInvalid("body checksum mismatch")
     try:
-        state = msgpack.unpackb(body, raw=False, use_list=True)
+        # natively; its offsets section comes back as the table's dict of dicts already
+        # (OffsetTable.from_snapshot_state takes either form)
+        state = decode_snapshot_body(bytes(body))
     except Exception as e:  # CRC passed, so this is a writer bug or a foreign body
         raise SnapshotInvalid(f"undecodable body ({e})") from None
     if not isinstance(state, dict):

@@ -62,7 +62,7 @@ fn key_tuple<'py>(py: Python<'py>, topic: &str, partition: i64) -> PyResult<Boun
 /// after scanning it. Untracked at birth, a table's keys and entries are never scanned, and
 /// the dicts holding only them stay untracked too, so a table of millions of entries adds
 /// nothing to any collection (the one that follows replay took 0.1 s per million entries).
-fn untrack(t: &Bound<'_, PyTuple>) {
+pub(crate) fn untrack(t: &Bound<'_, PyTuple>) {
     // SAFETY: `t` is a live tuple (a GC-capable object) owned by this thread, which holds the
     // GIL; PyObject_GC_UnTrack only unlinks it from the collector's list (a no-op if it is
     // not on one), and it holds no container that could make it part of a cycle.
@@ -278,7 +278,7 @@ fn int_of(v: &Bound<'_, PyAny>) -> Option<i64> {
 }
 
 /// Whether a value is an int, a str or None: what an entry holds, and no cycle can.
-fn atomic(v: &Bound<'_, PyAny>) -> bool {
+pub(crate) fn atomic(v: &Bound<'_, PyAny>) -> bool {
     v.is_none() || v.is_instance_of::<PyInt>() || v.is_instance_of::<PyString>()
 }
 

@@ -13,6 +13,7 @@ pub mod apply;
 pub mod batch;
 pub mod msgpack;
 mod scan;
+mod snapshot;
 
 #[pymodule]
 #[pyo3(name = "_native")]
@@ -24,5 +25,6 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAGIC", batch::MAGIC)?;
     m.add("MAX_BATCH_BYTES", batch::MAX_BATCH_BYTES)?;
     m.add("KNOWN_ATTRIBUTES", batch::KNOWN_ATTRIBUTES)?;
+    m.add_function(wrap_pyfunction!(snapshot::decode_snapshot_body, m)?)?;
     scan::register(m)
 }

@@ -152,6 +152,21 @@ impl<'a> Reader<'a> {
         Ok(Some(n))
     }
 
+    /// The length of a map whose marker is `m`, or None if `m` is no map's.
+    pub fn map_len(&mut self, m: Marker) -> PyResult<Option<usize>> {
+        let n = match m {
+            Marker::FixMap(n) => usize::from(n),
+            Marker::Map16 => self.len(2)?,
+            Marker::Map32 => self.len(4)?,
+            _ => return Ok(None),
+        };
+        // every entry takes at least two bytes
+        if n > (self.data.len() - self.pos) / 2 {
+            return Err(corrupt("truncated msgpack map"));
+        }
+        Ok(Some(n))
+    }
+
     /// A str value whose marker is `m`, as a Rust str, or None if `m` is no str's.
     pub fn str_after(&mut self, m: Marker) -> PyResult<Option<&'a str>> {
         let n = match m {
@@ -228,14 +243,7 @@ impl<'a> Reader<'a> {
                 PyBytes::new(py, self.take(n)?).into_any()
             }
             Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
-                let n = match m {
-                    Marker::FixMap(n) => usize::from(n),
-                    Marker::Map16 => self.len(2)?,
-                    _ => self.len(4)?,
-                };
-                if n > (self.data.len() - self.pos) / 2 {
-                    return Err(corrupt("truncated msgpack map"));
-                }
+                let n = self.map_len(m)?.unwrap_or_default();
                 let dict = PyDict::new(py);
                 for _ in 0..n {
                     let key = self.value(py, depth + 1)?;

@@ -29,7 +29,6 @@ from offsetlog.server.work import run_blocking
 from offsetlog.store.transactions import Transaction
 from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT
 
-
 #: the ``fenced_since`` of an answer that is INVALID_PRODUCER_EPOCH at every version
 NEVER = 1 << 15
 

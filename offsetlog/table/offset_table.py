@@ -23,8 +23,8 @@ from __future__ import annotations
 import sys
 from typing import Iterator
 
-from offsetlog.log._native import apply_records, offsets_from_flat
 from offsetlog.errors import UnsupportedVersionError
+from offsetlog.log._native import apply_records, offsets_from_flat
 from offsetlog.log.format import Attribute, RecordType
 from offsetlog.log.records import (
     COMMIT,
@@ -250,8 +250,17 @@ class OffsetTable:
         try:
             intern = sys.intern
             topics = [intern(t) for t in state["topics"]]
-            # natively: key tuples shared, entries hidden from the garbage collector
-            table.offsets = offsets_from_flat(state["offsets"], topics)
+            # natively: key tuples shared, entries hidden from the garbage collector; the
+            # native snapshot decoder (recovery/snapshot.py) has built them already
+            offsets = state["offsets"]
+            if isinstance(offsets, dict):
+                # built, so keyed by tuples: a msgpack map, whose keys are strings, is not
+                if not all(isinstance(g, dict) and type(next(iter(g), ())) is tuple
+                           for g in offsets.values()):
+                    raise ValueError("the offsets section is a map, not group, offsets pairs")
+                table.offsets = offsets
+            else:
+                table.offsets = offsets_from_flat(offsets, topics)
             table.group_metadata = dict(state["group_metadata"])
             table.next_offset = int(state["next_offset"])
             table.records_applied = int(state["records_applied"])

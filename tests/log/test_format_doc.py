@@ -1,7 +1,6 @@
 """docs/FORMAT.md's worked example is what the encoder writes, byte for byte."""
 
 import os
-
 import struct
 
 from offsetlog.log.format import HEADER_SIZE, MAGIC, RecordType

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from offsetlog.log import _native
 from offsetlog.errors import UnsupportedVersionError
+from offsetlog.log import _native
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.records import offset_commit
 
