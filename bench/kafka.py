@@ -14,7 +14,8 @@ Each pairing measures commits/s of 32 connections, each committing to a group of
 thread, a selector, frames encoded with kio before the clock starts), and the p50 of one
 connection's OffsetCommit round-trips, the two servers taking turns in rounds. The broker
 comes from ``offsetlog.bench.kafka_broker`` (Java 17+ and Maven; the jars are fetched on first
-use). Each commit is checked once before the clock starts: an error answer would be fast
+use), with a 1 GiB heap and the JVM's default JIT and collector (not the tests' quick-start
+flags). Each commit is checked once before the clock starts: an error answer would be fast
 and would mean nothing.
 
 Rows: offsetlog / Kafka for throughput (higher is better) and p50 (lower is better).
@@ -44,6 +45,46 @@ QUICK = {"reps": 1, "duration_s": 1.0, "warmup_s": 0.3, "count": 200, "warmup": 
          "rounds": 4}
 FULL = {"reps": 3, "duration_s": 3.0, "warmup_s": 0.5, "count": 3000, "warmup": 100,
         "rounds": 20}
+
+
+#: what the test harness's JVM flags trade for a fast start, taken back for the bench: C1
+#: only (no C2 JIT) and the serial collector
+_START_UP_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
+def _start_for_throughput(broker: KafkaBroker) -> None:
+    """``broker.start()`` with the JVM's usual JIT and collector: KafkaBroker's command line
+    has flags for a quick start in the tests (C1 only, serial GC) that would slow Kafka down
+    here. It finds java through ``$JAVA_HOME/bin/java`` first, so for the start a JAVA_HOME
+    whose ``bin/java`` drops those flags and runs the real java."""
+    import shlex
+    import tempfile
+
+    from offsetlog.bench.kafka_broker import find_java
+
+    real = find_java()
+    drop = " | ".join(shlex.quote(f) for f in _START_UP_FLAGS)
+    with tempfile.TemporaryDirectory(prefix="bench-java-") as home:
+        os.mkdir(os.path.join(home, "bin"))
+        wrapper = os.path.join(home, "bin", "java")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "n=$#\n"
+                    "while [ \"$n\" -gt 0 ]; do\n"
+                    "  a=$1; shift; n=$((n - 1))\n"
+                    f"  case \"$a\" in {drop}) ;; *) set -- \"$@\" \"$a\" ;; esac\n"
+                    "done\n"
+                    f"exec {shlex.quote(real)} \"$@\"\n")
+        os.chmod(wrapper, 0o755)
+        saved = os.environ.get("JAVA_HOME")
+        os.environ["JAVA_HOME"] = home
+        try:
+            broker.start()
+        finally:
+            if saved is None:
+                del os.environ["JAVA_HOME"]
+            else:
+                os.environ["JAVA_HOME"] = saved
 
 
 class _Offsetlog:
@@ -163,7 +204,9 @@ def run_pairing(data_dir: str, fsync: str, extra: dict, sizes: dict) -> dict:
     frames = [_commit_frame(f"bench-{i}", i, 1000 + i, i) for i in range(CLIENTS)]
     latency_frame = [_commit_frame("bench-latency", 0, 1000, 1)]
     broker = KafkaBroker(extra=extra, heap="1g")
-    broker.start()
+    _start_for_throughput(broker)
+    with open(f"/proc/{broker.proc.pid}/cmdline", "rb") as f:
+        jvm = [a.decode() for a in f.read().split(b"\0") if a.startswith(b"-X")]
     try:
         create_topic(broker.port, TOPIC, CLIENTS)
         with case_dir(data_dir, f"kafka-vs-{fsync}") as d:
@@ -185,8 +228,10 @@ def run_pairing(data_dir: str, fsync: str, extra: dict, sizes: dict) -> dict:
                 server.close()
     finally:
         broker.stop()
-    return {name: {"commits_per_s": median(windows[name]), "windows": windows[name],
-                   "p50_us": p50[name]} for name in ("offsetlog", "kafka")}
+    out = {name: {"commits_per_s": median(windows[name]), "windows": windows[name],
+                  "p50_us": p50[name]} for name in ("offsetlog", "kafka")}
+    out["kafka"]["jvm_flags"] = jvm
+    return out
 
 
 def run_kafka_benchmark(data_dir: str, *, quick: bool = False,
@@ -203,7 +248,8 @@ def run_kafka_benchmark(data_dir: str, *, quick: bool = False,
                         note=f"a group per connection; median of {sizes['reps']} "
                              f"{sizes['duration_s']}s windows each, taking turns",
                         extra={"windows": {"offsetlog": ours["windows"],
-                                           "kafka": theirs["windows"]}}))
+                                           "kafka": theirs["windows"]},
+                               "kafka_jvm_flags": theirs["jvm_flags"]}))
         rows.append(Row(f"kafka: OffsetCommit p50, one connection, offsetlog fsync={fsync}",
                         f"{kafka_name}, p50", ours["p50_us"], theirs["p50_us"], "us", LOWER,
                         note=f"{sizes['count']} commits each, taking turns"))
