@@ -139,3 +139,51 @@ def test_the_loops_over_untrusted_bytes_answer_or_raise_a_typed_error(data):
     except UnsupportedVersionError:
         return
     assert len(chunk) == batches and status in (0, 1, 2, 3) and (error is None) == (status != 3)
+
+
+# -- snapshot bodies ---------------------------------------------------------------------------
+
+entries = st.tuples(st.integers(0, 2), st.integers(0, 40), INT64.filter(lambda v: v < 1 << 63),
+                    st.text(max_size=8), st.none() | st.integers(-1, 50), st.integers(0, 1 << 50),
+                    st.none() | st.integers(0, 1 << 50))
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=6), st.lists(entries, min_size=1, max_size=6),
+                       max_size=6))
+def test_a_snapshot_body_decodes_into_the_table_a_python_reading_builds(groups):
+    topics = ["t0", "t1", "t2"]
+    flat_section = []
+    for group, rows in groups.items():
+        flat_section += [group, [v for row in rows for v in row]]
+    state = {"next_offset": 5, "topics": topics, "offsets": flat_section, "group_metadata": {}}
+    body = _native.encode_payload(state)
+    assert body == msgpack.packb(state, use_bin_type=True)
+    decoded = _native.decode_snapshot_body(body)
+    expected = {group: {(topics[t], p): (o, m, le, c, e) for t, p, o, m, le, c, e in rows}
+                for group, rows in groups.items()}
+    assert decoded["offsets"] == expected
+    assert _native.offsets_from_flat(flat_section, topics) == expected
+    assert {k: v for k, v in decoded.items() if k != "offsets"} == {
+        "next_offset": 5, "topics": topics, "group_metadata": {}}
+
+
+def test_snapshot_offsets_out_of_shape_are_refused():
+    for offsets in (["g", [0, 1, 2]],  # not 7 values a key
+                    ["g", [5, 0, 1, "", None, 1, None]],  # topic index out of range
+                    ["g"]):  # not pairs
+        body = _native.encode_payload({"topics": ["t"], "offsets": offsets})
+        with pytest.raises(ValueError):
+            _native.decode_snapshot_body(body)
+        with pytest.raises((ValueError, TypeError)):
+            _native.offsets_from_flat(offsets, ["t"])
+
+
+def test_a_snapshot_whose_offsets_are_a_msgpack_map_is_refused():
+    from offsetlog.table.offset_table import OffsetTable
+
+    table = OffsetTable()
+    state = table.snapshot_state()
+    state["offsets"] = {"g": {"t": [1, "", None, 2, None]}}  # a map decodes with str keys
+    body = _native.decode_snapshot_body(_native.encode_payload(state))
+    with pytest.raises(ValueError, match="offsets section is a map"):
+        OffsetTable.from_snapshot_state(body)
