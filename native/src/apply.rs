@@ -337,3 +337,64 @@ pub fn offsets_from_flat<'py>(py: Python<'py>, offsets: &Bound<'py, PyAny>,
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[delta, 1, 1, [group, topic, partition], value]` records, as msgpack.
+    fn payload(values: &[&[u8]]) -> Vec<u8> {
+        let mut out = vec![0x90 | values.len() as u8];
+        for (delta, value) in values.iter().enumerate() {
+            out.extend_from_slice(&[0x95, delta as u8, 0x01, 0x01, 0x93, 0xa1, b'g', 0xa1, b't', 0x07]);
+            out.extend_from_slice(value);
+        }
+        out
+    }
+
+    #[test]
+    fn plain_commits_and_tombstones_parse() {
+        let data = payload(&[b"\x92\x2a\x05", b"\xc0", b"\x95\x2b\x06\xa1m\x03\xc0"]);
+        let commits = parse_payload(&data).unwrap();
+        assert_eq!(commits.len(), 3);
+        let v = commits[0].value.as_ref().unwrap();
+        assert_eq!((commits[0].group, commits[0].topic, commits[0].partition), ("g", "t", 7));
+        assert_eq!((v.offset, v.timestamp, v.metadata, v.leader_epoch), (42, 5, "", None));
+        assert!(commits[1].value.is_none());
+        let v = commits[2].value.as_ref().unwrap();
+        assert_eq!((v.metadata, v.leader_epoch, v.expire, commits[2].delta), ("m", Some(3), None, 2));
+    }
+
+    #[test]
+    fn anything_else_is_left_to_python() {
+        // another record type, a value of one field, one of six, extra bytes, a cut
+        for data in [
+            b"\x91\x95\x00\x02\x00\x81\xa1g\xa1g\xc0".to_vec(),
+            payload(&[b"\x91\x2a"]),
+            payload(&[b"\x96\x01\x02\xa0\xc0\xc0\x07"]),
+            [payload(&[b"\x92\x01\x02"]), vec![0xc0]].concat(),
+            payload(&[b"\x92\x01\x02"])[..12].to_vec(),
+        ] {
+            assert!(parse_payload(&data).is_none(), "{data:?}");
+        }
+    }
+
+    #[test]
+    fn replayed_commits_land_in_the_table_as_python_would_put_them() {
+        Python::attach(|py| {
+            let offsets = PyDict::new(py);
+            let data = payload(&[b"\x92\x2a\x05", b"\x92\x2b\x06"]);
+            let mut cache = Cache::default();
+            for c in parse_payload(&data).unwrap() {
+                apply_commit(py, &offsets, &c, &mut cache).unwrap();
+            }
+            let shown = offsets.repr().unwrap().to_string();
+            assert_eq!(shown, "{'g': {('t', 7): (43, '', None, 6, None)}}");
+            let tombstone = payload(&[b"\xc0"]);
+            for c in parse_payload(&tombstone).unwrap() {
+                apply_commit(py, &offsets, &c, &mut Cache::default()).unwrap();
+            }
+            assert!(offsets.is_empty(), "the group's last key gone: the group is gone");
+        });
+    }
+}

@@ -270,3 +270,31 @@ pub fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> 
     }
     Ok(value)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_through_python() {
+        Python::attach(|py| {
+            let value = py
+                .eval(c"[1, -1, 2**63, 'é', b'\\x00', None, True, 1.5, {'k': [[]]}]", None, None)
+                .unwrap();
+            let mut out = Vec::new();
+            encode(&value, &mut out, 0).unwrap();
+            assert!(decode(py, &out).unwrap().eq(&value).unwrap());
+        });
+    }
+
+    #[test]
+    fn damage_is_a_value_error_not_a_panic() {
+        Python::attach(|py| {
+            for data in [&b""[..], b"\xc1", b"\xdd\xff\xff\xff\xff", b"\xa5abc", b"\x81\x01\x02",
+                         b"\xc7\x01\x05x", b"\x90\x90"] {
+                let err = decode(py, data).unwrap_err();
+                assert!(err.is_instance_of::<PyValueError>(py), "{data:?}");
+            }
+        });
+    }
+}
