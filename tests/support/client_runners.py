@@ -155,8 +155,7 @@ def java_client() -> JavaClient:
 def franzgo_binary() -> str:
     """Build tests/clients/franzgo/ with ``go build`` (once per source hash)."""
     with _lock:
-        go = shutil.which("go") or ("/usr/local/go/bin/go"
-                                    if Path("/usr/local/go/bin/go").exists() else None)
+        go = shutil.which("go")
         if not go:
             unavailable("go not found (it builds the franz-go client program)")
         src = CLIENTS / "franzgo"
