@@ -53,10 +53,18 @@ def same(results: dict, what: str = "") -> None:
             f"kafka:     {results['kafka']}")
 
 
+def assigned_count(m: MemberProcess) -> int:
+    return sum(1 for e in m.seen if e.get("event") == "assigned")
+
+
 def wait_settled(members: list[MemberProcess], partitions: int, *, after: int | None = None,
-                 timeout: float = 45) -> list[dict]:
+                 since: dict | None = None, timeout: float = 45) -> list[dict]:
     """Wait until every member's latest assignment is of one generation (above ``after``)
-    and together they hold each of ``partitions`` exactly once; return those events."""
+    and together they hold each of ``partitions`` exactly once; return those events.
+
+    A client that does not tell its generation (librdkafka: ``None``) is judged by its
+    events instead: each member named in ``since`` (name -> ``assigned_count`` then) must
+    have had a new assignment since."""
     deadline = time.monotonic() + timeout
     while True:
         for m in members:
@@ -65,8 +73,11 @@ def wait_settled(members: list[MemberProcess], partitions: int, *, after: int | 
                 raise AssertionError(f"{m.name} exited {m.proc.returncode}: "
                                      f"{''.join(m.stderr)[-3000:]}")
         lasts = [m.last("assigned") for m in members]
-        if (all(lasts) and len({e["generation"] for e in lasts}) == 1
-                and (after is None or lasts[0]["generation"] > after)
+        generations = {e["generation"] for e in lasts if e}
+        known = None not in generations
+        if (all(lasts) and (not known or len(generations) == 1)
+                and (after is None or not known or lasts[0]["generation"] > after)
+                and all(assigned_count(m) > (since or {}).get(m.name, -1) for m in members)
                 and sorted(p for e in lasts for p in e["partitions"]) == list(range(partitions))):
             return lasts
         if time.monotonic() > deadline:
@@ -103,9 +114,14 @@ def group_session(client, target, group: str, topic: str, partitions: int,
         return m
 
     def record(name, events, names, base):
+        gen = events[0]["generation"]
         steps[name] = {"assignment": {n: e["partitions"] for n, e in zip(names, events)},
-                       "generation": events[0]["generation"] - base}
-        return events[0]["generation"]
+                       "generation": None if gen is None else gen - base}
+        return gen
+
+    def now(*ms):
+        """What each member has seen so far (for ``wait_settled``'s ``since``)."""
+        return {m.name: assigned_count(m) for m in ms}
 
     try:
         a = member("m1-a")
@@ -116,30 +132,37 @@ def group_session(client, target, group: str, topic: str, partitions: int,
         steps["formed"]["described"] = {"state": view["state"], "protocol": view["protocol"]}
 
         b = member("m2-b")
-        g = record("joined", wait_settled([a, b], partitions, after=base), ["a", "b"], base)
+        g = record("joined", wait_settled([a, b], partitions, after=base, since=now(a)),
+                   ["a", "b"], base)
 
         b.close()
-        g = record("left", wait_settled([a], partitions, after=g), ["a"], base)
+        g = record("left", wait_settled([a], partitions, after=g, since=now(a)), ["a"], base)
 
         c = member("m3-c", session_ms=SHORT_SESSION_MS)
-        g = record("joined_again", wait_settled([a, c], partitions, after=g), ["a", "c"], base)
+        g = record("joined_again", wait_settled([a, c], partitions, after=g, since=now(a)),
+                   ["a", "c"], base)
         c.kill()  # no LeaveGroup: it just stops heartbeating
-        g = record("heartbeat_missed", wait_settled([a], partitions, after=g), ["a"], base)
+        g = record("heartbeat_missed", wait_settled([a], partitions, after=g, since=now(a)),
+                   ["a"], base)
 
         s2 = None
         if static:
             s = member("m4-s", instance_id="static-s", session_ms=6000)
-            g = record("static_joined", wait_settled([a, s], partitions, after=g), ["a", "s"], base)
+            g = record("static_joined", wait_settled([a, s], partitions, after=g,
+                                                     since=now(a)), ["a", "s"], base)
+            wait_stable(target, group, 2)
+            seen_by_a = now(a)
             s.kill()
             s2 = member("m4-s", instance_id="static-s", session_ms=6000)
             # the same instance id back within its session: its partitions, no rebalance
             back = s2.wait_for(lambda e: e.get("event") == "assigned", what="its rejoin")
-            steps["static_rejoined"] = {"partitions": back["partitions"],
-                                        "generation": back["generation"] - base}
-            a.drain()
-            steps["static_rejoined"]["others_generation"] = a.last("assigned")["generation"] - base
             view = wait_stable(target, group, 2)
-            steps["static_rejoined"]["described_members"] = len(view["members"])
+            a.drain()
+            steps["static_rejoined"] = {
+                "partitions": back["partitions"],
+                "generation": None if g is None else back["generation"] - base,
+                "others_rebalanced": now(a) != seen_by_a,
+                "described_members": len(view["members"])}
         mine = steps["static_joined" if static else "heartbeat_missed"]["assignment"]["a"]
         a.send(f"commit {mine[0]} 42")
         steps["commit"] = a.wait_for(lambda e: e.get("event") == "committed", what="commit")
@@ -166,21 +189,27 @@ def cooperative_session(client, target, group: str, topic: str, partitions: int)
         started.append(a)
         (first,) = wait_settled([a], partitions)
         base = first["generation"]
+        before = {a.name: assigned_count(a)}
         b = client.member(target.bootstrap, group, topic, "cooperative-sticky", "m2-b", None,
                           SESSION_MS)
         started.append(b)
-        ea, eb = wait_settled([a, b], partitions, after=base)
+        ea, eb = wait_settled([a, b], partitions, after=base, since=before)
         # what a held between the two rebalances (the revocation leaves it a subset)
         a_history = [e["partitions"] for e in a.seen if e.get("event") == "assigned"]
         view = wait_stable(target, group, 2)
+        before = {a.name: assigned_count(a)}
         b.close()
-        (after,) = wait_settled([a], partitions, after=ea["generation"])
+        (after,) = wait_settled([a], partitions, after=ea["generation"], since=before)
+
+        def rel(gen):
+            return None if gen is None else gen - base
+
         return {"alone": first["partitions"],
                 "joined": {"a": ea["partitions"], "b": eb["partitions"],
-                           "generation": ea["generation"] - base},
+                           "generation": rel(ea["generation"])},
                 "a_kept_throughout": sorted(set.intersection(*map(set, a_history))),
                 "protocol": view["protocol"],
-                "left": {"a": after["partitions"], "generation": after["generation"] - base}}
+                "left": {"a": after["partitions"], "generation": rel(after["generation"])}}
     finally:
         for m in started:
             m.kill()
