@@ -12,6 +12,8 @@ its generations are left out of the comparison.
 from __future__ import annotations
 
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -83,3 +85,106 @@ def test_python_client_cooperative_sticky(client, targets, gid):
         assert r["left"]["a"] == [0, 1, 2, 3, 4, 5], name
     same(results if client != "kafka-python" else without_generations(results),
          f"{client} cooperative-sticky session")
+
+
+def transactional_session(library: str, target, group: str, txid: str) -> dict:
+    """A transactional producer's send_offsets_to_transaction: pending (require_stable
+    fetches are UNSTABLE_OFFSET_COMMIT), committed, aborted, then fenced by a newer producer
+    of the same transactional id. Fetched with OffsetFetch v7 require_stable; after an end,
+    again while UNSTABLE_OFFSET_COMMIT (Kafka writes its markers after answering EndTxn)."""
+    from support.wire_txn import stable_fetch
+
+    def settled():
+        deadline = time.monotonic() + 10
+        while True:
+            got = stable_fetch(target, group)
+            if got[1] != 88 or time.monotonic() > deadline:
+                return list(got)
+            time.sleep(0.05)
+
+    steps: dict = {}
+    if library == "confluent":
+        from confluent_kafka import Consumer, KafkaException, Producer
+        from confluent_kafka import TopicPartition as CTP
+
+        consumer = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group})
+        meta = consumer.consumer_group_metadata()
+
+        def producer():
+            p = Producer({"bootstrap.servers": target.bootstrap, "transactional.id": txid})
+            p.init_transactions(20)
+            return p
+
+        def send(p, offset):
+            p.send_offsets_to_transaction([CTP("orders", 0, offset)], meta, 20)
+
+        def error(e):
+            return e.args[0].name() if isinstance(e, KafkaException) else type(e).__name__
+        commit, abort = (lambda p: p.commit_transaction(20)), (lambda p: p.abort_transaction(20))
+        close = consumer.close
+    else:
+        from kafka import KafkaProducer
+        from kafka.structs import OffsetAndMetadata, TopicPartition
+
+        def producer():
+            p = KafkaProducer(bootstrap_servers=target.bootstrap, transactional_id=txid)
+            p.init_transactions()
+            return p
+
+        def send(p, offset):
+            p.send_offsets_to_transaction({TopicPartition("orders", 0):
+                                           OffsetAndMetadata(offset, "", -1)}, group)
+
+        def error(e):
+            return type(e).__name__
+        commit, abort = (lambda p: p.commit_transaction()), (lambda p: p.abort_transaction())
+        close = None
+    first = producer()
+    try:
+        first.begin_transaction()
+        send(first, 55)
+        steps["pending"] = list(stable_fetch(target, group))
+        commit(first)
+        steps["committed"] = settled()
+        first.begin_transaction()
+        send(first, 66)
+        steps["pending_again"] = list(stable_fetch(target, group))
+        abort(first)
+        steps["aborted"] = settled()
+        first.begin_transaction()
+        send(first, 77)
+        second = producer()  # fences the first, aborts its transaction
+        try:
+            commit(first)
+            steps["fenced_commit"] = "ok"
+        except Exception as e:  # noqa: BLE001 - the error is the outcome
+            steps["fenced_commit"] = error(e)
+        steps["after_fencing"] = settled()
+        second.begin_transaction()
+        send(second, 88)
+        commit(second)
+        steps["newer_committed"] = settled()
+        if library == "kafka-python":
+            second.close(timeout=5)
+    finally:
+        if library == "kafka-python":
+            first.close(timeout=5)
+        if close is not None:
+            close()
+    return steps
+
+
+@pytest.mark.parametrize("library", ["confluent", "kafka-python"])
+def test_python_transactional_producer(library, targets, gid):
+    txid = f"tx-{uuid.uuid4().hex[:10]}"
+    results = on_targets(targets, lambda t: transactional_session(library, t, gid, txid))
+    fenced = {"confluent": "_FENCED", "kafka-python": "ProducerFencedError"}[library]
+    for name, r in results.items():
+        assert r["pending"] == [-1, 88], name  # UNSTABLE_OFFSET_COMMIT
+        assert r["committed"] == [55, 0], name
+        assert r["pending_again"] == [-1, 88], name
+        assert r["aborted"] == [55, 0], name
+        assert r["fenced_commit"] == fenced, name
+        assert r["after_fencing"] == [55, 0], name
+        assert r["newer_committed"] == [88, 0], name
+    same(results, f"{library} transactional producer")
