@@ -1,6 +1,10 @@
-"""The client matrix (issue 26, item 3): Kafka's Java client, franz-go, kafkajs and a mixed
-group, each session run against ``offsetlog serve`` and against a real Apache Kafka broker,
-and where the outcome is deterministic the two outcomes compared for equality.
+"""The client matrix (issue 26, items 2 and 3): Kafka's Java client (test_java.py), franz-go
+(test_franzgo.py), kafkajs (test_kafkajs.py), kafka-python, confluent-kafka and aiokafka
+(test_python_clients.py) and a mixed group of three of them (test_mixed_group.py), each
+session run against ``offsetlog serve`` and against a real Apache Kafka broker side by side,
+and where the outcome is deterministic the two outcomes compared for equality. The sessions
+themselves are in tests/support/client_sessions.py, the client programs' harness in
+tests/support/client_runners.py.
 
 ``targets``: ``{"offsetlog": Server, "kafka": broker}``, both with the topics of ``TOPICS``.
 Without Java or Maven the broker fixture skips (fails under CI=true); the sessions then run
