@@ -4,6 +4,7 @@ each partition owned by exactly one member of a generation."""
 
 from __future__ import annotations
 
+import select
 import signal
 import subprocess
 import sys
@@ -88,11 +89,20 @@ CHILD = textwrap.dedent("""
                       enable_auto_commit=False, session_timeout_ms=2000,
                       heartbeat_interval_ms=200)
     c.subscribe(["orders"])
+    said = False
     while True:
         c.poll(timeout_ms=100)
-        if c.assignment():
+        if c.assignment() and not said:
             print("assigned", flush=True)
+            said = True
 """)
+
+
+def _first_line(child: subprocess.Popen, timeout: float = 60) -> str:
+    """The child's first line, or "" if none comes in ``timeout`` seconds (a client stuck
+    without an assignment fails the test instead of hanging the suite)."""
+    ready, _, _ = select.select([child.stdout], [], [], timeout)
+    return child.stdout.readline().strip() if ready else ""
 
 
 def test_a_member_that_stops_heartbeating_is_evicted(server, group_id):
@@ -100,7 +110,7 @@ def test_a_member_that_stops_heartbeating_is_evicted(server, group_id):
     child = subprocess.Popen([sys.executable, "-c", CHILD, server.bootstrap, group_id],
                              stdout=subprocess.PIPE, text=True)
     try:
-        assert child.stdout.readline().strip() == "assigned"
+        assert _first_line(child) == "assigned"
         poll_all([survivor], lambda: len(described(server, group_id)["members"]) == 2
                  and len(assignment_of(survivor)) == 2)
         child.send_signal(signal.SIGKILL)  # no LeaveGroup: only its session can end it
