@@ -103,6 +103,8 @@ def transactional_session(library: str, target, group: str, txid: str) -> dict:
             time.sleep(0.05)
 
     steps: dict = {}
+    if library == "aiokafka":
+        return _aiokafka_transactions(target, group, txid, stable_fetch, settled)
     if library == "confluent":
         from confluent_kafka import Consumer, KafkaException, Producer
         from confluent_kafka import TopicPartition as CTP
@@ -174,11 +176,58 @@ def transactional_session(library: str, target, group: str, txid: str) -> dict:
     return steps
 
 
-@pytest.mark.parametrize("library", ["confluent", "kafka-python"])
+def _aiokafka_transactions(target, group, txid, stable_fetch, settled) -> dict:
+    """``transactional_session`` with aiokafka's AIOKafkaProducer."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.structs import OffsetAndMetadata, TopicPartition
+
+    offsets = lambda offset: {TopicPartition("orders", 0): OffsetAndMetadata(offset, "")}  # noqa: E731
+
+    async def run() -> dict:
+        steps: dict = {}
+        first = AIOKafkaProducer(bootstrap_servers=target.bootstrap, transactional_id=txid)
+        await first.start()
+        second = None
+        try:
+            async with first.transaction():
+                await first.send_offsets_to_transaction(offsets(55), group)
+                steps["pending"] = list(stable_fetch(target, group))
+            steps["committed"] = settled()
+            await first.begin_transaction()
+            await first.send_offsets_to_transaction(offsets(66), group)
+            steps["pending_again"] = list(stable_fetch(target, group))
+            await first.abort_transaction()
+            steps["aborted"] = settled()
+            await first.begin_transaction()
+            await first.send_offsets_to_transaction(offsets(77), group)
+            second = AIOKafkaProducer(bootstrap_servers=target.bootstrap, transactional_id=txid)
+            await second.start()  # fences the first, aborts its transaction
+            try:
+                await first.commit_transaction()
+                steps["fenced_commit"] = "ok"
+            except Exception as e:  # noqa: BLE001 - the error is the outcome
+                steps["fenced_commit"] = type(e).__name__
+            steps["after_fencing"] = settled()
+            async with second.transaction():
+                await second.send_offsets_to_transaction(offsets(88), group)
+            steps["newer_committed"] = settled()
+        finally:
+            await first.stop()
+            if second is not None:
+                await second.stop()
+        return steps
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("library", ["confluent", "kafka-python", "aiokafka"])
 def test_python_transactional_producer(library, targets, gid):
     txid = f"tx-{uuid.uuid4().hex[:10]}"
     results = on_targets(targets, lambda t: transactional_session(library, t, gid, txid))
-    fenced = {"confluent": "_FENCED", "kafka-python": "ProducerFencedError"}[library]
+    fenced = {"confluent": "_FENCED", "kafka-python": "ProducerFencedError",
+              "aiokafka": "ProducerFenced"}[library]
     for name, r in results.items():
         assert r["pending"] == [-1, 88], name  # UNSTABLE_OFFSET_COMMIT
         assert r["committed"] == [55, 0], name
