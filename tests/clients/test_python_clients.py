@@ -237,3 +237,96 @@ def test_python_transactional_producer(library, targets, gid):
         assert r["after_fencing"] == [55, 0], name
         assert r["newer_committed"] == [88, 0], name
     same(results, f"{library} transactional producer")
+
+
+def confluent_admin_session(target, group: str) -> dict:
+    """librdkafka's AdminClient on one group (confluent-kafka has no OffsetDelete): alter,
+    list and describe with and without a member, delete, each step's result or error name."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from support.wire_clients import ck_consumer
+
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    steps: dict = {}
+
+    def step(name, fn):
+        try:
+            steps[name] = fn()
+        except KafkaException as e:
+            steps[name] = {"error": e.args[0].name()}
+
+    def offsets():
+        (got,) = admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], require_stable=True).values()
+        return {f"{tp.topic}:{tp.partition}": [tp.offset, tp.metadata]
+                for tp in got.result(20).topic_partitions if tp.offset >= 0}
+
+    def describe():
+        (got,) = admin.describe_consumer_groups([group]).values()
+        d = got.result(20)
+        return {"state": d.state.name, "simple": d.is_simple_consumer_group,
+                "assignor": d.partition_assignor,
+                "members": sorted([m.client_id, sorted(tp.partition for tp in
+                                                       m.assignment.topic_partitions)]
+                                  for m in d.members)}
+
+    def listed():
+        for g in admin.list_consumer_groups().result(20).valid:
+            if g.group_id == group:
+                return {"state": g.state.name, "simple": g.is_simple_consumer_group}
+        return "absent"
+
+    def alter(parts):
+        (got,) = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+            group, [TopicPartition("orders", p, o) for p, o in parts.items()])]).values()
+        return {str(tp.partition): tp.error.name() if tp.error else None
+                for tp in got.result(20).topic_partitions}
+
+    def delete():
+        (got,) = admin.delete_consumer_groups([group]).values()
+        got.result(20)
+        return "ok"
+
+    step("describe_unknown", describe)
+    step("alter_empty", lambda: alter({0: 10, 1: 11}))
+    step("offsets_1", offsets)
+    step("listed_offsets_only", listed)
+    step("describe_offsets_only", describe)
+    consumer = ck_consumer(target, group, **{"client.id": "admin-member",
+                                             "partition.assignment.strategy": "range"})
+    try:
+        consumer.subscribe(["orders"])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.1)
+        step("describe_stable", describe)
+        step("listed_stable", listed)
+        step("delete_group_nonempty", delete)
+        step("alter_with_member", lambda: alter({0: 99}))
+        step("offsets_2", offsets)
+    finally:
+        consumer.close()
+    step("describe_after_leave", describe)
+    step("delete_group", delete)
+    step("listed_deleted", listed)
+    step("offsets_deleted", offsets)
+    step("delete_group_again", delete)
+    return steps
+
+
+def test_confluent_admin_calls(targets, gid):
+    results = on_targets(targets, lambda t: confluent_admin_session(t, gid))
+    for name, r in results.items():
+        assert r["alter_empty"] == {"0": None, "1": None}, name
+        assert r["offsets_1"] == {"orders:0": [10, None], "orders:1": [11, None]}, name
+        assert r["describe_stable"]["state"] == "STABLE", name
+        assert r["describe_stable"]["members"] == [["admin-member", [0, 1, 2, 3]]], name
+        assert r["delete_group_nonempty"] == {"error": "NON_EMPTY_GROUP"}, name
+        assert r["alter_with_member"] == {"0": "UNKNOWN_MEMBER_ID"}, name
+        assert r["offsets_2"] == r["offsets_1"], name
+        assert r["describe_after_leave"]["state"] == "EMPTY", name
+        assert r["delete_group"] == "ok" and r["offsets_deleted"] == {}, name
+        assert r["listed_deleted"] == "absent", name
+        assert r["delete_group_again"] == {"error": "GROUP_ID_NOT_FOUND"}, name
+    same(results, "librdkafka admin calls")
