@@ -20,6 +20,7 @@ import pytest
 
 from support.client_runners import MemberProcess
 from support.client_sessions import cooperative_session, group_session, on_targets, same
+from support.wire_clients import kp_consumer
 
 SCRIPT = Path(__file__).parent / "pymember.py"
 
@@ -330,3 +331,91 @@ def test_confluent_admin_calls(targets, gid):
         assert r["listed_deleted"] == "absent", name
         assert r["delete_group_again"] == {"error": "GROUP_ID_NOT_FOUND"}, name
     same(results, "librdkafka admin calls")
+
+
+def _plain(value):
+    """A kafka-python admin result as plain data: errors by class name, tuples as lists."""
+    if isinstance(value, dict):
+        return {str(_plain(k)): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return [_plain(v) for v in value]
+    if hasattr(value, "_fields"):  # namedtuples: TopicPartition, OffsetAndMetadata, ...
+        return {f: _plain(getattr(value, f)) for f in value._fields}
+    if isinstance(value, type) or isinstance(value, Exception):
+        return type(value).__name__ if isinstance(value, Exception) else value.__name__
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return type(value).__name__
+
+
+def kafka_python_admin_session(target, group: str) -> dict:
+    """kafka-python's KafkaAdminClient on one group, the Java admin's steps."""
+    from kafka import KafkaAdminClient
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    admin = KafkaAdminClient(bootstrap_servers=target.bootstrap, request_timeout_ms=15_000)
+    steps: dict = {}
+
+    def step(name, fn):
+        try:
+            steps[name] = _plain(fn())
+        except Exception as e:  # noqa: BLE001 - the error is the outcome
+            steps[name] = {"error": type(e).__name__}
+
+    def listed():
+        return [g for g in _plain(admin.list_groups()) if group in str(g)]
+
+    def described():
+        d = admin.describe_groups([group])
+        d = _plain(d[group] if isinstance(d, dict) else d[0])
+        return {"state": d.get("group_state"), "protocol": d.get("protocol_data"),
+                "members": sorted(m.get("client_id") for m in d.get("members") or [])}
+
+    tp = [TopicPartition("orders", p) for p in range(4)]
+    try:
+        step("describe_unknown", described)
+        step("alter_empty", lambda: admin.alter_group_offsets(group, {
+            tp[0]: OffsetAndMetadata(10, "a", -1), tp[1]: OffsetAndMetadata(11, "", -1)}))
+        step("offsets_1", lambda: admin.list_group_offsets({group: None}))
+        step("listed_offsets_only", listed)
+        consumer = kp_consumer(target, group, topics=("orders",), strategy="range",
+                               client_id="admin-member")
+        try:
+            deadline = time.monotonic() + 30
+            while len(consumer.assignment()) < 4 and time.monotonic() < deadline:
+                consumer.poll(timeout_ms=100)
+            step("describe_stable", described)
+            step("delete_offsets_subscribed", lambda: admin.delete_group_offsets(group, [tp[0]]))
+            step("delete_group_nonempty", lambda: admin.delete_groups([group]))
+            step("alter_with_member", lambda: admin.alter_group_offsets(group, {
+                tp[0]: OffsetAndMetadata(99, "", -1)}))
+            consumer.poll(timeout_ms=10)
+        finally:
+            consumer.close()
+        step("delete_offsets_empty", lambda: admin.delete_group_offsets(group, [tp[0]]))
+        step("offsets_3", lambda: admin.list_group_offsets({group: None}))
+        step("delete_group", lambda: admin.delete_groups([group]))
+        step("listed_deleted", listed)
+        step("delete_group_again", lambda: admin.delete_groups([group]))
+    finally:
+        admin.close()
+    return steps
+
+
+def test_kafka_python_admin_calls(targets, gid):
+    results = on_targets(targets, lambda t: kafka_python_admin_session(t, gid))
+    p0 = str({"topic": "orders", "partition": 0})
+    for name, r in results.items():
+        assert r["offsets_1"][gid][p0] == {"offset": 10, "metadata": "a", "leader_epoch": -1}
+        assert r["listed_offsets_only"] == [{"group_id": gid, "protocol_type": "",
+                                             "group_state": "Empty", "group_type": "classic"}]
+        assert r["describe_stable"] == {"state": "Stable", "protocol": "range",
+                                        "members": ["admin-member"]}, name
+        assert r["delete_offsets_subscribed"] == {p0: "GroupSubscribedToTopicError"}, name
+        assert r["delete_group_nonempty"] == {gid: "NonEmptyGroupError"}, name
+        assert r["alter_with_member"] == {p0: "UnknownMemberIdError"}, name
+        assert r["delete_offsets_empty"] == {p0: "NoError"}, name
+        assert p0 not in r["offsets_3"][gid], name
+        assert r["delete_group"] == {gid: "OK"} and r["listed_deleted"] == [], name
+        assert r["delete_group_again"] == {gid: "GroupIdNotFoundError"}, name
+    same(results, "kafka-python admin calls")
