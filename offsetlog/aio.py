@@ -305,6 +305,9 @@ class AsyncTransaction:
                                 generation_id=generation_id, member_id=member_id,
                                 group_instance_id=group_instance_id)
 
+    async def add_group(self, group_id: str) -> None:
+        await asyncio.to_thread(self.transaction.add_group, group_id)
+
     async def prepare(self) -> None:
         await asyncio.to_thread(self.transaction.prepare)
 

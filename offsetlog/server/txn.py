@@ -137,6 +137,8 @@ def add_offsets_to_txn(ctx: Context, call: Call, now_ms: int):
             txn.begin()
         elif txn.state != "in_transaction":
             raise InvalidTxnStateError(f"AddOffsetsToTxn in state {txn.state}")
+        if b.group_id:  # recorded now, as Kafka records it: Ongoing. ("": a group the store
+            txn.add_group(b.group_id)  # refuses; Kafka accepts it, and so does this answer)
 
     return run_blocking(add, lambda o: call.respond(error_code=_outcome_code(call, o, 2)))
 

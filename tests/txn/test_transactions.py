@@ -6,6 +6,7 @@ import pytest
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.errors import (
     IllegalGenerationError,
+    InvalidGroupIdError,
     InvalidTxnStateError,
     ProducerFencedError,
     StoreClosedError,
@@ -153,6 +154,28 @@ def test_empty_transaction_writes_nothing(store_dir):
         with txn:
             txn.commit_offsets("g", {})
         assert [p["next_offset"] for p in s.stats()] == [p["next_offset"] for p in before]
+
+
+def test_add_group_records_the_transaction_before_any_offsets(store_dir):
+    """Kafka's AddOffsetsToTxn alone: the group's partition joins the durable state at once
+    (Ongoing), across a reopen too; a commit with no offsets then completes it."""
+    with open_store(store_dir) as s:
+        txn = s.init_transactions("t")
+        with pytest.raises(InvalidTxnStateError):
+            txn.add_group("g")  # nothing begun
+        txn.begin()
+        with pytest.raises(InvalidGroupIdError):
+            txn.add_group("")
+        txn.add_group("g")
+        txn.add_group("g")  # again: nothing more to record
+        meta = s.transaction_state("t")
+        assert meta.state == ONGOING and list(meta.partitions) == [s.partition_of("g")]
+    with open_store(store_dir) as s:  # durable: the reopened store still has it open
+        assert s.transaction_state("t").state == ONGOING
+        txn = s.resume_transaction("t")  # as the wire server carries a producer on
+        txn.commit()
+        assert s.transaction_state("t").state == COMPLETE_COMMIT
+        assert offsets(s, "g") == {}
 
 
 # -- fencing ---------------------------------------------------------------------------------
