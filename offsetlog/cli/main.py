@@ -8,7 +8,8 @@ malformed option); no traceback for an expected error unless ``--debug`` is give
 Commands, one module per group: inspect_cmds.py (describe, groups, transactions, verify) and
 dump.py read a store and never change it; maintenance.py (compact, recover, snapshot) changes
 one under its lock and never creates one; spark_cmds.py (report, compact --engine spark);
-crashtest_cmd.py (crashtest, bench). output.py prints: plain aligned text when piped, rich on
+crashtest_cmd.py (crashtest, bench); transfer_cmds.py (export, import) and migrate_cmds.py
+(migrate, with kafka_admin.py) move groups' offsets out and in. output.py prints: plain aligned text when piped, rich on
 a terminal, ``--json`` documents.
 """
 
@@ -146,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="an OffsetStore.open option, e.g. fsync=always (JSON values); an "
                         "unknown KEY is a usage error")
+    from offsetlog.cli.transfer_cmds import add_parsers as add_transfer_parsers
+    add_transfer_parsers(command, json_flag)  # export, import
     from offsetlog.server.main import add_parser as add_serve_parser
     add_serve_parser(sub)  # `offsetlog serve`: run by main() below, with its own life cycle
     return parser
@@ -153,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: commands whose DIR must be an existing directory (crashtest makes its own)
 _NEEDS_DIR = ("dump", "describe", "groups", "transactions", "verify", "compact", "recover",
-              "snapshot", "report")
+              "snapshot", "report", "export")
 
 
 def main(argv: list[str] | None = None) -> int:
