@@ -1,0 +1,41 @@
+"""The consumer group protocol's settings, with Kafka's broker setting names."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from offsetlog.group.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNORS
+
+
+def random_member_id() -> str:
+    """A member id for a v0 ConsumerGroupHeartbeat that joins without one (from v1 the client
+    makes its own): a random UUID, as Kafka's."""
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True)
+class ConsumerGroupConfig:
+    #: a member that sends no heartbeat for this long is removed, ms
+    #: (group.consumer.session.timeout.ms)
+    session_timeout_ms: int = 45_000
+    #: how often members are told to heartbeat, ms (group.consumer.heartbeat.interval.ms)
+    heartbeat_interval_ms: int = 5_000
+    #: most members a consumer group may have; None = unlimited (group.consumer.max.size)
+    max_size: int | None = None
+    #: the server assignors, the first the default (group.consumer.assignors)
+    assignors: tuple[str, ...] = DEFAULT_ASSIGNORS
+    member_id_factory: Callable[[], str] = field(default=random_member_id, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("session_timeout_ms", "heartbeat_interval_ms"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {v!r}")
+        if self.max_size is not None and (not isinstance(self.max_size, int)
+                                          or isinstance(self.max_size, bool) or self.max_size < 1):
+            raise ValueError(f"max_size must be None or an int >= 1, not {self.max_size!r}")
+        if not self.assignors or any(a not in ASSIGNORS for a in self.assignors):
+            raise ValueError(f"assignors must name some of {sorted(ASSIGNORS)}, "
+                             f"not {self.assignors!r}")

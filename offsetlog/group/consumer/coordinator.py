@@ -1,0 +1,431 @@
+"""The consumer group protocol (KIP-848) coordinator as a sans-IO state machine.
+
+Like the classic ``offsetlog.group.GroupCoordinator``: no I/O, no threads, no clock. Every call
+takes ``now_ms`` and returns a :class:`ConsumerResult`: the records to append (``(kind, key,
+value)``, ``offsetlog.group.consumer.group``) and the response. The caller appends the records
+and makes them durable before it sends the response. Deadlines are data in a timer queue; every
+call first fires those due at ``now_ms``; :meth:`poll` fires them alone.
+
+One heartbeat, as Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``:
+
+1. the request is checked (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR), then the member: a new one
+   (epoch 0; GROUP_MAX_SIZE_REACHED), a static member replacing its earlier self (which must
+   have left with epoch -2, or UNRELEASED_INSTANCE_ID), or a known one whose epoch must be the
+   coordinator's or, when the response carrying the new one may have been lost, the previous
+   one with owned partitions within its assignment (FENCED_MEMBER_EPOCH);
+2. a changed subscription, a new member or a changed partition count of a subscribed topic
+   bumps the **group epoch**;
+3. if the group epoch is ahead of the assignment epoch, the assignor (the one most members
+   name, else the first of ``assignors``) computes every member's **target** assignment;
+4. the member is **reconciled** towards its target (``member.reconcile``): partitions to give
+   up are revoked first (the member stays at its epoch until a heartbeat no longer reports
+   them), partitions another member still owns are held back, and the member moves to the
+   assignment epoch as soon as nothing is left to revoke;
+5. the response carries the member's epoch and, on a join, a full request or a change, its
+   assignment.
+
+Deadlines: a member's **session** (``session_timeout_ms`` after its last heartbeat) and, while
+it has partitions to revoke, its **rebalance timeout** (its own ``rebalance_timeout_ms``);
+either removes it from the group and bumps the group epoch. Leaving: epoch -1 removes the
+member, epoch -2 (static members only) keeps it and its partitions under its instance id until
+its session runs out or a new member with that instance id replaces it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from offsetlog.errors import FencedInstanceIdError, OffsetlogError, UnknownMemberIdError
+from offsetlog.group.consumer.assignors import ASSIGNORS, AssignorMember
+from offsetlog.group.consumer.config import ConsumerGroupConfig
+from offsetlog.group.consumer.errors import (
+    FencedMemberEpochError,
+    InvalidRequestError,
+    StaleMemberEpochError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
+from offsetlog.group.consumer.group import (
+    ConsumerGroup,
+    current_record,
+    group_record,
+    member_record,
+    removal_records,
+    target_metadata_record,
+    target_record,
+)
+from offsetlog.group.consumer.member import (
+    LEAVE_EPOCH,
+    LEAVE_STATIC_EPOCH,
+    UNREVOKED_PARTITIONS,
+    ConsumerMember,
+    reconcile,
+)
+from offsetlog.group.errors import GroupIdNotFoundError, GroupMaxSizeReachedError
+from offsetlog.group.timers import TimerQueue
+
+SESSION = "session"
+REBALANCE = "rebalance"
+
+
+@dataclass(frozen=True)
+class ConsumerHeartbeatResponse:
+    """ConsumerGroupHeartbeat's answer. ``assignment`` is None when the response carries none
+    (the member's assignment has not changed)."""
+
+    error: OffsetlogError | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: frozenset | None = None
+
+    @property
+    def error_code(self) -> int:
+        return 0 if self.error is None else (self.error.code or -1)
+
+
+@dataclass
+class ConsumerResult:
+    records: list[tuple] = field(default_factory=list)
+    response: ConsumerHeartbeatResponse | None = None
+
+
+class ConsumerGroupCoordinator:
+    """The consumer-protocol groups of one log partition. See the module docstring."""
+
+    def __init__(self, config: ConsumerGroupConfig | None = None) -> None:
+        self.config = config or ConsumerGroupConfig()
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._timers = TimerQueue()
+        self._rebalance_epochs: dict[tuple, int] = {}
+        self._now = 0
+
+    # -- time ----------------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        return self._timers.next_deadline()
+
+    def poll(self, now_ms: int) -> ConsumerResult:
+        out = ConsumerResult()
+        self._fire(now_ms, out.records)
+        return out
+
+    def _fire(self, now_ms: int, records: list) -> None:
+        self._now = max(self._now, now_ms)
+        while (due := self._timers.pop_due(self._now)) is not None:
+            key: tuple = due[0]  # type: ignore[assignment]
+            kind, group_id, member_id = key
+            group = self.groups.get(group_id)
+            member = group.members.get(member_id) if group is not None else None
+            if group is None or member is None:
+                continue
+            if kind == REBALANCE:
+                epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+                if member.state != UNREVOKED_PARTITIONS or member.member_epoch != epoch:
+                    continue
+            self._fence(group, member_id, records)
+
+    # -- heartbeat -----------------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, *, member_id: str, member_epoch: int,
+                  topics: Mapping[str, int], now_ms: int, instance_id: str | None = None,
+                  rack_id: str | None = None, rebalance_timeout_ms: int = -1,
+                  subscribed_topic_names: Iterable[str] | None = None,
+                  server_assignor: str | None = None, owned: Iterable | None = None,
+                  client_id: str = "", client_host: str = "",
+                  member_id_required: bool = True) -> ConsumerResult:
+        """One ConsumerGroupHeartbeat. ``topics`` is every existing topic's partition count;
+        ``owned`` the ``(topic, partition)`` pairs the member says it owns (None: not said).
+        ``member_id_required``: from v1 the client names itself even when joining."""
+        out = ConsumerResult()
+        self._fire(now_ms, out.records)
+        owned_set = None if owned is None else frozenset(owned)
+        subs = None if subscribed_topic_names is None else tuple(sorted(set(
+            subscribed_topic_names)))
+        records: list[tuple] = []
+        try:
+            self._check_request(group_id, member_id, member_epoch, instance_id, rack_id,
+                                rebalance_timeout_ms, subs, server_assignor, owned_set,
+                                member_id_required)
+            if member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
+                response = self._leave(group_id, member_id, member_epoch, instance_id, records)
+            else:
+                response = self._heartbeat(
+                    group_id, member_id, member_epoch, topics, instance_id, rack_id,
+                    rebalance_timeout_ms, subs, server_assignor, owned_set, client_id,
+                    client_host, records)
+        except OffsetlogError as e:
+            out.response = ConsumerHeartbeatResponse(error=e)
+            return out
+        out.records.extend(records)
+        out.response = response
+        return out
+
+    def _check_request(self, group_id, member_id, member_epoch, instance_id, rack_id,
+                       rebalance_timeout_ms, subs, server_assignor, owned,
+                       member_id_required) -> None:
+        if not group_id:
+            raise InvalidRequestError("GroupId can't be empty.")
+        if instance_id == "":
+            raise InvalidRequestError("InstanceId can't be empty.")
+        if rack_id == "":
+            raise InvalidRequestError("RackId can't be empty.")
+        if not member_id and (member_id_required or member_epoch != 0):
+            raise InvalidRequestError("MemberId can't be empty.")
+        if member_epoch == 0:
+            if rebalance_timeout_ms == -1:
+                raise InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
+            if owned is None or owned:
+                raise InvalidRequestError("TopicPartitions must be empty when (re-)joining.")
+            if subs is None:
+                raise InvalidRequestError("SubscribedTopicNames must be set in first request.")
+        elif member_epoch == LEAVE_STATIC_EPOCH:
+            if instance_id is None:
+                raise InvalidRequestError("InstanceId can't be null.")
+        elif member_epoch < LEAVE_EPOCH:
+            raise InvalidRequestError("MemberEpoch is invalid.")
+        if server_assignor is not None and server_assignor not in self.config.assignors:
+            raise UnsupportedAssignorError(
+                f"ServerAssignor {server_assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.config.assignors)}.")
+
+    def _heartbeat(self, group_id, member_id, member_epoch, topics, instance_id, rack_id,
+                   rebalance_timeout_ms, subs, server_assignor, owned, client_id, client_host,
+                   records) -> ConsumerHeartbeatResponse:
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_epoch != 0:
+                raise GroupIdNotFoundError(f"Group {group_id} not found.")
+            group = ConsumerGroup(group_id)
+        if not member_id:
+            member_id = self.config.member_id_factory()
+        max_size = self.config.max_size
+        if (max_size is not None and member_id not in group.members
+                and len(group.members) >= max_size):
+            raise GroupMaxSizeReachedError(
+                f"The consumer group has reached its maximum capacity of {max_size} members.")
+        replaced = None
+        if instance_id is None:
+            member = self._dynamic_member(group, member_id, member_epoch, owned)
+        else:
+            member, replaced = self._static_member(group, member_id, member_epoch,
+                                                   instance_id, owned)
+        # from here on the request is valid: change the group
+        self.groups[group_id] = group
+        if replaced is not None:
+            target = group.targets.get(replaced.member_id, frozenset())
+            records.extend(removal_records(group_id, replaced.member_id))
+            group.drop_member(replaced.member_id)
+            self._cancel_timers(group_id, replaced.member_id)
+            records.append(member_record(group_id, member))
+            group.targets[member_id] = target
+            records.append(target_record(group_id, member_id, target))
+            records.append(current_record(group_id, member))
+            group.put_member(member)
+        before = member
+        updated = replace(
+            member, instance_id=instance_id if instance_id is not None else member.instance_id,
+            rack_id=rack_id if rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(rebalance_timeout_ms if rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            server_assignor=(server_assignor if server_assignor is not None
+                             else member.server_assignor),
+            subscribed_topics=subs if subs is not None else member.subscribed_topics,
+            client_id=client_id, client_host=client_host)
+        bump = False
+        if updated.metadata() != member.metadata() or member_id not in group.members:
+            records.append(member_record(group_id, updated))
+            bump = updated.subscribed_topics != member.subscribed_topics
+        group.put_member(updated)
+        metadata = {t: topics[t] for t in sorted(group.subscribed_topics()) if t in topics}
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            records.append(group_record(group))
+        if group.group_epoch > group.assignment_epoch:
+            self._assign(group, records)
+        target = group.targets.get(member_id, frozenset())
+        reconciled = reconcile(updated, group.assignment_epoch, target, group.owner_epoch,
+                               owned)
+        if reconciled != updated:
+            records.append(current_record(group_id, reconciled))
+            group.put_member(reconciled)
+            key = (group_id, member_id)
+            if reconciled.state == UNREVOKED_PARTITIONS:
+                self._rebalance_epochs[key] = reconciled.member_epoch
+                self._timers.schedule((REBALANCE, group_id, member_id),
+                                      self._now + max(reconciled.rebalance_timeout_ms, 0))
+            else:
+                self._rebalance_epochs.pop(key, None)
+                self._timers.cancel((REBALANCE, group_id, member_id))
+        self._timers.schedule((SESSION, group_id, member_id),
+                              self._now + self.config.session_timeout_ms)
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and subs is not None
+                                     and owned is not None)
+        return ConsumerHeartbeatResponse(
+            member_id=member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=(reconciled.assigned if full or reconciled.assigned != before.assigned
+                        else None))
+
+    def _dynamic_member(self, group, member_id, member_epoch, owned) -> ConsumerMember:
+        member = group.members.get(member_id)
+        if member is None:
+            if member_epoch != 0:
+                raise UnknownMemberIdError(
+                    f"Member {member_id} is not a member of group {group.group_id}.")
+            return ConsumerMember(member_id)
+        if member_epoch != 0:
+            _check_epoch(member, member_epoch, owned)
+        return member
+
+    def _static_member(self, group, member_id, member_epoch, instance_id, owned):
+        existing_id = group.static.get(instance_id)
+        existing = group.members.get(existing_id) if existing_id is not None else None
+        if member_epoch == 0:
+            if existing is None:
+                return group.members.get(member_id) or ConsumerMember(member_id), None
+            if existing.member_epoch != LEAVE_STATIC_EPOCH:
+                raise UnreleasedInstanceIdError(
+                    f"Static member {member_id} with instance id {instance_id} cannot join the "
+                    f"group because the instance id is owned by {existing.member_id} member.")
+            return replace(existing, member_id=member_id, member_epoch=0,
+                           previous_member_epoch=0), existing
+        if existing is None:
+            raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise FencedInstanceIdError(
+                f"Static member {member_id} with instance id {instance_id} is fenced by "
+                f"existing member {existing.member_id}.")
+        _check_epoch(existing, member_epoch, owned)
+        return existing, None
+
+    def _assign(self, group: ConsumerGroup, records: list) -> None:
+        assignor = self.preferred_assignor(group)
+        specs = {mid: AssignorMember(mid, frozenset(m.subscribed_topics), m.instance_id,
+                                     m.rack_id)
+                 for mid, m in group.members.items()}
+        new = ASSIGNORS[assignor](specs, group.subscription_metadata, group.targets)
+        for mid in sorted(new):
+            if group.targets.get(mid) != new[mid]:
+                records.append(target_record(group.group_id, mid, new[mid]))
+        group.targets = dict(new)
+        group.assignment_epoch = group.group_epoch
+        records.append(target_metadata_record(group))
+
+    def preferred_assignor(self, group: ConsumerGroup) -> str:
+        """The assignor most members name (ties: the earlier in ``assignors``), else the
+        first of ``assignors``."""
+        named = Counter(m.server_assignor for m in group.members.values()
+                        if m.server_assignor is not None)
+        if not named:
+            return self.config.assignors[0]
+        order = {a: i for i, a in enumerate(self.config.assignors)}
+        return min(named, key=lambda a: (-named[a], order.get(a, len(order))))
+
+    # -- leaving and fencing -------------------------------------------------------------
+
+    def _leave(self, group_id, member_id, member_epoch, instance_id, records):
+        group = self.groups.get(group_id)
+        if group is None:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
+        if instance_id is None:
+            if member_id not in group.members:
+                raise UnknownMemberIdError(
+                    f"Member {member_id} is not a member of group {group_id}.")
+            self._fence(group, member_id, records)
+            return ConsumerHeartbeatResponse(member_id=member_id, member_epoch=member_epoch)
+        existing_id = group.static.get(instance_id)
+        if existing_id is None:
+            raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+        if existing_id != member_id:
+            raise FencedInstanceIdError(
+                f"Static member {member_id} with instance id {instance_id} is fenced by "
+                f"existing member {existing_id}.")
+        if member_epoch == LEAVE_STATIC_EPOCH:
+            member = replace(group.members[member_id], member_epoch=LEAVE_STATIC_EPOCH,
+                             pending_revocation=frozenset())
+            group.put_member(member)
+            records.append(current_record(group_id, member))
+            return ConsumerHeartbeatResponse(member_id=member_id,
+                                              member_epoch=LEAVE_STATIC_EPOCH)
+        self._fence(group, member_id, records)
+        return ConsumerHeartbeatResponse(member_id=member_id, member_epoch=member_epoch)
+
+    def _fence(self, group: ConsumerGroup, member_id: str, records: list) -> None:
+        """Remove a member (it left, or its session or rebalance timeout ran out) and bump the
+        group epoch."""
+        records.extend(removal_records(group.group_id, member_id))
+        group.drop_member(member_id)
+        self._cancel_timers(group.group_id, member_id)
+        group.subscription_metadata = {t: n for t, n in group.subscription_metadata.items()
+                                       if t in group.subscribed_topics()}
+        group.group_epoch += 1
+        records.append(group_record(group))
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self._timers.cancel((SESSION, group_id, member_id))
+        self._timers.cancel((REBALANCE, group_id, member_id))
+        self._rebalance_epochs.pop((group_id, member_id), None)
+
+    # -- offsets, description, replay -----------------------------------------------------
+
+    def check_offset_request(self, group_id: str, member_id: str | None,
+                             member_epoch: int) -> OffsetlogError | None:
+        """Whether an OffsetCommit (or an OffsetFetch naming a member) from ``member_id`` at
+        ``member_epoch`` may go ahead: None, or the error to answer. Epoch -1 with no member
+        is a commit from outside the group (an admin client), allowed while it is empty."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if member_epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id or "")
+        if member is None:
+            return UnknownMemberIdError(
+                f"Member {member_id} is not a member of group {group_id}.")
+        if member_epoch != member.member_epoch:
+            return StaleMemberEpochError(
+                f"The member epoch {member_epoch} is not the current one "
+                f"({member.member_epoch}).")
+        return None
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+    def replay(self, records: Iterable[tuple], now_ms: int) -> None:
+        """Rebuild the groups from their records (in log order); every member's session
+        starts at ``now_ms``, as Kafka's coordinator does when it loads a partition."""
+        for kind, key, value in records:
+            group = self.groups.get(key[0])
+            if group is None:
+                group = self.groups[key[0]] = ConsumerGroup(key[0])
+            group.apply(kind, tuple(key), value)
+        self._now = max(self._now, now_ms)
+        for group in self.groups.values():
+            for mid, m in group.members.items():
+                self._timers.schedule((SESSION, group.group_id, mid),
+                                      self._now + self.config.session_timeout_ms)
+                if m.state == UNREVOKED_PARTITIONS:
+                    self._rebalance_epochs[(group.group_id, mid)] = m.member_epoch
+                    self._timers.schedule((REBALANCE, group.group_id, mid),
+                                          self._now + max(m.rebalance_timeout_ms, 0))
+
+
+def _check_epoch(member: ConsumerMember, received: int, owned: frozenset | None) -> None:
+    if received > member.member_epoch:
+        raise FencedMemberEpochError(
+            f"The consumer group member has a greater member epoch ({received}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its partitions and rejoin.")
+    if received < member.member_epoch and (
+            received != member.previous_member_epoch or owned is None
+            or not owned <= member.assigned):
+        raise FencedMemberEpochError(
+            f"The consumer group member has a smaller member epoch ({received}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its partitions and rejoin.")

@@ -1,0 +1,124 @@
+"""A consumer-protocol member and how it moves towards its target assignment.
+
+A member's assignment is a frozenset of ``(topic, partition)``. Its reconciliation follows
+Kafka's ``CurrentAssignmentBuilder``, in three states:
+
+* ``stable``: the member has everything of its target it can have at its epoch;
+* ``unrevoked_partitions``: it must first give up partitions that are no longer its
+  (``pending_revocation``); it stays at its epoch, keeps ``assigned`` (what it may still
+  own, its target's share of what it had) and moves on only when a heartbeat's owned
+  partitions no longer include any partition pending revocation;
+* ``unreleased_partitions``: it is at the target epoch but some partitions of its target are
+  still owned (assigned or pending revocation) by another member; it gets them on a later
+  heartbeat, once they are free.
+
+So a partition is never given to a member while another member may still own it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+STABLE = "stable"
+UNREVOKED_PARTITIONS = "unrevoked_partitions"
+UNRELEASED_PARTITIONS = "unreleased_partitions"
+STATES = (STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS)
+
+#: the member epoch a member sends to leave, and a static member to leave for a while
+LEAVE_EPOCH = -1
+LEAVE_STATIC_EPOCH = -2
+
+NOTHING: frozenset = frozenset()
+
+
+@dataclass(frozen=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topics: tuple[str, ...] = ()  # sorted, no repeats
+    server_assignor: str | None = None
+    rebalance_timeout_ms: int = -1
+    # the current assignment (Kafka's ConsumerGroupCurrentMemberAssignment)
+    state: str = STABLE
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    assigned: frozenset = NOTHING
+    pending_revocation: frozenset = NOTHING
+
+    def metadata(self) -> dict:
+        return {"instance_id": self.instance_id, "rack_id": self.rack_id,
+                "client_id": self.client_id, "client_host": self.client_host,
+                "subscribed_topic_names": list(self.subscribed_topics),
+                "server_assignor": self.server_assignor,
+                "rebalance_timeout_ms": self.rebalance_timeout_ms}
+
+    def current_assignment(self) -> dict:
+        return {"member_epoch": self.member_epoch,
+                "previous_member_epoch": self.previous_member_epoch, "state": self.state,
+                "assigned": partitions_value(self.assigned),
+                "pending_revocation": partitions_value(self.pending_revocation)}
+
+    def owned(self) -> frozenset:
+        """Every partition this member may own now: assigned or still to revoke."""
+        return self.assigned | self.pending_revocation
+
+
+def partitions_value(tps: Iterable) -> list:
+    """``[[topic, [partition, ...]], ...]``, topics by name, partitions ascending: how records
+    and responses carry an assignment."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in sorted(tps):
+        by_topic.setdefault(t, []).append(p)
+    return [[t, ps] for t, ps in by_topic.items()]
+
+
+def partitions_from_value(value: Iterable) -> frozenset:
+    return frozenset((t, int(p)) for t, ps in value for p in ps)
+
+
+def _with_epoch(member: ConsumerMember, epoch: int, **changes) -> ConsumerMember:
+    """Kafka's ``updateMemberEpoch``: the epoch it leaves becomes the previous one."""
+    return replace(member, member_epoch=epoch, previous_member_epoch=member.member_epoch,
+                   **changes)
+
+
+def reconcile(member: ConsumerMember, target_epoch: int, target: frozenset,
+              partition_owner_epoch: Callable[[tuple], int],
+              owned: frozenset | None) -> ConsumerMember:
+    """The member's next current assignment, given the group's target epoch, the member's
+    target, the epoch of whichever member owns a partition now (-1 if none does) and the
+    partitions the member says it owns (None if this heartbeat does not say)."""
+    if member.state == STABLE:
+        if member.member_epoch == target_epoch:
+            return member
+        return _next(member, member.member_epoch, target_epoch, target, partition_owner_epoch,
+                     owned)
+    if member.state == UNREVOKED_PARTITIONS:
+        if _still_owns(owned, member.pending_revocation):
+            return member
+        return _next(member, member.member_epoch + 1, target_epoch, target,
+                     partition_owner_epoch, owned)
+    return _next(member, member.member_epoch, target_epoch, target, partition_owner_epoch,
+                 owned)
+
+
+def _still_owns(owned: frozenset | None, revoking: frozenset) -> bool:
+    return owned is None or not owned.isdisjoint(revoking)
+
+
+def _next(member, epoch, target_epoch, target, partition_owner_epoch, owned) -> ConsumerMember:
+    kept = member.assigned & target
+    revoking = member.assigned - kept
+    pending = target - kept
+    unreleased = frozenset(tp for tp in pending if partition_owner_epoch(tp) != -1)
+    pending -= unreleased
+    if revoking and _still_owns(owned, revoking):
+        return _with_epoch(member, epoch, state=UNREVOKED_PARTITIONS, assigned=kept,
+                           pending_revocation=revoking)
+    state = UNRELEASED_PARTITIONS if unreleased else STABLE
+    return _with_epoch(member, target_epoch, state=state, assigned=kept | pending,
+                       pending_revocation=NOTHING)

@@ -1,0 +1,315 @@
+"""The consumer group protocol's coordinator (KIP-848), sans-IO: joins, epochs, incremental
+revocation, fencing, leaving, static members, deadlines, records and replay."""
+
+from __future__ import annotations
+
+import pytest
+
+from offsetlog.errors import FencedInstanceIdError, UnknownMemberIdError
+from offsetlog.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
+from offsetlog.group.consumer.assignors import AssignorMember, range_assign, uniform_assign
+from offsetlog.group.consumer.errors import (
+    FencedMemberEpochError,
+    InvalidRequestError,
+    StaleMemberEpochError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
+from offsetlog.group.errors import GroupIdNotFoundError, GroupMaxSizeReachedError
+
+TOPICS = {"t": 6, "u": 3}
+
+
+def tps(topic, *ps):
+    return frozenset((topic, p) for p in ps)
+
+
+class Client:
+    """A member as a well-behaved client runs it: it owns what its last assignment said and
+    reports that in every heartbeat."""
+
+    def __init__(self, coordinator, member_id, topics=("t",), instance_id=None, group="g",
+                 assignor=None, rebalance_timeout_ms=30_000):
+        self.c, self.member_id, self.topics, self.instance_id = (coordinator, member_id,
+                                                                 topics, instance_id)
+        self.group, self.assignor, self.rto = group, assignor, rebalance_timeout_ms
+        self.epoch, self.owned = 0, frozenset()
+
+    def beat(self, now, metadata=TOPICS, **kw):
+        joining = self.epoch == 0
+        r = self.c.heartbeat(
+            self.group, member_id=self.member_id, member_epoch=self.epoch, topics=metadata,
+            now_ms=now, instance_id=self.instance_id,
+            rebalance_timeout_ms=self.rto if joining else -1,
+            subscribed_topic_names=self.topics if joining else None,
+            server_assignor=self.assignor if joining else None,
+            owned=frozenset() if joining else self.owned, **kw)
+        resp = r.response
+        if resp.error is None:
+            self.epoch = resp.member_epoch
+            if resp.assignment is not None:
+                self.owned = resp.assignment
+        return resp
+
+    def leave(self, now, epoch=-1):
+        resp = self.c.heartbeat(self.group, member_id=self.member_id, member_epoch=epoch,
+                                topics=TOPICS, now_ms=now, instance_id=self.instance_id)
+        self.owned = frozenset()
+        return resp.response
+
+
+@pytest.fixture
+def c():
+    return ConsumerGroupCoordinator(ConsumerGroupConfig(max_size=3))
+
+
+def test_defaults_are_kafkas():
+    config = ConsumerGroupConfig()
+    assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.max_size,
+            config.assignors) == (45_000, 5_000, None, ("uniform", "range"))
+
+
+def test_first_member_gets_every_partition_at_epoch_1(c):
+    a = Client(c, "a")
+    resp = a.beat(0)
+    assert (resp.member_epoch, resp.assignment, resp.heartbeat_interval_ms) == (
+        1, tps("t", *range(6)), 5_000)
+    group = c.group("g")
+    assert (group.group_epoch, group.assignment_epoch, group.state()) == (1, 1, "Stable")
+
+
+def test_a_partition_is_revoked_before_it_is_given_to_another_member(c):
+    a, b = Client(c, "a"), Client(c, "b")
+    a.beat(0)
+    resp = b.beat(1)
+    # b is at the new epoch, but t-3..5 are still a's: b gets nothing yet
+    assert (resp.member_epoch, resp.assignment) == (2, frozenset())
+    resp = a.beat(2)  # a is told to keep t-0..2 and stays at epoch 1 until it has revoked
+    assert (resp.member_epoch, resp.assignment) == (1, tps("t", 0, 1, 2))
+    assert c.group("g").members["a"].pending_revocation == tps("t", 3, 4, 5)
+    assert b.beat(3).assignment is None  # still owned by a
+    resp = a.beat(4)  # a reports that it owns only t-0..2 now
+    assert (resp.member_epoch, resp.assignment) == (2, None)
+    resp = b.beat(5)
+    assert (resp.member_epoch, resp.assignment) == (2, tps("t", 3, 4, 5))
+    assert c.group("g").state() == "Stable"
+
+
+def test_a_member_that_does_not_report_its_partitions_keeps_them_pending():
+    c = ConsumerGroupCoordinator()
+    a, b = Client(c, "a"), Client(c, "b")
+    a.beat(0)
+    b.beat(1)
+    r = c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=2, owned=None)
+    assert r.response.member_epoch == 1
+    r = c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=3, owned=None)
+    assert c.group("g").members["a"].state == "unrevoked_partitions"
+
+
+def test_leaving_gives_the_partitions_to_the_others(c):
+    a, b = Client(c, "a"), Client(c, "b")
+    for now in range(6):
+        (a if now % 2 else b).beat(now)
+    assert a.owned | b.owned == tps("t", *range(6)) and not a.owned & b.owned
+    resp = b.leave(10)
+    assert (resp.error, resp.member_id, resp.member_epoch) == (None, "b", -1)
+    assert c.group("g").group_epoch == 3
+    resp = a.beat(11)
+    assert (resp.member_epoch, resp.assignment) == (3, tps("t", *range(6)))
+
+
+def test_epochs_fence_zombies(c):
+    a = Client(c, "a")
+    a.beat(0)
+    bad = c.heartbeat("g", member_id="a", member_epoch=5, topics=TOPICS, now_ms=1, owned=[])
+    assert isinstance(bad.response.error, FencedMemberEpochError)
+    assert bad.response.error_code == 110 and bad.records == []
+    Client(c, "b").beat(2)
+    a.beat(3)  # a is at epoch 1, revoking
+    a.beat(4)  # a moves to epoch 2
+    assert c.group("g").members["a"].member_epoch == 2
+    # the previous epoch is accepted with partitions within the assignment (a lost response)
+    ok = c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=5,
+                     owned=tps("t", 0))
+    assert ok.response.error is None and ok.response.member_epoch == 2
+    for owned in (None, tps("t", 5)):
+        bad = c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=6,
+                          owned=owned)
+        assert isinstance(bad.response.error, FencedMemberEpochError)
+    unknown = c.heartbeat("g", member_id="z", member_epoch=1, topics=TOPICS, now_ms=7, owned=[])
+    assert isinstance(unknown.response.error, UnknownMemberIdError)
+    nogroup = c.heartbeat("h", member_id="a", member_epoch=1, topics=TOPICS, now_ms=8, owned=[])
+    assert isinstance(nogroup.response.error, GroupIdNotFoundError)
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"member_epoch": 0, "rebalance_timeout_ms": -1}, "RebalanceTimeoutMs"),
+    ({"member_epoch": 0, "owned": [("t", 0)]}, "TopicPartitions"),
+    ({"member_epoch": 0, "subscribed_topic_names": None}, "SubscribedTopicNames"),
+    ({"member_epoch": -2}, "InstanceId"),
+    ({"member_epoch": -3}, "MemberEpoch"),
+    ({"member_id": ""}, "MemberId"),
+])
+def test_invalid_requests(c, kw, message):
+    args = {"member_id": "a", "member_epoch": 0, "topics": TOPICS, "now_ms": 0,
+                "rebalance_timeout_ms": 1000, "subscribed_topic_names": ["t"], "owned": []}
+    args.update(kw)
+    r = c.heartbeat("g", **args)
+    assert isinstance(r.response.error, InvalidRequestError) and message in str(r.response.error)
+    assert r.records == [] and c.group("g") is None
+
+
+def test_v0_member_ids_come_from_the_coordinator():
+    c = ConsumerGroupCoordinator(ConsumerGroupConfig(member_id_factory=lambda: "made"))
+    r = c.heartbeat("g", member_id="", member_epoch=0, topics=TOPICS, now_ms=0,
+                    rebalance_timeout_ms=1000, subscribed_topic_names=["t"], owned=[],
+                    member_id_required=False)
+    assert r.response.member_id == "made"
+
+
+def test_unsupported_assignor_and_max_size(c):
+    r = Client(c, "a", assignor="sticky").beat(0)
+    assert isinstance(r.error, UnsupportedAssignorError) and r.error_code == 112
+    for m in "abc":
+        assert Client(c, m).beat(1).error is None
+    r = Client(c, "d").beat(2)
+    assert isinstance(r.error, GroupMaxSizeReachedError) and r.error_code == 81
+
+
+def test_the_assignor_most_members_name_is_used():
+    c = ConsumerGroupCoordinator()
+    for m in "ab":
+        Client(c, m, assignor="range").beat(0)
+    Client(c, "c", assignor="uniform").beat(0)
+    assert c.preferred_assignor(c.group("g")) == "range"
+
+
+def test_session_timeout_removes_the_member_and_bumps_the_epoch():
+    c = ConsumerGroupCoordinator(ConsumerGroupConfig(session_timeout_ms=10_000))
+    a, b = Client(c, "a"), Client(c, "b")
+    a.beat(0)
+    b.beat(0)
+    a.beat(9_000)
+    assert c.next_deadline() == 10_000
+    r = c.poll(10_000)
+    assert "b" not in c.group("g").members and c.group("g").group_epoch == 3
+    assert [k for k, _, v in r.records if v is None] == [
+        "ConsumerGroupCurrentMemberAssignment", "ConsumerGroupTargetAssignmentMember",
+        "ConsumerGroupMemberMetadata"]
+    assert isinstance(b.beat(10_001).error, UnknownMemberIdError)
+
+
+def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_fenced():
+    c = ConsumerGroupCoordinator()
+    a, b = Client(c, "a", rebalance_timeout_ms=5_000), Client(c, "b")
+    a.beat(0)
+    b.beat(100)
+    c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=200, owned=None)
+    b.beat(4_000)
+    c.poll(5_199)
+    assert "a" in c.group("g").members
+    c.poll(5_200)
+    assert "a" not in c.group("g").members
+    assert b.beat(5_300).assignment == tps("t", *range(6))
+
+
+def test_static_member_leaves_for_a_while_and_comes_back_without_a_rebalance():
+    c = ConsumerGroupCoordinator()
+    a, b = Client(c, "a1", instance_id="A"), Client(c, "b")
+    for now in range(6):
+        (a if now % 2 == 0 else b).beat(now)
+    kept, epoch = a.owned, c.group("g").group_epoch
+    assert a.leave(10, epoch=-2).member_epoch == -2
+    assert c.group("g").members["a1"].assigned == kept
+    b.beat(11)
+    assert not b.owned & kept
+    again = Client(c, "a2", instance_id="A")
+    resp = again.beat(12)
+    assert (resp.error, resp.assignment, c.group("g").group_epoch) == (None, kept, epoch)
+    assert set(c.group("g").members) == {"a2", "b"}
+    # a second process with the same instance id while a2 is in
+    r = Client(c, "a3", instance_id="A").beat(13)
+    assert isinstance(r.error, UnreleasedInstanceIdError) and r.error_code == 111
+    old = c.heartbeat("g", member_id="a1", member_epoch=epoch, topics=TOPICS, now_ms=14,
+                      instance_id="A", owned=[])
+    assert isinstance(old.response.error, FencedInstanceIdError)
+
+
+def test_a_static_member_that_does_not_return_is_removed_after_its_session():
+    c = ConsumerGroupCoordinator(ConsumerGroupConfig(session_timeout_ms=10_000))
+    a, b = Client(c, "a1", instance_id="A"), Client(c, "b")
+    a.beat(0)
+    b.beat(0)
+    a.beat(1)
+    a.beat(2)
+    a.leave(3, epoch=-2)
+    b.beat(9_000)
+    c.poll(10_003)
+    assert set(c.group("g").members) == {"b"}
+    assert b.beat(10_004).assignment == tps("t", *range(6))
+
+
+def test_offset_requests_are_checked_against_the_member_epoch(c):
+    a = Client(c, "a")
+    a.beat(0)
+    assert c.check_offset_request("g", "a", 1) is None
+    assert isinstance(c.check_offset_request("g", "a", 2), StaleMemberEpochError)
+    assert isinstance(c.check_offset_request("g", "a", 0), StaleMemberEpochError)
+    assert isinstance(c.check_offset_request("g", "x", 1), UnknownMemberIdError)
+    assert isinstance(c.check_offset_request("g", "", -1), UnknownMemberIdError)
+    a.leave(1)
+    assert c.check_offset_request("g", "", -1) is None  # empty group: admin commits
+    assert c.check_offset_request("other", "", -1) is None
+
+
+def test_a_new_partition_count_bumps_the_group_epoch(c):
+    a = Client(c, "a")
+    a.beat(0)
+    resp = a.beat(1, metadata={"t": 8})
+    assert resp.member_epoch == 2 and resp.assignment == tps("t", *range(8))
+
+
+def test_replaying_the_records_rebuilds_the_groups():
+    c = ConsumerGroupCoordinator()
+    log = []
+    orig = c.heartbeat
+
+    def recording(*a, **kw):
+        r = orig(*a, **kw)
+        log.extend(r.records)
+        return r
+
+    c.heartbeat = recording
+    clients = [Client(c, "a", topics=("t", "u")), Client(c, "b", instance_id="B"),
+               Client(c, "c", topics=("u",))]
+    for now in range(12):
+        clients[now % 3].beat(now)
+    clients[2].leave(20)
+    clients[1].leave(21, epoch=-2)
+    assert {k for k, _, _ in log} == {
+        "ConsumerGroupMetadata", "ConsumerGroupMemberMetadata",
+        "ConsumerGroupTargetAssignmentMetadata", "ConsumerGroupTargetAssignmentMember",
+        "ConsumerGroupCurrentMemberAssignment"}
+    fresh = ConsumerGroupCoordinator()
+    fresh.replay(log, now_ms=100)
+    assert fresh.groups == c.groups
+    assert fresh.groups["g"].members["b"].member_epoch == -2
+
+
+def test_range_is_kafkas_range():
+    members = {m: AssignorMember(m, frozenset({"t"})) for m in ("m2", "m1", "m3")}
+    members["s"] = AssignorMember("s", frozenset({"t"}), instance_id="i")
+    out = range_assign(members, {"t": 7}, {})
+    # static members first (by instance id), then by member id; the first 7 % 4 get one more
+    assert out == {"s": tps("t", 0, 1), "m1": tps("t", 2, 3), "m2": tps("t", 4, 5),
+                   "m3": tps("t", 6)}
+
+
+def test_uniform_keeps_what_it_can():
+    members = {m: AssignorMember(m, frozenset({"t"})) for m in ("a", "b")}
+    out = uniform_assign(members, {"t": 6}, {"a": tps("t", 3, 4, 5), "b": tps("t", 0, 1, 2)})
+    assert out == {"a": tps("t", 3, 4, 5), "b": tps("t", 0, 1, 2)}
+    members["c"] = AssignorMember("c", frozenset({"t"}))
+    out2 = uniform_assign(members, {"t": 6}, out)
+    assert sorted(len(v) for v in out2.values()) == [2, 2, 2]
+    assert out2["a"] < out["a"] and out2["b"] < out["b"]
