@@ -126,7 +126,7 @@ def create_topic(port: int, name: str, partitions: int) -> None:
         code = answer.topics[0].error_code.value
         if code not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS
             raise RuntimeError(f"CreateTopics {name}: error {code}")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             meta = _request(sock, 3, 12, dict(
                 topics=(MetadataRequestTopic(topic_id=None, name=TopicName(name)),),

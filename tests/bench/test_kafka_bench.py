@@ -11,7 +11,7 @@ from offsetlog.bench.kafka_broker import KafkaUnavailable, check_available
 from offsetlog.bench.report import HIGHER, LOWER
 from support.client_runners import unavailable
 
-TINY = {"reps": 1, "duration_s": 0.3, "warmup_s": 0.1, "count": 20, "warmup": 5, "rounds": 2}
+TINY = {"reps": 1, "duration_s": 0.5, "warmup_s": 0.2, "count": 20, "warmup": 5, "rounds": 2}
 
 
 def test_kafka_bench_case_gives_four_rows(tmp_path):
