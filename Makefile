@@ -1,6 +1,7 @@
 # Two entry points, both self-installing on a fresh machine:
 #   make bench   virtualenv + package, then `offsetlog bench` on ./data/bench (prints the table)
-#   make test    virtualenv + package + a Java 17+ runtime if none is found, then every test
+#   make test    virtualenv + package (its Rust core built) + a Java 17+ JDK, Maven and strace
+#                where missing, then the Rust crate's checks and every test
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -23,17 +24,25 @@ $(STAMP): pyproject.toml $(NATIVE)
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
-# Spark (and the JVM cross-check of the partitioner) need Java 17+. Install Debian's
-# headless runtime where none is found; without root, say so and let those tests skip.
+# Spark, the JVM cross-check of the partitioner, Apache Kafka (the broker that judges the wire
+# server) and the Java client's test programs need a Java 17+ JDK (javac) and Maven (the
+# broker's and the client's jars come from Maven Central); the DSYNC test needs strace.
+# Install Debian's packages where any is missing; without root, say so (the tests that need
+# them then fail under CI=true and skip elsewhere).
 java:
-	@if command -v java >/dev/null 2>&1 && \
-	    [ "$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)" -ge 17 ]; then \
-	    echo "java: $$(java -version 2>&1 | head -1)"; \
+	@missing=""; \
+	if ! command -v java >/dev/null 2>&1 || \
+	    [ "$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)" -lt 17 ] || \
+	    ! command -v javac >/dev/null 2>&1; then missing="$$missing openjdk-17-jdk-headless"; fi; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
+	if [ -z "$$missing" ]; then \
+	    echo "java: $$(java -version 2>&1 | head -1), $$(mvn -v 2>/dev/null | head -1)"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "java: installing openjdk-17-jre-headless"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	    echo "java: installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	else \
-	    echo "java: no Java 17+ found and cannot install it here; JVM tests will be skipped"; \
+	    echo "java: missing$$missing and cannot install here; the tests that need them will not run"; \
 	fi
 
 bench: $(STAMP)
