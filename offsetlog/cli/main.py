@@ -147,8 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="an OffsetStore.open option, e.g. fsync=always (JSON values); an "
                         "unknown KEY is a usage error")
+    from offsetlog.cli.migrate_cmds import add_parser as add_migrate_parser
     from offsetlog.cli.transfer_cmds import add_parsers as add_transfer_parsers
     add_transfer_parsers(command, json_flag)  # export, import
+    add_migrate_parser(command, json_flag)  # migrate --to / --from a Kafka cluster
     from offsetlog.server.main import add_parser as add_serve_parser
     add_serve_parser(sub)  # `offsetlog serve`: run by main() below, with its own life cycle
     return parser
