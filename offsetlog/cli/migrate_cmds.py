@@ -28,7 +28,7 @@ import json
 import os
 
 from offsetlog.cli.crashtest_cmd import UsageError
-from offsetlog.cli.kafka_admin import Cluster, GroupRefused, read_properties
+from offsetlog.cli.kafka_admin import Cluster, GroupRefused, KafkaUnreachable, read_properties
 from offsetlog.cli.output import Output
 from offsetlog.cli.plan import (
     Entry,
@@ -89,6 +89,18 @@ def _refusal(e: GroupRefused) -> str:
     return f"Kafka: {e}"
 
 
+def _lost(cluster: Cluster, e: GroupRefused) -> str | None:
+    """After a client-side error (``_TRANSPORT``, ``_TIMED_OUT``, ...): whether the cluster
+    still answers. The reason to give the groups not tried yet, or None."""
+    if not e.code.startswith("_"):
+        return None
+    try:
+        cluster.connect()
+    except KafkaUnreachable as gone:
+        return f"the cluster stopped answering ({gone})"
+    return None
+
+
 def _verify(r: GroupResult, want: dict[Key, Entry], got: dict[Key, Entry], *,
             before: bool) -> None:
     same = all(got.get(k) == e for k, e in want.items())
@@ -119,17 +131,23 @@ def _migrate_to(args: argparse.Namespace, out: Output, cluster: Cluster) -> int:
         create_errors = cluster.create_topics(missing_topics)
     results: list[GroupResult] = []
     plan: list[dict] = []
+    lost = None
     with out.progress(len(src.offsets), "migrating groups", unit="items") as advance:
         for group, offsets in src.offsets.items():
             r = GroupResult(group)
             results.append(r)
+            if lost:
+                r.status, r.reason = "failed", f"not tried: {lost}"
+                advance(1)
+                continue
             try:
                 _one_group_to(args, cluster, state, r, offsets, plan, create_errors)
             except GroupRefused as e:
                 r.status, r.reason = ("refused" if "active members" in _refusal(e)
                                       else "failed"), _refusal(e)
+                lost = _lost(cluster, e)
             advance(1)
-    if not args.dry_run:  # afterwards: every group read back from the target and compared
+    if not args.dry_run and not lost:  # afterwards: every group read back and compared
         for r in results:
             if r.status in ("refused", "failed", "no-offsets"):
                 continue
@@ -197,15 +215,21 @@ def _migrate_from(args: argparse.Namespace, out: Output, cluster: Cluster) -> in
                       cluster.cluster_id)
     results: list[GroupResult] = []
     plan: list[dict] = []
+    lost = None
     with OffsetStore.open(args.dir, create=args.create, partitions=args.partitions) as store, \
             out.progress(len(groups), "migrating groups", unit="items") as advance:
         for group in groups:
             r = GroupResult(group)
             results.append(r)
+            if lost:
+                r.status, r.reason = "failed", f"not tried: {lost}"
+                advance(1)
+                continue
             try:
                 _one_group_from(args, cluster, store, state, r, listed, plan)
             except GroupRefused as e:
                 r.status, r.reason = "failed", f"Kafka: {e}"
+                lost = _lost(cluster, e)
             except OffsetlogError as e:
                 r.status, r.reason = "failed", f"{type(e).__name__}: {e}"
             advance(1)

@@ -6,6 +6,7 @@ wrong bootstrap address, SIGKILL at a random point then a re-run, and Kafka's ow
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -33,7 +34,8 @@ def _admin(broker):
     flight never resolves its future)."""
     from confluent_kafka.admin import AdminClient
     if broker.bootstrap not in _ADMINS:
-        _ADMINS[broker.bootstrap] = AdminClient({"bootstrap.servers": broker.bootstrap})
+        _ADMINS[broker.bootstrap] = AdminClient({"bootstrap.servers": broker.bootstrap,
+                                                 "logger": logging.getLogger("quiet")})
     return _ADMINS[broker.bootstrap]
 
 
@@ -167,7 +169,7 @@ def test_a_group_with_an_active_member_on_kafka_is_refused_the_others_go_on(
         s.commit_sync(free, {TopicPartition("mig-a", 0): 12})
     c = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": busy,
                   "enable.auto.commit": False, "session.timeout.ms": 6000,
-                  "logger": __import__("logging").getLogger("quiet")})
+                  "logger": logging.getLogger("quiet")})
     try:
         c.subscribe(["mig-a"])
         wait_until(lambda: c.poll(0.1) is None and c.assignment(), what="the consumer's join")
@@ -330,3 +332,49 @@ def test_command_config_reaches_the_client(kafka_broker, kafka_topics, tmp_path,
     rc, out, err = _run(capsys, "migrate", src, "--to", kafka_broker.bootstrap, "--dry-run",
                         "--command-config", str(conf), "--timeout", "2")
     assert rc == 1 and f"cannot reach Kafka at {kafka_broker.bootstrap}" in err
+
+
+def test_a_broker_that_stops_answering_mid_run_then_a_rerun_converges(
+        kafka_broker, kafka_topics, tmp_path, seeded_random):
+    proc = getattr(kafka_broker, "proc", None)
+    if proc is None:
+        pytest.skip("needs the broker process this session started (not an external one)")
+    kafka_topics(TOPICS)
+    src, state = str(tmp_path / "src"), str(tmp_path / "state.jsonl")
+    groups = _populate(src, f"gone-{uuid.uuid4().hex[:6]}", 40, seeded_random)
+    argv = [sys.executable, "-m", "offsetlog", "migrate", src, "--to", kafka_broker.bootstrap,
+            "--state-file", state, "--timeout", "2", "--json", *_group_args(groups)]
+
+    def done() -> int:
+        try:
+            with open(state) as f:
+                return sum(1 for _ in f)
+        except FileNotFoundError:
+            return 0
+
+    target = seeded_random.randint(2, 20)
+    run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: done() >= target or run.poll() is not None, timeout=60,
+                   what="groups migrated")
+        os.kill(proc.pid, signal.SIGSTOP)  # the broker stops answering, connections stay open
+        out, err = run.communicate(timeout=120)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1, out + err
+    doc = json.loads(out)
+    statuses = [r["status"] for r in doc["groups"]]
+    assert statuses.count("moved") == done() >= target
+    assert "failed" in statuses
+    assert any("not tried: the cluster stopped answering" in (r["reason"] or "")
+               for r in doc["groups"])
+    marked = done()
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    doc = json.loads(again.stdout)
+    assert [r["status"] for r in doc["groups"]].count("done-before") == marked
+    want = store_offsets(src)
+    for g in groups:
+        assert kafka_offsets(kafka_broker, g) == want[g], g
