@@ -378,3 +378,50 @@ def test_a_broker_that_stops_answering_mid_run_then_a_rerun_converges(
     want = store_offsets(src)
     for g in groups:
         assert kafka_offsets(kafka_broker, g) == want[g], g
+
+
+def test_consumers_resume_on_kafka_exactly_where_they_stopped_on_offsetlog_serve(
+        kafka_broker, kafka_topics, tmp_path, capsys):
+    """A confluent-kafka consumer commits against `offsetlog serve`, stops; the store is
+    migrated while serve still has it open; the same group on the broker resumes from exactly
+    the committed offsets: no message of the broker's topic is consumed twice or skipped."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KTP
+
+    from support.wire_server import Server
+    topic, group = f"mig-cont-{uuid.uuid4().hex[:6]}", f"cont-{uuid.uuid4().hex[:6]}"
+    kafka_topics([f"{topic}:2"])
+    _produce(kafka_broker, topic, 2, 30)
+    committed = {0: 12, 1: 20}
+    server = Server(str(tmp_path / "store"), topics=[f"{topic}:2"]).start()
+    try:
+        conf = {"group.id": group, "enable.auto.commit": False, "session.timeout.ms": 6000,
+                "auto.offset.reset": "earliest", "logger": logging.getLogger("quiet")}
+        c = Consumer({**conf, "bootstrap.servers": server.bootstrap})
+        c.subscribe([topic])
+        wait_until(lambda: c.poll(0.1) is None and len(c.assignment()) == 2,
+                   what="the consumer's assignment on offsetlog serve")
+        c.commit(offsets=[KTP(topic, p, o) for p, o in committed.items()], asynchronous=False)
+        c.close()
+        rc, out, err = _run(capsys, "migrate", server.directory, "--to",
+                            kafka_broker.bootstrap, "--group", group, "--json")
+        assert rc == 0, out + err
+    finally:
+        server.stop()
+    c = Consumer({**conf, "bootstrap.servers": kafka_broker.bootstrap})
+    seen: dict[int, list[int]] = {0: [], 1: []}
+    try:
+        c.subscribe([topic])
+        expected = sum(30 - o for o in committed.values())
+
+        def consume():
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                seen[m.partition()].append(m.offset())
+            return sum(map(len, seen.values())) >= expected
+        wait_until(consume, timeout=60, what="the rest of the topic on Kafka")
+        for _ in range(3):  # nothing more may come
+            consume()
+    finally:
+        c.close()
+    assert seen == {p: list(range(o, 30)) for p, o in committed.items()}
