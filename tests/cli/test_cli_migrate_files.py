@@ -117,3 +117,28 @@ def test_import_into_a_store_open_elsewhere_fails_cleanly(tmp_path, capsys):
     with open_store(dst, partitions=3):
         assert main(["import", dst, str(f)]) == 1
     assert "offsetlog:" in capsys.readouterr().err
+
+
+def test_import_summary_is_plain_when_piped_and_progress_only_on_a_terminal(tmp_path, capsys,
+                                                                          monkeypatch):
+    import io
+    import sys
+
+    from offsetlog.cli import output as cli_output
+    dst, f = str(tmp_path / "dst"), tmp_path / "o.csv"
+    f.write_text("a,orders,0,1\nb,orders,1,2\n")
+    with open_store(dst, partitions=3):
+        pass
+    assert main(["import", dst, str(f)]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].split() == ["GROUP", "STATUS", "SENT", "UNCHANGED", "SKIPPED", "VERIFIED",
+                                "REASON"]
+    assert [ln.split()[:3] for ln in lines[1:3]] == [["a", "moved", "1"], ["b", "moved", "1"]]
+    assert "\u2500" not in out and "\x1b[" not in out and err == ""
+    errs = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", errs)
+    monkeypatch.setattr(cli_output, "_isatty", lambda stream: stream is errs)
+    f.write_text("a,orders,0,3\n")
+    assert main(["import", dst, str(f)]) == 0
+    assert "importing" in errs.getvalue()
