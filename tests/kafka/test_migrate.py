@@ -380,48 +380,147 @@ def test_a_broker_that_stops_answering_mid_run_then_a_rerun_converges(
         assert kafka_offsets(kafka_broker, g) == want[g], g
 
 
-def test_consumers_resume_on_kafka_exactly_where_they_stopped_on_offsetlog_serve(
-        kafka_broker, kafka_topics, tmp_path, capsys):
-    """A confluent-kafka consumer commits against `offsetlog serve`, stops; the store is
-    migrated while serve still has it open; the same group on the broker resumes from exactly
-    the committed offsets: no message of the broker's topic is consumed twice or skipped."""
+JAVA_CONSUMER = r"""
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.TopicPartition;
+
+/** commit BOOTSTRAP GROUP TOPIC P=O...: join, commit those offsets, leave.
+ *  consume BOOTSTRAP GROUP TOPIC N: join, print "partition offset" for N records, leave. */
+public class MigrateConsumer {
+    public static void main(String[] a) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", a[1]);
+        p.put("group.id", a[2]);
+        p.put("enable.auto.commit", "false");
+        p.put("auto.offset.reset", "earliest");
+        p.put("session.timeout.ms", "6000");
+        p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
+            c.subscribe(List.of(a[3]));
+            long deadline = System.currentTimeMillis() + 60_000;
+            if (a[0].equals("commit")) {
+                while (c.assignment().isEmpty() && System.currentTimeMillis() < deadline)
+                    c.poll(Duration.ofMillis(100));
+                Map<TopicPartition, OffsetAndMetadata> m = new HashMap<>();
+                for (int i = 4; i < a.length; i++) {
+                    String[] kv = a[i].split("=");
+                    m.put(new TopicPartition(a[3], Integer.parseInt(kv[0])),
+                          new OffsetAndMetadata(Long.parseLong(kv[1])));
+                }
+                c.commitSync(m);
+                System.out.println("committed");
+            } else {
+                int n = Integer.parseInt(a[4]), seen = 0;
+                while (seen < n && System.currentTimeMillis() < deadline) {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                        System.out.println(r.partition() + " " + r.offset());
+                        seen++;
+                    }
+                }
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500)))
+                    System.out.println(r.partition() + " " + r.offset());
+            }
+        }
+    }
+}
+"""
+
+
+def _java_consumer(tmp_path):
+    """``run(mode, bootstrap, group, topic, *args) -> stdout``: Kafka's Java consumer (the
+    broker's kafka-clients jar), compiled here."""
+    java = find_java()
+    javac = shutil.which("javac") or os.path.join(os.path.dirname(os.path.realpath(java)),
+                                                  "javac")
+    if not os.path.exists(javac):
+        pytest.skip("javac not found: the Java consumer is compiled by the test")
+    libs = fetch_libs()
+    src = tmp_path / "java"
+    src.mkdir()
+    (src / "MigrateConsumer.java").write_text(JAVA_CONSUMER)
+    jar = next(libs.glob("kafka-clients-*.jar"))
+    subprocess.run([javac, "-cp", str(jar), "-d", str(src), str(src / "MigrateConsumer.java")],
+                   check=True, capture_output=True, timeout=120)
+
+    def run(*args) -> str:
+        r = subprocess.run([java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
+                            f"{libs}/*:{src}", "MigrateConsumer", *map(str, args)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+    return run
+
+
+def _confluent_commit(bootstrap, group, topic, committed):
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as KTP
-
-    from support.wire_server import Server
-    topic, group = f"mig-cont-{uuid.uuid4().hex[:6]}", f"cont-{uuid.uuid4().hex[:6]}"
-    kafka_topics([f"{topic}:2"])
-    _produce(kafka_broker, topic, 2, 30)
-    committed = {0: 12, 1: 20}
-    server = Server(str(tmp_path / "store"), topics=[f"{topic}:2"]).start()
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "session.timeout.ms": 6000, "logger": logging.getLogger("quiet")})
     try:
-        conf = {"group.id": group, "enable.auto.commit": False, "session.timeout.ms": 6000,
-                "auto.offset.reset": "earliest", "logger": logging.getLogger("quiet")}
-        c = Consumer({**conf, "bootstrap.servers": server.bootstrap})
         c.subscribe([topic])
         wait_until(lambda: c.poll(0.1) is None and len(c.assignment()) == 2,
-                   what="the consumer's assignment on offsetlog serve")
+                   what="the consumer's assignment")
         c.commit(offsets=[KTP(topic, p, o) for p, o in committed.items()], asynchronous=False)
-        c.close()
-        rc, out, err = _run(capsys, "migrate", server.directory, "--to",
-                            kafka_broker.bootstrap, "--group", group, "--json")
-        assert rc == 0, out + err
     finally:
-        server.stop()
-    c = Consumer({**conf, "bootstrap.servers": kafka_broker.bootstrap})
+        c.close()
+
+
+def _confluent_consume(bootstrap, group, topic, expected) -> dict[int, list[int]]:
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "logger": logging.getLogger("quiet")})
     seen: dict[int, list[int]] = {0: [], 1: []}
+
+    def consume():
+        m = c.poll(0.2)
+        if m is not None and m.error() is None:
+            seen[m.partition()].append(m.offset())
+        return sum(map(len, seen.values())) >= expected
     try:
         c.subscribe([topic])
-        expected = sum(30 - o for o in committed.values())
-
-        def consume():
-            m = c.poll(0.2)
-            if m is not None and m.error() is None:
-                seen[m.partition()].append(m.offset())
-            return sum(map(len, seen.values())) >= expected
         wait_until(consume, timeout=60, what="the rest of the topic on Kafka")
         for _ in range(3):  # nothing more may come
             consume()
     finally:
         c.close()
+    return seen
+
+
+@pytest.mark.parametrize("client", ["confluent-kafka", "java"])
+def test_consumers_resume_on_kafka_exactly_where_they_stopped_on_offsetlog_serve(
+        client, kafka_broker, kafka_topics, tmp_path, capsys):
+    """A consumer (librdkafka's, or Kafka's own Java one) commits against `offsetlog serve`
+    and stops; the store is migrated while serve still has it open; the same group, same
+    client, on the broker resumes from exactly the committed offsets: no message of the
+    broker's topic is consumed twice or skipped."""
+    from support.wire_server import Server
+    java = _java_consumer(tmp_path) if client == "java" else None
+    topic, group = f"mig-cont-{uuid.uuid4().hex[:6]}", f"cont-{uuid.uuid4().hex[:6]}"
+    kafka_topics([f"{topic}:2"])
+    _produce(kafka_broker, topic, 2, 30)
+    committed = {0: 12, 1: 20}
+    expected = sum(30 - o for o in committed.values())
+    server = Server(str(tmp_path / "store"), topics=[f"{topic}:2"]).start()
+    try:
+        if java:
+            assert "committed" in java("commit", server.bootstrap, group, topic,
+                                       *(f"{p}={o}" for p, o in committed.items()))
+        else:
+            _confluent_commit(server.bootstrap, group, topic, committed)
+        rc, out, err = _run(capsys, "migrate", server.directory, "--to",
+                            kafka_broker.bootstrap, "--group", group, "--json")
+        assert rc == 0, out + err
+    finally:
+        server.stop()
+    if java:
+        seen: dict[int, list[int]] = {0: [], 1: []}
+        for line in java("consume", kafka_broker.bootstrap, group, topic, expected).split("\n"):
+            if line.strip():
+                p, o = map(int, line.split())
+                seen[p].append(o)
+    else:
+        seen = _confluent_consume(kafka_broker.bootstrap, group, topic, expected)
     assert seen == {p: list(range(o, 30)) for p, o in committed.items()}
