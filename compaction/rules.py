@@ -8,7 +8,9 @@ two differ only in how they read records:
   still undecided in them (Kafka's last stable offset bounds cleaning the same way);
 * records have a compaction key (``compaction_key``): OFFSET_COMMIT by (group, topic,
   partition), GROUP_METADATA by group, TRANSACTION_STATE by transactional id, TOPIC by
-  topic name. Markers and unknown types have none and are never dropped as superseded;
+  topic name, the CONSUMER_GROUP_* records by type, group and (for the member records) member
+  (``record_key`` only: the Spark report's rows do not carry the member, so it counts them as
+  kept). Markers and unknown types have none and are never dropped as superseded;
 * a keyed record survives if it is the latest of its key in the range, by log offset, among
   records of plain batches and of committed transactions (``LatestScan``, pass 1); records of
   aborted transactions are all dropped;
@@ -30,6 +32,7 @@ from collections.abc import Iterable
 from offsetlog.log.format import Attribute
 from offsetlog.log.records import (
     COMMIT,
+    CONSUMER_GROUP_TYPES,
     GROUP_METADATA,
     OFFSET_COMMIT,
     TOPIC,
@@ -66,6 +69,8 @@ def record_key(record) -> Key | None:
         return (TRANSACTION_STATE, key["transactional_id"])
     if rtype == TOPIC:
         return (TOPIC, key["topic"])
+    if rtype in CONSUMER_GROUP_TYPES:
+        return (rtype, key["group"], key.get("member"))
     return None
 
 

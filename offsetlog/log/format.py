@@ -88,6 +88,12 @@ class RecordType(IntEnum):
     TRANSACTION_MARKER = 3  # key (producer_id,) -> commit or abort, in a control batch
     TRANSACTION_STATE = 4  # key (transactional_id,) -> producer id, epoch, state, partitions
     TOPIC = 5  # key (topic,) -> partition count, topic id: the wire server's topic registry
+    # the consumer group protocol (KIP-848), modelled on Kafka's records of the same names
+    CONSUMER_GROUP_METADATA = 6  # key (group,) -> group epoch, subscription metadata
+    CONSUMER_GROUP_MEMBER_METADATA = 7  # key (group, member) -> subscription, settings
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 8  # key (group,) -> assignment epoch
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 9  # key (group, member) -> target partitions
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 10  # key (group, member) -> epochs, partitions
 
 
 # Directory and file naming: see offsetlog.log.naming.

@@ -32,10 +32,25 @@ GROUP_METADATA = int(RecordType.GROUP_METADATA)
 TRANSACTION_MARKER = int(RecordType.TRANSACTION_MARKER)
 TRANSACTION_STATE = int(RecordType.TRANSACTION_STATE)
 TOPIC = int(RecordType.TOPIC)
+CONSUMER_GROUP_METADATA = int(RecordType.CONSUMER_GROUP_METADATA)
+CONSUMER_GROUP_MEMBER_METADATA = int(RecordType.CONSUMER_GROUP_MEMBER_METADATA)
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = int(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA)
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = int(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER)
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = int(
+    RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT)
+#: the consumer group protocol's record types, in the order that rebuilds a group
+CONSUMER_GROUP_TYPES = (CONSUMER_GROUP_METADATA, CONSUMER_GROUP_MEMBER_METADATA,
+                        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT)
+#: of those, the ones keyed by (group, member); the others by group
+CONSUMER_MEMBER_TYPES = frozenset({CONSUMER_GROUP_MEMBER_METADATA,
+                                   CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                                   CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT})
 
 #: Highest value version this code reads, per record type.
 MAX_VERSION = {OFFSET_COMMIT: 1, GROUP_METADATA: 0, TRANSACTION_MARKER: 0, TRANSACTION_STATE: 0,
-               TOPIC: 0}
+               TOPIC: 0, **{t: 0 for t in CONSUMER_GROUP_TYPES}}
 
 #: The OFFSET_COMMIT version written: key ``[group, topic, partition]`` and value ``[offset,
 #: commit_timestamp, metadata, leader_epoch, expire_timestamp]`` by position, trailing
@@ -55,6 +70,8 @@ KEY_FIELDS = {
     TRANSACTION_MARKER: ("producer_id",),
     TRANSACTION_STATE: ("transactional_id",),
     TOPIC: ("topic",),
+    **{t: ("group", "member") if t in CONSUMER_MEMBER_TYPES else ("group",)
+       for t in CONSUMER_GROUP_TYPES},
 }
 VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
     OFFSET_COMMIT: {
@@ -92,6 +109,35 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
         "topic_id": None,  # required, 16 bytes (a UUID), never all zeros
         "created_timestamp": None,  # required, epoch ms
     },
+    # the consumer group protocol's records (offsetlog.group.consumer.group builds them)
+    CONSUMER_GROUP_METADATA: {
+        "epoch": None,  # required: the group epoch
+        "subscription_metadata": {},  # topic -> partition count, of the subscribed topics
+    },
+    CONSUMER_GROUP_MEMBER_METADATA: {
+        "instance_id": None, "rack_id": None, "client_id": "", "client_host": "",
+        "subscribed_topic_names": [], "server_assignor": None, "rebalance_timeout_ms": -1,
+    },
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: {
+        "assignment_epoch": None,  # required
+    },
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: {
+        "partitions": [],  # [[topic, [partition, ...]], ...], topics by name, ascending
+    },
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: {
+        "member_epoch": None, "previous_member_epoch": None,  # required
+        "state": "stable",  # stable, unrevoked_partitions, unreleased_partitions
+        "assigned": [], "pending_revocation": [],  # as "partitions" above
+    },
+}
+
+#: offsetlog.group.consumer's record kinds (Kafka's record names) -> record type
+CONSUMER_GROUP_KINDS = {
+    "ConsumerGroupMetadata": CONSUMER_GROUP_METADATA,
+    "ConsumerGroupMemberMetadata": CONSUMER_GROUP_MEMBER_METADATA,
+    "ConsumerGroupTargetAssignmentMetadata": CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+    "ConsumerGroupTargetAssignmentMember": CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    "ConsumerGroupCurrentMemberAssignment": CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
 }
 
 
@@ -299,6 +345,13 @@ def transaction_state(delta: int, transactional_id: str, value: dict[str, Any] |
 def topic(delta: int, name: str, value: dict[str, Any] | None) -> Record:
     """A topic of the wire server's registry (docs/FORMAT.md, ``TOPIC``); None deletes it."""
     return (delta, TOPIC, 0, {"topic": name}, value)
+
+
+def consumer_group_record(delta: int, record_type: int, key: tuple, value: dict | None
+                          ) -> Record:
+    """A consumer group protocol record: key ``(group,)`` or ``(group, member)``; None
+    deletes it (docs/FORMAT.md, ``CONSUMER_GROUP_*``)."""
+    return (delta, record_type, 0, dict(zip(KEY_FIELDS[record_type], key)), value)
 
 
 def check_version(record_type: int, version: int) -> None:

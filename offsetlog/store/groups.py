@@ -23,6 +23,7 @@ from offsetlog.group import GroupCoordinator, GroupDescription, MemberIdentity, 
 from offsetlog.partitioner import partition_for
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, QueueItem
+from offsetlog.store.consumer_groups import ConsumerGroups
 from offsetlog.store.futures import running_future
 from offsetlog.store.part import StoreCore, StorePart
 from offsetlog.validation import check_group_id, check_time_ms
@@ -47,6 +48,8 @@ class Groups(StorePart):
         self.timer = background.start("offsetlog-group-timer", lambda: background.every(
             self._group_timer_stop, GROUP_TIMER_INTERVAL_S, self.poll_groups,
             f"{self.path}: group timer pass", log))
+        #: the consumer group protocol's groups (KIP-848), beside the classic ones
+        self.consumer = ConsumerGroups(core)
 
     def _part_of(self, group_id: str) -> PartitionWriter:
         return self._parts[partition_for(check_group_id(group_id), len(self._parts))]
@@ -168,6 +171,7 @@ class Groups(StorePart):
         self._group_timer_stop.set()
         if self.timer is not threading.current_thread():
             self.timer.join()
+        self.consumer.stop()
         now = self._clock()
         for part in self._parts:
             try:

@@ -3,10 +3,10 @@
 A store is a set of log partitions (``commit_queue.PartitionWriter``: a ``PartitionLog``, its
 ``OffsetTable`` and its group coordinator) written only through one ``GroupCommitter``, plus
 one part per concern, each owning its state and reached only through its methods:
-``groups.Groups`` (the group protocol and its timer), ``transactions.Transactions``,
-``snapshots.Snapshots`` and ``cleaning.Cleaning``. This module holds the commit path itself
-(checks, routing, fencing), reads, deletes and expiry, and the lifecycle; opening a directory
-is ``opening``'s.
+``groups.Groups`` (the group protocols and their timers; ``consumer_groups`` for KIP-848),
+``transactions.Transactions``, ``snapshots.Snapshots`` and ``cleaning.Cleaning``. This module
+holds the commit path itself (checks, routing, fencing), reads, deletes and expiry, and the
+lifecycle; opening a directory is ``opening``'s.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ class OffsetStore:
                 part.coordinator.load(group_id, value, now_ms=now)
         core = StoreCore(path, config, _parts, self._writer, self._check_open)
         self._groups = Groups(core)
+        self.consumer_groups = self._groups.consumer  # KIP-848 (store/consumer_groups.py)
         self._background_stop = threading.Event()  # stops the store's periodic passes
         # before the cleaner starts (it asks for the snapshots' tombstone floor) and before
         # anything is written (the roll-forward below)
@@ -521,8 +522,7 @@ class OffsetStore:
     def close(self) -> None:
         """Finish queued commits, fsync, stop background threads and release the directory.
         Idempotent; a close() while another thread closes returns once that close is done,
-        unless it comes from one of the store's own threads. Later use: ``StoreClosedError``.
-        """
+        unless it comes from one of the store's own threads. Later use: ``StoreClosedError``."""
         with self._close_lock:
             if self._closed:
                 closer = self._closing_thread

@@ -28,6 +28,7 @@ from offsetlog.log._native import apply_records, offsets_from_flat
 from offsetlog.log.format import Attribute, RecordType
 from offsetlog.log.records import (
     COMMIT,
+    CONSUMER_GROUP_TYPES,
     GROUP_METADATA,
     OFFSET_COMMIT,
     OFFSET_COMMIT_VERSION,
@@ -51,7 +52,8 @@ Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_times
 
 
 class OffsetTable:
-    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn", "topics")
+    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn", "topics",
+                 "consumer_groups")
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
@@ -64,6 +66,9 @@ class OffsetTable:
         self.txn = PendingTransactions()
         #: topic -> the value of its latest TOPIC record (the wire server's topic registry)
         self.topics: dict[str, dict] = {}
+        #: (record type, group, member or None) -> the value of the latest consumer group
+        #: protocol record of that key (interpreted by offsetlog.group.consumer)
+        self.consumer_groups: dict[tuple, dict] = {}
 
     def apply_batches(self, batches) -> None:
         """Apply batches in order: the single entry point for state changes.
@@ -183,6 +188,12 @@ class OffsetTable:
                 self.topics.pop(key["topic"], None)
             else:
                 self.topics[key["topic"]] = value
+        elif rtype in CONSUMER_GROUP_TYPES:
+            k = (rtype, key["group"], key.get("member"))
+            if value is None:
+                self.consumer_groups.pop(k, None)
+            else:
+                self.consumer_groups[k] = value
         else:
             raise UnsupportedVersionError(
                 f"record at offset {log_offset} is a {RecordType(rtype).name}, "
@@ -194,10 +205,11 @@ class OffsetTable:
     #: by a version that keeps more state than this one: loading it would drop that state, so
     #: ``from_snapshot_state`` refuses it (the caller replays the log instead).
     SNAPSHOT_SECTIONS = frozenset({"next_offset", "records_applied", "topics", "offsets",
-                                   "group_metadata", "transactions", "topic_registry"})
+                                   "group_metadata", "transactions", "topic_registry",
+                                   "consumer_groups"})
     #: sections a snapshot may lack: written by a version without them, whose log cannot
     #: hold their records either, so they are empty
-    OPTIONAL_SECTIONS = frozenset({"topic_registry"})
+    OPTIONAL_SECTIONS = frozenset({"topic_registry", "consumer_groups"})
 
     def snapshot_state(self) -> dict:
         """The table's whole state as a dict of named sections of msgpack-able values
@@ -223,13 +235,18 @@ class OffsetTable:
                 extend(entry)
             offsets.append(group)
             offsets.append(flat)
-        return {"next_offset": self.next_offset, "records_applied": self.records_applied,
+        state = {"next_offset": self.next_offset, "records_applied": self.records_applied,
                 "topics": list(topic_index), "offsets": offsets,
                 "group_metadata": dict(self.group_metadata),
                 # pending transactional offsets and transaction metadata: a snapshot taken
                 # while a transaction is open must hand it on, undecided
                 "transactions": self.txn.to_state(),
                 "topic_registry": dict(self.topics)}
+        if self.consumer_groups:
+            # only when there are any: a version without the section discards a snapshot
+            # holding it (it could not keep that state), and keeps every other one
+            state["consumer_groups"] = [[*k, v] for k, v in self.consumer_groups.items()]
+        return state
 
     @classmethod
     def from_snapshot_state(cls, state: dict) -> "OffsetTable":
@@ -266,6 +283,8 @@ class OffsetTable:
             table.records_applied = int(state["records_applied"])
             table.txn = PendingTransactions.from_state(state["transactions"], intern=intern)
             table.topics = dict(state.get("topic_registry", {}))
+            table.consumer_groups = {(int(t), g, m): v for t, g, m, v
+                                     in state.get("consumer_groups", [])}
         except (TypeError, IndexError, KeyError, AttributeError, ValueError) as e:
             raise ValueError(f"malformed snapshot state: {e!r}") from None
         return table
@@ -299,5 +318,7 @@ class OffsetTable:
             out["transactions"] = self.txn.to_state()
         if self.topics:
             out["topics"] = dict(self.topics)
+        if self.consumer_groups:
+            out["consumer_groups"] = dict(self.consumer_groups)
         return out
 

@@ -146,7 +146,7 @@ def test_unknown_record_types_and_transactional_batches_are_rows(spark, tmp_path
     store = str(tmp_path / "s")
     _commit_store(store, clock, n=3)
     (_, seg), = list_segments(partition_dir(store, 0))
-    unknown = (0, 9, 0, {"thing": 1}, {"x": b"\x00"})
+    unknown = (0, 99, 0, {"thing": 1}, {"x": b"\x00"})
     marker = (1, int(RecordType.TRANSACTION_MARKER), 0, {"producer_id": 7},
               {"producer_epoch": 2, "result": "commit"})
     with open(seg, "ab") as f:
@@ -161,7 +161,7 @@ def test_unknown_record_types_and_transactional_batches_are_rows(spark, tmp_path
     assert (tx.group, tx.offset, tx.attributes, tx.producer_id, tx.producer_epoch) == (
         "tx", 5, Attribute.TRANSACTIONAL, 7, 2)
     assert (rows[4].record_type, rows[4].record_type_id, rows[4].group, rows[4].offset) == (
-        "UNKNOWN", 9, None, None)
+        "UNKNOWN", 99, None, None)
     assert rows[5].record_type == "TRANSACTION_MARKER"
     assert rows[5].transaction_result == "commit" and rows[5].producer_id == 7
 
