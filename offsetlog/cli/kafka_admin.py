@@ -15,7 +15,6 @@ from offsetlog.cli.crashtest_cmd import UsageError
 from offsetlog.cli.plan import Entry, Key
 from offsetlog.errors import OffsetlogError
 
-
 #: errors Kafka gives every partition of a group it refuses as a whole
 GROUP_ERRORS = ("UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION",
                 "STALE_MEMBER_EPOCH", "GROUP_AUTHORIZATION_FAILED", "COORDINATOR_NOT_AVAILABLE",

@@ -140,6 +140,9 @@ def _migrate_to(args: argparse.Namespace, out: Output, cluster: Cluster) -> int:
                 r.status, r.reason = "failed", f"not tried: {lost}"
                 advance(1)
                 continue
+            if group in src.members:
+                r.reason = (f"the group has {src.members[group]} members in the store: its "
+                            "offsets may still move")
             try:
                 _one_group_to(args, cluster, state, r, offsets, plan, create_errors)
             except GroupRefused as e:
@@ -179,7 +182,8 @@ def _one_group_to(args, cluster: Cluster, state: StateFile, r: GroupResult,
         why = [f"{t}: {create_errors[t]}" if t in create_errors else
                f"{t} has {cluster.topics[t]} partitions" if t in cluster.topics else
                f"no topic {t}" for t in topics]
-        r.reason = "skipped on the target (" + "; ".join(why) + ")"
+        r.reason = "; ".join(filter(None, ["skipped on the target (" + "; ".join(why) + ")",
+                                           r.reason]))
     if args.dry_run:
         plan += plan_rows(r.group, offsets, target, actions)
         plan += [{**row, "action": "skip (not on target)"}

@@ -52,7 +52,10 @@ class SourceGroups:
         self.offsets: dict[str, dict[Key, Entry]] = {}
         self.timestamps: dict[str, dict[Key, int | None]] = {}
         self.pending: dict[str, int] = {}
+        self.members: dict[str, int] = {}  # groups with members in the store: how many
         for v in chosen:
+            if v.members:
+                self.members[v.group] = len(v.members)
             self.offsets[v.group] = {tuple(k): Entry.of(e[0], e[1], e[2])
                                      for k, e in sorted(v.offsets.items())}
             self.timestamps[v.group] = {tuple(k): e[3] for k, e in v.offsets.items()}

@@ -524,3 +524,17 @@ def test_consumers_resume_on_kafka_exactly_where_they_stopped_on_offsetlog_serve
     else:
         seen = _confluent_consume(kafka_broker.bootstrap, group, topic, expected)
     assert seen == {p: list(range(o, 30)) for p, o in committed.items()}
+
+
+def test_a_group_with_members_in_the_store_is_copied_with_a_warning(kafka_broker, kafka_topics,
+                                                                    tmp_path, clock, capsys):
+    from cli.conftest import build_group_store
+    kafka_topics(TOPICS)
+    src = str(tmp_path / "src")
+    build_group_store(src, clock)  # billing: two members; solo: none
+    rc, out, _ = _run(capsys, "migrate", src, "--to", kafka_broker.bootstrap, "--dry-run",
+                      "--json")
+    by = {r["group"]: r for r in json.loads(out)["groups"]}
+    assert rc == 0
+    assert "the group has 2 members in the store" in by["billing"]["reason"]
+    assert "members in the store" not in (by["solo"]["reason"] or "")
