@@ -144,7 +144,8 @@ def _migrate_to(args: argparse.Namespace, out: Output, cluster: Cluster) -> int:
                 r.reason = (f"the group has {src.members[group]} members in the store: its "
                             "offsets may still move")
             try:
-                _one_group_to(args, cluster, state, r, offsets, plan, create_errors)
+                _one_group_to(args, cluster, state, r, offsets, plan, create_errors,
+                              pending=group in src.pending)
             except GroupRefused as e:
                 r.status, r.reason = ("refused" if "active members" in _refusal(e)
                                       else "failed"), _refusal(e)
@@ -164,9 +165,11 @@ def _migrate_to(args: argparse.Namespace, out: Output, cluster: Cluster) -> int:
 
 
 def _one_group_to(args, cluster: Cluster, state: StateFile, r: GroupResult,
-                  offsets: dict[Key, Entry], plan: list, create_errors: dict) -> None:
+                  offsets: dict[Key, Entry], plan: list, create_errors: dict, *,
+                  pending: bool = False) -> None:
     if not offsets:
-        r.status, r.reason = "no-offsets", "only pending transactional offsets"
+        r.status = "no-offsets"
+        r.reason = "only pending transactional offsets" if pending else "no committed offsets"
         return
     if state.is_done(r.group, offsets) and not args.dry_run:
         r.status = "done-before"

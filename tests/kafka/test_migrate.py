@@ -93,14 +93,20 @@ def test_round_trip_store_to_kafka_to_a_new_store_is_equal(kafka_broker, kafka_t
         txn.begin()
         txn.commit_offsets(txg, {TopicPartition("mig-a", 0): 99,
                                  TopicPartition("mig-a", 1): 98})  # left open: pending
+        txn.commit_offsets(f"{prefix}-pending-only", {TopicPartition("mig-a", 2): 5})
     groups.append(txg)
     rc, out, err = _run(capsys, "migrate", src, "--to", kafka_broker.bootstrap, "--json",
-                        *_group_args(groups))
+                        *_group_args(groups + [f"{prefix}-pending-only"]))
     doc = json.loads(out)
     assert rc == 0, (out, err)
-    assert "2 pending transactional offsets not migrated" in err and txg in err
-    assert {r["status"] for r in doc["groups"]} == {"moved"}
-    assert all(r["verified"] for r in doc["groups"])
+    assert "3 pending transactional offsets not migrated" in err and txg in err
+    by = {r["group"]: r for r in doc["groups"]}
+    only = by.pop(f"{prefix}-pending-only")
+    assert only["status"] == "no-offsets" and only["sent"] == 0
+    assert only["reason"] == "only pending transactional offsets"
+    assert kafka_offsets(kafka_broker, f"{prefix}-pending-only") == {}
+    assert {r["status"] for r in by.values()} == {"moved"}
+    assert all(r["verified"] for r in by.values())
     assert doc["sent"] == 30 * 5 + 1
     # Kafka holds exactly the committed offsets: metadata and leader epochs, no pending ones
     want = store_offsets(src)
