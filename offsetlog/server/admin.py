@@ -21,13 +21,19 @@ def list_groups(ctx: Context, call: Call, now_ms: int):
     states = {s.lower() for s in getattr(b, "states_filter", ())}
     types = {t.lower() for t in getattr(b, "types_filter", ())}
     groups = []
+    consumer = dict(ctx.store.consumer_groups.group_ids())  # KIP-848 groups: type "consumer"
     if not types or "classic" in types:
         for gid, state, protocol_type in ctx.store.list_groups():
-            if states and state.lower() not in states:
+            if gid in consumer or (states and state.lower() not in states):
                 continue
             groups.append(dict(group_id=gid, protocol_type=protocol_type, group_state=state,
                                group_type="classic"))
-    return call.respond(error_code=E.NONE, groups=groups)
+    if not types or "consumer" in types:
+        for gid, state in consumer.items():
+            if not states or state.lower() in states:
+                groups.append(dict(group_id=gid, protocol_type="consumer", group_state=state,
+                                   group_type="consumer"))
+    return call.respond(error_code=E.NONE, groups=sorted(groups, key=lambda g: g["group_id"]))
 
 
 def describe_groups(ctx: Context, call: Call, now_ms: int):
@@ -45,6 +51,9 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
         if d is None:
             if listed is None:
                 listed = {g for g, _, _ in ctx.store.list_groups()}
+                # a consumer-protocol group is not a classic group: Kafka describes it as an
+                # unknown one (ConsumerGroupDescribe describes it)
+                listed -= {g for g, _ in ctx.store.consumer_groups.group_ids()}
             if gid in listed:  # offsets only
                 out.append(dict(error_code=E.NONE, group_id=gid, group_state="Empty",
                                 protocol_type="", protocol_data="", members=(),

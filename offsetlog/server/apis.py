@@ -2,14 +2,15 @@
 its handler. Each range covers what kafka-python 3, confluent-kafka 2 (librdkafka),
 aiokafka and kafkajs send, within what kio has schemas for; see docs/PROTOCOL.md.
 
-Versions that belong to KIP-848 (the consumer group protocol, topic ids in OffsetCommit and
-OffsetFetch v10) and KIP-890 (transactions v2: AddOffsetsToTxn v4, EndTxn v5,
-TxnOffsetCommit v5) are not offered: clients fall back to the classic ones.
+KIP-848's consumer group protocol is offered: ConsumerGroupHeartbeat and
+ConsumerGroupDescribe v0-v1 (``consumer_groups``). Topic ids in OffsetCommit and OffsetFetch
+v10 and KIP-890 (transactions v2: AddOffsetsToTxn v4, EndTxn v5, TxnOffsetCommit v5) are not:
+clients fall back to the earlier versions.
 """
 
 from __future__ import annotations
 
-from offsetlog.server import admin, configs, data, groups, offsets, txn, txn_admin
+from offsetlog.server import admin, configs, consumer_groups, data, groups, offsets, txn, txn_admin
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 
@@ -20,6 +21,7 @@ DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS = 15, 16, 18, 19
 INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 25, 26, 28
 DESCRIBE_CONFIGS, DELETE_GROUPS, OFFSET_DELETE = 32, 42, 47
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 
 
 def api_versions(ctx: Context, call: Call, now_ms: int):
@@ -53,6 +55,8 @@ APIS = {
     DESCRIBE_PRODUCERS: (0, 0, txn_admin.describe_producers),
     DESCRIBE_TRANSACTIONS: (0, 0, txn_admin.describe_transactions),
     LIST_TRANSACTIONS: (0, 2, txn_admin.list_transactions),
+    CONSUMER_GROUP_HEARTBEAT: (0, 1, consumer_groups.consumer_group_heartbeat),
+    CONSUMER_GROUP_DESCRIBE: (0, 1, consumer_groups.consumer_group_describe),
 }
 
 

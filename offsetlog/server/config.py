@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from offsetlog.group import GroupConfig
+from offsetlog.group.consumer import ConsumerGroupConfig
 
 
 class ConfigError(ValueError):
@@ -29,12 +30,23 @@ def _int(low: int, high: int | None = None):
     return parse
 
 
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names or any(n not in ("uniform", "range") for n in names):
+        raise ValueError("the server assignors are uniform and range")
+    return names
+
+
 #: Kafka property -> (ServerConfig field, parser); Kafka's defaults are the fields' defaults
 PROPERTIES = {
     "group.initial.rebalance.delay.ms": ("initial_rebalance_delay_ms", _int(0)),
     "group.min.session.timeout.ms": ("min_session_timeout_ms", _int(0)),
     "group.max.session.timeout.ms": ("max_session_timeout_ms", _int(0)),
     "group.max.size": ("group_max_size", _int(1)),
+    "group.consumer.session.timeout.ms": ("consumer_session_timeout_ms", _int(1)),
+    "group.consumer.heartbeat.interval.ms": ("consumer_heartbeat_interval_ms", _int(1)),
+    "group.consumer.max.size": ("consumer_group_max_size", _int(1)),
+    "group.consumer.assignors": ("consumer_assignors", _names),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
     "offsets.retention.check.interval.ms": ("retention_check_interval_ms", _int(1)),
     "offsets.topic.num.partitions": ("log_partitions", _int(1)),
@@ -61,6 +73,11 @@ class ServerConfig:
     max_session_timeout_ms: int = 1_800_000
     #: group.max.size: None = unlimited
     group_max_size: int | None = None
+    #: group.consumer.*: the consumer group protocol (KIP-848), Kafka's defaults
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_group_max_size: int | None = None
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
     #: offsets.retention.minutes (7 days)
     offsets_retention_minutes: int = 7 * 24 * 60
     #: offsets.retention.check.interval.ms
@@ -125,6 +142,12 @@ class ServerConfig:
                            max_session_timeout_ms=self.max_session_timeout_ms,
                            initial_rebalance_delay_ms=self.initial_rebalance_delay_ms,
                            max_size=self.group_max_size)
+
+    def consumer_group_config(self) -> ConsumerGroupConfig:
+        return ConsumerGroupConfig(session_timeout_ms=self.consumer_session_timeout_ms,
+                                   heartbeat_interval_ms=self.consumer_heartbeat_interval_ms,
+                                   max_size=self.consumer_group_max_size,
+                                   assignors=self.consumer_assignors)
 
     @property
     def retention_ms(self) -> int:

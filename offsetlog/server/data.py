@@ -32,7 +32,12 @@ def metadata(ctx: Context, call: Call, now_ms: int):
         names = list(registry.topics)  # all topics
     else:
         names = [t.name for t in b.topics if t.name is not None]
+        # by id (v10+; KIP-848 clients look up the topics of their assignment so)
+        names += [registry.by_id.get(t.topic_id.bytes, t.topic_id) for t in b.topics
+                  if t.name is None and getattr(t, "topic_id", None) is not None]
     allow = getattr(b, "allow_auto_topic_creation", True) and ctx.config.auto_create_topics
+    unknown_ids = [n for n in names if isinstance(n, uuid.UUID)]
+    names = [n for n in names if not isinstance(n, uuid.UUID)]
     missing = [n for n in names if registry.partitions(n) is None]
     topic_ops = acl.authorized(getattr(b, "include_topic_authorized_operations", False),
                                acl.TOPIC)
@@ -56,6 +61,9 @@ def metadata(ctx: Context, call: Call, now_ms: int):
                                  leader_epoch=0, replica_nodes=(NODE_ID,),
                                  isr_nodes=(NODE_ID,), offline_replicas=())
                             for i in range(count)]))
+        topics.extend(dict(error_code=E.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,
+                           is_internal=False, partitions=(),
+                           topic_authorized_operations=topic_ops) for tid in unknown_ids)
         return call.respond(
             brokers=[dict(node_id=NODE_ID, host=ctx.host, port=ctx.port, rack=None)],
             cluster_id=CLUSTER_ID, controller_id=NODE_ID, topics=topics,

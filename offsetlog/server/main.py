@@ -91,6 +91,7 @@ def run(args) -> int:
                              transaction_check_interval_ms=config.transaction_check_interval_ms,
                              group_config=config.group_config())
     try:
+        store.consumer_groups.configure(config.consumer_group_config())
         registry = TopicRegistry(store)
         for name, partitions in topics:
             existing = registry.partitions(name)

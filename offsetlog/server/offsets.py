@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from offsetlog.errors import IllegalGenerationError, OffsetlogError, UnstableOffsetCommitError
 from offsetlog.group.errors import GroupSubscribedToTopicError
+from offsetlog.server import consumer_groups
 from offsetlog.server import errors as E
 from offsetlog.server.codec import encoded
 from offsetlog.server.context import Call, Context
@@ -74,6 +75,11 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
     commit = store.commit_sync
     group_id, member_id = b.group_id, b.member_id
     instance = getattr(b, "group_instance_id", None)
+    code = consumer_groups.offset_check(ctx, group_id, member_id, generation)
+    if code:
+        return call.respond(topics=partition_answers(b.topics, {}, code))
+    if code is not None:  # a consumer-protocol member, checked: not the classic fencing
+        generation, member_id, instance = -1, "", None
 
     def durable() -> None:
         # Fencing is checked under the partition lock, so no generation change slips in
@@ -122,11 +128,16 @@ def _all_committed(call: Call, topics):
 
 # -- OffsetFetch -------------------------------------------------------------------------
 
-def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool) -> tuple[list, int]:
+def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
+                 member: tuple | None = None) -> tuple[list, int]:
     """(topics of the answer, group error code) for one group."""
     code = group_error(ctx, group_id)
     if code:
         return [], code
+    if member is not None:
+        code = consumer_groups.offset_check(ctx, group_id, member[0], member[1], fetch=True)
+        if code:
+            return [], code
     wanted = None if topics is None else [
         TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes]
     unstable: set = set()
@@ -159,7 +170,10 @@ def offset_fetch(ctx: Context, call: Call, now_ms: int):
     if call.version >= 8:
         groups = []
         for g in b.groups:
-            topics, code = _fetch_group(ctx, g.group_id, g.topics, stable)
+            member = None
+            if call.version >= 9:  # KIP-848: the member and its epoch
+                member = (getattr(g, "member_id", None), int(getattr(g, "member_epoch", -1)))
+            topics, code = _fetch_group(ctx, g.group_id, g.topics, stable, member)
             groups.append(dict(group_id=g.group_id, topics=topics, error_code=code))
         return call.respond(groups=groups)
     topics, code = _fetch_group(ctx, b.group_id, b.topics, stable)

@@ -16,12 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 
 from offsetlog.errors import OffsetlogError
-from offsetlog.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, ConsumerGroup
-from offsetlog.log.records import (
-    CONSUMER_GROUP_KINDS,
-    CONSUMER_GROUP_TYPES,
-    consumer_group_record,
-)
+from offsetlog.group.consumer import ConsumerGroup, ConsumerGroupConfig, ConsumerGroupCoordinator
+from offsetlog.log.records import CONSUMER_GROUP_KINDS, CONSUMER_GROUP_TYPES, consumer_group_record
 from offsetlog.partitioner import partition_for
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, QueueItem
@@ -126,7 +122,7 @@ class ConsumerGroups(StorePart):
     def group_ids(self) -> list[tuple[str, str]]:
         """``(group_id, state)`` of every consumer-protocol group."""
         self._check_open()
-        out = []
+        out: list[tuple[str, str]] = []
         for part, c in zip(self._parts, self.coordinators):
             with part.lock:
                 out.extend((gid, g.state()) for gid, g in c.groups.items())

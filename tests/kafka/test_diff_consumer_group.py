@@ -1,0 +1,170 @@
+"""Apache Kafka as the judge of the consumer group protocol (KIP-848): the same raw
+ConsumerGroupHeartbeat / ConsumerGroupDescribe / OffsetCommit / OffsetFetch sessions against
+the real broker and ``offsetlog serve``, answers compared after normalisation
+(support/kafka_diff.py; topic ids are ``TOPIC_ID``, member ids placeholders).
+
+Members name the ``range`` assignor, whose assignment is deterministic on both (Kafka's
+``uniform`` walks members in hash order). Assignments are compared as sets: Kafka lists a
+member's topics and partitions in hash order."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.kafka_diff import Req, at, compare
+
+HB, DESCRIBE, COMMIT, FETCH = 68, 69, 8, 9
+
+
+def sort_assignments(tree):
+    """Partitions and topic lists in a canonical order."""
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            sort_assignments(v)
+            if k == "partitions" and isinstance(v, list) and all(isinstance(x, int) for x in v):
+                v.sort()
+            if k == "topic_partitions" and isinstance(v, list):
+                v.sort(key=repr)
+    elif isinstance(tree, list):
+        for v in tree:
+            sort_assignments(v)
+    return tree
+
+
+def owned_of(name):
+    return lambda c: c.get(name, [])
+
+
+def save_owned(name):
+    def get(answer):
+        if answer.assignment is None:
+            return None
+        return [dict(topic_id=t.topic_id, partitions=list(t.partitions))
+                for t in answer.assignment.topic_partitions]
+    return {name: get}
+
+
+def hb(g, member, epoch, *, owned=None, join=False, conn="a", save=None, inst=None,
+       assignor="range", topics=("orders",), **extra):
+    body = dict(group_id=g, member_id=member, member_epoch=epoch, instance_id=inst,
+                topic_partitions=owned)
+    if join:
+        body.update(rebalance_timeout=30_000, subscribed_topic_names=list(topics),
+                    server_assignor=assignor, topic_partitions=[])
+    body.update(extra)
+    return Req(HB, 1, body, conn=conn, save=save)
+
+
+def describe(g, conn="a"):
+    return Req(DESCRIBE, 1, dict(group_ids=[g], include_authorized_operations=False),
+               conn=conn)
+
+
+def check(**paths):
+    def run(answers):
+        for path, value in paths.items():
+            assert at(answers, path.replace("__", ".").lstrip("_")) == value, path
+    return run
+
+
+def epoch_of(name):
+    return {name: lambda answer: answer.member_epoch}
+
+
+def codes(answers):
+    """Error codes, and the epochs of leaves (negative): what these cases compare. Kafka 4.4
+    batches target assignments (KIP-1263), so its epochs and when partitions arrive differ
+    from ours; tests/kafka/test_consumer_protocol_client.py compares where groups settle."""
+    return [(a.get("error_code"), a["member_epoch"] if a.get("member_epoch", 0) < 0 else None)
+            if "member_epoch" in a else a.get("error_code") for a in answers]
+
+
+def test_zombies_unknown_members_and_leaving(targets, gid):
+    a = f"{gid}-a"
+    steps = [
+        hb(gid, a, 0, join=True, save=epoch_of("e")),
+        hb(gid, a, lambda c: c["e"] + 5, owned=[]),          # a zombie from the future
+        hb(gid, f"{gid}-nobody", 1, owned=[]),
+        hb(gid, a, -1),                                      # leaves
+        hb(gid, a, lambda c: c["e"], owned=[]),              # gone
+        hb(gid, a, -1),                                      # leaves again
+        hb(f"{gid}-x", a, 4, owned=[]),                      # a group nobody made
+    ]
+    compare(*targets, steps, view=codes, check=lambda k: k == [
+        ("NONE", None), ("FENCED_MEMBER_EPOCH", None), ("UNKNOWN_MEMBER_ID", None),
+        ("NONE", -1), ("UNKNOWN_MEMBER_ID", None), ("UNKNOWN_MEMBER_ID", None),
+        ("GROUP_ID_NOT_FOUND", None)] or pytest.fail(repr(k)))
+
+
+def test_requests_kafka_refuses(targets, gid):
+    steps = [
+        hb(gid, f"{gid}-a", 0, join=True, rebalance_timeout=-1),
+        hb(gid, f"{gid}-a", 0, join=True, assignor="no-such-assignor"),
+        hb(gid, f"{gid}-a", 0, join=True, subscribed_topic_names=None),
+        hb(gid, "", 0, join=True),
+        hb(gid, f"{gid}-a", -2),
+        hb(f"{gid}-unknown", f"{gid}-a", 3, owned=[]),
+        describe(f"{gid}-unknown"),
+    ]
+    compare(*targets, steps, check=check(
+        _0__error_code="INVALID_REQUEST", _1__error_code="UNSUPPORTED_ASSIGNOR",
+        _2__error_code="INVALID_REQUEST", _3__error_code="INVALID_REQUEST",
+        _4__error_code="INVALID_REQUEST"))
+
+
+def test_static_member_leaves_for_now_and_is_replaced(targets, gid):
+    steps = [
+        hb(gid, f"{gid}-a1", 0, join=True, inst="A"),
+        hb(gid, f"{gid}-a1", -2, inst="A"),                       # leaves for now
+        hb(gid, f"{gid}-a2", 0, join=True, inst="A", conn="b"),   # replaces it
+        hb(gid, f"{gid}-a3", 0, join=True, inst="A", conn="c"),   # A is taken
+        hb(gid, f"{gid}-a1", -2, inst="A"),                       # the old one: fenced
+        hb(gid, f"{gid}-b", -2, inst="B"),                        # an instance id unknown
+    ]
+    compare(*targets, steps, view=codes, check=lambda k: k == [
+        ("NONE", None), ("NONE", -2), ("NONE", None), ("UNRELEASED_INSTANCE_ID", None),
+        ("FENCED_INSTANCE_ID", None), ("UNKNOWN_MEMBER_ID", None)] or pytest.fail(repr(k)))
+
+
+def test_offset_commit_and_fetch_check_the_member_epoch(targets, gid):
+    a = f"{gid}-a"
+
+    def commit(epoch, member=a):
+        return Req(COMMIT, 9, dict(group_id=gid, generation_id_or_member_epoch=epoch,
+                                   member_id=member, group_instance_id=None, topics=[
+                                       dict(name="orders", partitions=[dict(
+                                           partition_index=0, committed_offset=5,
+                                           committed_leader_epoch=-1,
+                                           committed_metadata="")])]))
+
+    def fetch(epoch, member=a):
+        return Req(FETCH, 9, dict(require_stable=False, groups=[dict(
+            group_id=gid, member_id=member, member_epoch=epoch,
+            topics=[dict(name="orders", partition_indexes=[0])])]))
+
+    e = ref_epoch = (lambda d: (lambda c: c["e"] + d))
+    steps = [hb(gid, a, 0, join=True, save=epoch_of("e")), commit(e(0)), commit(e(1)),
+             commit(1, member="nobody"), commit(-1, member=""), fetch(e(0)), fetch(e(1)),
+             fetch(1, member="nobody"), fetch(-1, member=None)]
+    del ref_epoch
+    compare(*targets, steps, view=lambda answers: answers[1:], check=check(
+        _0__topics__0__partitions__0__error_code="NONE",
+        _1__topics__0__partitions__0__error_code="STALE_MEMBER_EPOCH",
+        _2__topics__0__partitions__0__error_code="UNKNOWN_MEMBER_ID",
+        _4__groups__0__topics__0__partitions__0__committed_offset=5,
+        _5__groups__0__error_code="STALE_MEMBER_EPOCH"))
+
+
+def test_list_and_describe_groups_show_the_type(targets, gid):
+    steps = [hb(gid, f"{gid}-a", 0, join=True),
+             Req(16, 5, dict(states_filter=[], types_filter=["consumer"])),
+             Req(16, 5, dict(states_filter=[], types_filter=["classic"])),
+             Req(15, 5, dict(groups=[gid], include_authorized_operations=False))]
+
+    def view(answers):
+        listed = [[dict(g, group_state=None) for g in a["groups"] if g["group_id"] == gid]
+                  for a in answers[1:3]]
+        return listed + [answers[3]]
+    compare(*targets, steps, view=view, check=check(
+        _0__0__group_type="consumer", _0__0__protocol_type="consumer", _1=[],
+        _2__groups__0__group_state="Dead"))
