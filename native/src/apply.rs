@@ -69,9 +69,47 @@ pub(crate) fn untrack(t: &Bound<'_, PyTuple>) {
     unsafe { pyo3::ffi::PyObject_GC_UnTrack(t.as_ptr().cast()) }
 }
 
-/// Apply one plain commit to `offsets` (`group -> {(topic, partition): entry}`), as the
-/// table defines it: a value replaces the key's entry, a tombstone removes it (and the
-/// group's dict once empty). Topics are interned, as the Python table interns them.
+/// The one place a plain commit changes the table: `entry` becomes `(group, tp)`'s, or, for
+/// a tombstone (None), the key goes (and the group's dict once empty). `g` is the group's
+/// dict when the caller already knows it. Returns the group's dict as it now stands (None:
+/// the group has none).
+pub fn put<'py>(py: Python<'py>, offsets: &Bound<'py, PyDict>, group: &Bound<'py, PyAny>,
+                g: Option<Bound<'py, PyDict>>, tp: &Bound<'py, PyTuple>,
+                entry: Option<Bound<'py, PyTuple>>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let g = match g {
+        Some(g) => Some(g),
+        None => offsets.get_item(group)?.map(|g| g.cast_into::<PyDict>()).transpose()?,
+    };
+    match entry {
+        None => {
+            if let Some(g) = &g {
+                if g.contains(tp)? {
+                    g.del_item(tp)?;
+                    if g.is_empty() {
+                        offsets.del_item(group)?;
+                        return Ok(None);
+                    }
+                }
+            }
+            Ok(g)
+        }
+        Some(entry) => {
+            let g = match g {
+                Some(g) => g,
+                None => {
+                    let g = PyDict::new(py);
+                    offsets.set_item(group, &g)?;
+                    g
+                }
+            };
+            g.set_item(tp, entry)?;
+            Ok(Some(g))
+        }
+    }
+}
+
+/// Apply one plain commit parsed from a payload (`put`, with the look-ups of `cache`).
+/// Topics are interned, as the Python table interns them.
 pub fn apply_commit<'a, 'py>(py: Python<'py>, offsets: &Bound<'py, PyDict>, c: &Commit<'a>,
                              cache: &mut Cache<'a, 'py>) -> PyResult<()> {
     let tp = match cache.keys.get(&(c.topic, c.partition)) {
@@ -82,46 +120,23 @@ pub fn apply_commit<'a, 'py>(py: Python<'py>, offsets: &Bound<'py, PyDict>, c: &
             tp
         }
     };
-    let cached = cache.groups.get(c.group).cloned();
-    let (group, existing) = match cached {
+    let (group, g) = match cache.groups.get(c.group).cloned() {
         Some((name, g)) => (name, Some(g)),
-        None => {
-            let name = PyString::new(py, c.group);
-            let g = offsets.get_item(&name)?.map(|g| g.cast_into::<PyDict>()).transpose()?;
-            if let Some(g) = &g {
-                cache.groups.insert(c.group, (name.clone(), g.clone()));
-            }
-            (name, g)
-        }
+        None => (PyString::new(py, c.group), None),
     };
-    match &c.value {
-        None => {
-            if let Some(g) = existing {
-                if g.contains(&tp)? {
-                    g.del_item(&tp)?;
-                    if g.is_empty() {
-                        offsets.del_item(&group)?;
-                        cache.groups.remove(c.group);
-                    }
-                }
-            }
-        }
+    let entry = match &c.value {
+        None => None,
         Some(v) => {
-            let g = match existing {
-                Some(g) => g,
-                None => {
-                    let g = PyDict::new(py);
-                    offsets.set_item(&group, &g)?;
-                    cache.groups.insert(c.group, (group, g.clone()));
-                    g
-                }
-            };
             let entry = (v.offset, v.metadata, v.leader_epoch, v.timestamp, v.expire)
                 .into_pyobject(py)?;
             untrack(&entry);
-            g.set_item(tp, entry)?;
+            Some(entry)
         }
-    }
+    };
+    match put(py, offsets, group.as_any(), g, &tp, entry)? {
+        Some(g) => cache.groups.insert(c.group, (group, g)),
+        None => cache.groups.remove(c.group),
+    };
     Ok(())
 }
 
@@ -215,56 +230,65 @@ pub fn parse_payload<'a>(payload: &'a [u8]) -> Option<Vec<Commit<'a>>> {
 /// the first record that is not one: returns its index (`len(records)` when all were). Of
 /// the values, the live path's common ones are taken here: a tombstone, and the plain
 /// `[offset, commit_timestamp]` pair; a value with metadata, an epoch or an expiry is left
-/// to the Python table like any other record.
+/// to the Python table like any other record. The records' own objects go into the table
+/// (the group's str, the offset's and timestamp's ints), the topic interned by `intern`
+/// (`sys.intern`), as the Python table would put them.
 #[pyfunction]
 pub fn apply_records(py: Python<'_>, offsets: &Bound<'_, PyDict>, records: &Bound<'_, PyAny>,
-                     start: usize) -> PyResult<usize> {
+                     start: usize, intern: &Bound<'_, PyAny>) -> PyResult<usize> {
     let records = records.cast::<PySequence>()?;
     let n = records.len()?;
+    let empty = PyString::new(py, "");
     for i in start..n {
-        if !apply_python_record(py, offsets, &records.get_item(i)?)? {
+        if !apply_python_record(py, offsets, &records.get_item(i)?, intern, &empty)? {
             return Ok(i);
         }
     }
     Ok(n)
 }
 
-/// `apply_commit` for one Python record, if it is a plain commit in a form taken here.
-fn apply_python_record(py: Python<'_>, offsets: &Bound<'_, PyDict>, record: &Bound<'_, PyAny>)
-                       -> PyResult<bool> {
+/// `put` for one Python record, if it is a plain commit in a form taken here.
+fn apply_python_record<'py>(py: Python<'py>, offsets: &Bound<'py, PyDict>,
+                            record: &Bound<'py, PyAny>, intern: &Bound<'py, PyAny>,
+                            empty: &Bound<'py, PyString>) -> PyResult<bool> {
     let Ok(rec) = record.cast::<PySequence>() else { return Ok(false) };
     if rec.len()? != 5 || int_of(&rec.get_item(1)?) != Some(OFFSET_COMMIT)
         || int_of(&rec.get_item(2)?) != Some(OFFSET_COMMIT_VERSION)
+        || int_of(&rec.get_item(0)?).is_none()
     {
         return Ok(false);
     }
-    let Some(delta) = int_of(&rec.get_item(0)?) else { return Ok(false) };
     let key = rec.get_item(3)?;
     let Ok(key) = key.cast::<PySequence>() else { return Ok(false) };
     if key.len()? != 3 {
         return Ok(false);
     }
-    let (g, t) = (key.get_item(0)?, key.get_item(1)?);
-    let (Ok(group), Ok(topic)) = (g.cast::<PyString>(), t.cast::<PyString>()) else {
+    let (group, topic, partition) = (key.get_item(0)?, key.get_item(1)?, key.get_item(2)?);
+    if !group.is_instance_of::<PyString>() || !topic.is_instance_of::<PyString>()
+        || int_of(&partition).is_none()
+    {
         return Ok(false);
-    };
-    let Some(partition) = int_of(&key.get_item(2)?) else { return Ok(false) };
+    }
     let value = rec.get_item(4)?;
-    let value = if value.is_none() {
+    let entry = if value.is_none() {
         None
     } else {
         let Ok(v) = value.cast::<PySequence>() else { return Ok(false) };
         if v.len()? != 2 {
             return Ok(false);
         }
-        let (Some(offset), Some(timestamp)) = (int_of(&v.get_item(0)?), int_of(&v.get_item(1)?))
-        else {
+        let (offset, timestamp) = (v.get_item(0)?, v.get_item(1)?);
+        if int_of(&offset).is_none() || int_of(&timestamp).is_none() {
             return Ok(false);
-        };
-        Some(Value { offset, timestamp, metadata: "", leader_epoch: None, expire: None })
+        }
+        let entry = PyTuple::new(py, [offset, empty.clone().into_any(), py.None().into_bound(py),
+                                      timestamp, py.None().into_bound(py)])?;
+        untrack(&entry);
+        Some(entry)
     };
-    let c = Commit { delta, group: group.to_str()?, topic: topic.to_str()?, partition, value };
-    apply_commit(py, offsets, &c, &mut Cache::default())?;
+    let tp = PyTuple::new(py, [intern.call1((topic,))?, partition])?;
+    untrack(&tp);
+    put(py, offsets, &group, None, &tp, entry)?;
     Ok(true)
 }
 

@@ -91,7 +91,7 @@ class OffsetTable:
             # same code replay's native loop applies them with); the loop below takes the rest:
             # older versions, other shapes and types, and groups with pending transactions.
             n = len(records)
-            i = 0 if pending else apply_records(offsets, records, 0)
+            i = 0 if pending else apply_records(offsets, records, 0, intern)
             while i < n:
                 delta, rtype, version, key, value = records[i]
                 i += 1
@@ -121,7 +121,7 @@ class OffsetTable:
                 else:
                     self._apply_other(base_offset + delta, rtype, version, key, value)
                 if i < n and not pending:
-                    i = apply_records(offsets, records, i)
+                    i = apply_records(offsets, records, i, intern)
             count += n
         if count:
             self.next_offset = base_offset + records[-1][0] + 1
