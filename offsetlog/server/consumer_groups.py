@@ -125,7 +125,7 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
         members = [dict(
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
             member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
-            subscribed_topic_names=list(m.subscribed_topics), subscribed_topic_regex=None,
+            subscribed_topic_names=list(m.subscribed_topics), subscribed_topic_regex="",
             assignment=dict(topic_partitions=_partitions_by_id(ctx, m.assigned)),
             target_assignment=dict(topic_partitions=_partitions_by_id(
                 ctx, group.targets.get(m.member_id, frozenset()))),

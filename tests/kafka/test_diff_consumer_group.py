@@ -156,15 +156,22 @@ def test_offset_commit_and_fetch_check_the_member_epoch(targets, gid):
 
 
 def test_list_and_describe_groups_show_the_type(targets, gid):
-    steps = [hb(gid, f"{gid}-a", 0, join=True),
+    steps = [hb(gid, f"{gid}-a", 0, join=True, inst="I"),
              Req(16, 5, dict(states_filter=[], types_filter=["consumer"])),
              Req(16, 5, dict(states_filter=[], types_filter=["classic"])),
-             Req(15, 5, dict(groups=[gid], include_authorized_operations=False))]
+             Req(15, 5, dict(groups=[gid], include_authorized_operations=False)),
+             describe(gid)]
 
     def view(answers):
         listed = [[dict(g, group_state=None) for g in a["groups"] if g["group_id"] == gid]
                   for a in answers[1:3]]
-        return listed + [answers[3]]
+        # the members as ConsumerGroupDescribe shows them, less epochs and assignments
+        # (Kafka 4.4 assigns later, KIP-1263)
+        members = [{k: v for k, v in m.items() if k not in (
+            "member_epoch", "assignment", "target_assignment")}
+            for m in answers[4]["groups"][0]["members"]]
+        return listed + [answers[3], members]
     compare(*targets, steps, view=view, check=check(
         _0__0__group_type="consumer", _0__0__protocol_type="consumer", _1=[],
-        _2__groups__0__group_state="Dead"))
+        _2__groups__0__group_state="Dead", _3__0__instance_id="I",
+        _3__0__subscribed_topic_names=["orders"], _3__0__member_type=1))
