@@ -34,6 +34,29 @@ UNDECODABLE = (ValueError, TypeError, KeyError, IndexError)
 CHUNK = 512
 
 
+def _replay_natively(reader: BatchReader, table, path: str, shift: int,
+                     limit: int | None) -> None:
+    """Plain commits straight from their bytes into ``table`` (``BatchReader.replay_into``),
+    every other batch through its ``apply_batches``."""
+    for applied, next_offset, batches in reader.replay_into(table.offsets, CHUNK, table.plain):
+        check_limit(path, shift + reader.end, reader.min_offset - 1, limit)
+        table.applied_natively(applied, next_offset)
+        if batches:
+            table.apply_batches(batches)
+
+
+def _replay_decoded(reader: BatchReader, apply: ApplyBatches, path: str, shift: int,
+                    limit: int | None, start_offset: int) -> None:
+    """Decoded chunks of batches to ``apply``, records below ``start_offset`` left out."""
+    for chunk in reader.decoded_chunks(CHUNK):
+        check_limit(path, shift + reader.end, chunk[-1][0] + chunk[-1][1][-1][0], limit)
+        if chunk[0][0] < start_offset:
+            chunk = _from_offset(chunk, start_offset)
+            if not chunk:
+                continue
+        apply(chunk)
+
+
 def check_limit(path: str, position: int, last_offset: int, limit: int | None) -> None:
     if limit is not None and last_offset >= limit:
         raise CorruptLogError(path, position, f"batch reaches offset {last_offset}, past the "
@@ -126,30 +149,13 @@ def recover_partition(directory: str, partition: int, *,
                     continue
                 result.batches += 1
                 result.records += h.record_count
-        elif table is not None and floor >= start_offset:
-            # no batch of this segment lies below start_offset: the native replay loop
-            try:
-                for applied, next_offset, batches in reader.replay_into(table.offsets, CHUNK,
-                                                                        table.plain):
-                    check_limit(path, shift + reader.end, reader.min_offset - 1, limit)
-                    table.applied_natively(applied, next_offset)
-                    if batches:
-                        apply(batches)
-            except UNDECODABLE as e:
-                raise CorruptLogError(path, shift + reader.end,
-                                      f"undecodable payload ({type(e).__name__}: {e})") from None
-            result.batches += reader.batches
-            result.records += reader.records
         else:
             try:
-                for chunk in reader.decoded_chunks(CHUNK):
-                    check_limit(path, shift + reader.end, chunk[-1][0] + chunk[-1][1][-1][0],
-                                limit)
-                    if chunk[0][0] < start_offset:
-                        chunk = _from_offset(chunk, start_offset)
-                        if not chunk:
-                            continue
-                    apply(chunk)
+                if table is not None and floor >= start_offset:
+                    # no batch of this segment lies below start_offset: the native loop
+                    _replay_natively(reader, table, path, shift, limit)
+                else:
+                    _replay_decoded(reader, apply, path, shift, limit, start_offset)
             except UNDECODABLE as e:
                 raise CorruptLogError(path, shift + reader.end,
                                       f"undecodable payload ({type(e).__name__}: {e})") from None

@@ -198,12 +198,58 @@ fn scan<'py>(
     Ok((out, pos, min_offset, false))
 }
 
-/// How `decode_chunk` stopped.
+/// How `decode_chunk` and `replay_chunk` stopped.
 const REACHED_END: u8 = 0;
 const CHUNK_FULL: u8 = 1;
 const BAD_BATCH: u8 = 2;
 const UNDECODABLE: u8 = 3;
 const HANDED_BACK: u8 = 4;
+
+/// Where a loop over a buffer's batches stands: the position, the offset floor, and what it
+/// has read past.
+struct Cursor<'a> {
+    data: &'a [u8],
+    end: usize,
+    limit: usize,
+    pos: usize,
+    min_offset: i64,
+    batches: usize,
+    records: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(data: &'a [u8], start: usize, end: usize, min_offset: i64, limit: usize) -> Self {
+        let (end, limit) = (end.min(data.len()), limit.max(1));
+        Cursor { data, end, limit, pos: start, min_offset, batches: 0, records: 0 }
+    }
+
+    /// The next valid batch and its payload, or how reading stops here.
+    fn next(&self) -> Result<(Header, usize, &'a [u8]), u8> {
+        if self.pos >= self.end {
+            return Err(REACHED_END);
+        }
+        if self.batches >= self.limit {
+            return Err(CHUNK_FULL);
+        }
+        let h = batch::check(self.data, self.pos, self.end, self.min_offset)
+            .map_err(|_| BAD_BATCH)?;
+        let stop = batch::stop_of(self.pos, &h);
+        Ok((h, stop, self.data.get(self.pos + HEADER_SIZE..stop).unwrap_or_default()))
+    }
+
+    /// Read past the batch `next` gave.
+    fn advance(&mut self, h: &Header, stop: usize) {
+        self.min_offset = h.next_offset();
+        self.batches += 1;
+        self.records += u64::from(h.record_count);
+        self.pos = stop;
+    }
+}
+
+/// A payload's decoding error, as the message `ValueError` would carry.
+fn message(py: Python<'_>, e: &PyErr) -> Option<String> {
+    Some(e.value(py).str().map(|s| s.to_string()).unwrap_or_default())
+}
 
 /// Up to `limit` valid batches from `start`, decoded: `(chunk, pos, min_offset, batches,
 /// records, status, error)`. `chunk` holds `(base_offset, records, attributes, producer_id,
@@ -217,38 +263,24 @@ fn decode_chunk<'py>(
     data: &[u8],
     start: usize,
     end: usize,
-    mut min_offset: i64,
+    min_offset: i64,
     limit: usize,
 ) -> PyResult<(Bound<'py, PyList>, usize, i64, usize, u64, u8, Option<String>)> {
-    let (end, limit) = (end.min(data.len()), limit.max(1));
+    let mut c = Cursor::new(data, start, end, min_offset, limit);
     let chunk = PyList::empty(py);
-    let (mut pos, mut batches, mut records) = (start, 0usize, 0u64);
-    let status = loop {
-        if pos >= end {
-            break REACHED_END;
-        }
-        if batches >= limit {
-            break CHUNK_FULL;
-        }
-        let Ok(h) = batch::check(data, pos, end, min_offset) else {
-            break BAD_BATCH;
+    let (status, error) = loop {
+        let (h, stop, payload) = match c.next() {
+            Ok(found) => found,
+            Err(status) => break (status, None),
         };
-        let stop = batch::stop_of(pos, &h);
-        let payload = data.get(pos + HEADER_SIZE..stop).unwrap_or_default();
-        let decoded = match msgpack::decode(py, payload) {
-            Ok(v) => v,
-            Err(e) => {
-                let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-                return Ok((chunk, pos, min_offset, batches, records, UNDECODABLE, Some(message)));
-            }
-        };
-        chunk.append((h.base_offset, decoded, h.attributes, h.producer_id, h.producer_epoch))?;
-        min_offset = h.next_offset();
-        batches += 1;
-        records += u64::from(h.record_count);
-        pos = stop;
+        match msgpack::decode(py, payload) {
+            Ok(decoded) => chunk.append((h.base_offset, decoded, h.attributes, h.producer_id,
+                                         h.producer_epoch))?,
+            Err(e) => break (UNDECODABLE, message(py, &e)),
+        }
+        c.advance(&h, stop);
     };
-    Ok((chunk, pos, min_offset, batches, records, status, None))
+    Ok((chunk, c.pos, c.min_offset, c.batches, c.records, status, error))
 }
 
 /// Replay from `start`: the plain commits of up to `limit` batches go straight into
@@ -265,54 +297,40 @@ pub fn replay_chunk<'py>(
     data: &[u8],
     start: usize,
     end: usize,
-    mut min_offset: i64,
+    min_offset: i64,
     limit: usize,
     offsets: &Bound<'py, PyDict>,
 ) -> PyResult<(Option<Bound<'py, PyTuple>>, usize, i64, usize, u64, u64, i64, u8, Option<String>)> {
-    let (end, limit) = (end.min(data.len()), limit.max(1));
-    let (mut pos, mut batches, mut records, mut applied, mut next) = (start, 0usize, 0u64, 0u64, -1i64);
+    let mut c = Cursor::new(data, start, end, min_offset, limit);
+    let (mut applied, mut next) = (0u64, -1i64);
     let mut cache = apply::Cache::default();
-    let status = loop {
-        if pos >= end {
-            break REACHED_END;
-        }
-        if batches >= limit {
-            break CHUNK_FULL;
-        }
-        let Ok(h) = batch::check(data, pos, end, min_offset) else {
-            break BAD_BATCH;
+    let (handed, status, error) = loop {
+        let (h, stop, payload) = match c.next() {
+            Ok(found) => found,
+            Err(status) => break (None, status, None),
         };
-        let stop = batch::stop_of(pos, &h);
-        let payload = data.get(pos + HEADER_SIZE..stop).unwrap_or_default();
         let plain = if h.attributes & SEMANTIC == 0 { apply::parse_payload(payload) } else { None };
-        if let Some(commits) = plain {
-            for c in &commits {
-                apply::apply_commit(py, offsets, c, &mut cache)?;
-            }
-            if let Some(last) = commits.last() {
-                next = h.base_offset.saturating_add(last.delta).saturating_add(1);
-            }
-            applied += commits.len() as u64;
-        } else {
-            let decoded = match msgpack::decode(py, payload) {
-                Ok(v) => v,
-                Err(e) => {
-                    let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-                    return Ok((None, pos, min_offset, batches, records, applied, next, UNDECODABLE,
-                               Some(message)));
+        let Some(commits) = plain else {
+            match msgpack::decode(py, payload) {
+                Ok(decoded) => {
+                    let batch = (h.base_offset, decoded, h.attributes, h.producer_id,
+                                 h.producer_epoch).into_pyobject(py)?;
+                    c.advance(&h, stop);
+                    break (Some(batch), HANDED_BACK, None);
                 }
-            };
-            let batch = (h.base_offset, decoded, h.attributes, h.producer_id, h.producer_epoch)
-                .into_pyobject(py)?;
-            return Ok((Some(batch), stop, h.next_offset(), batches + 1,
-                       records + u64::from(h.record_count), applied, next, HANDED_BACK, None));
+                Err(e) => break (None, UNDECODABLE, message(py, &e)),
+            }
+        };
+        for commit in &commits {
+            apply::apply_commit(py, offsets, commit, &mut cache)?;
         }
-        min_offset = h.next_offset();
-        batches += 1;
-        records += u64::from(h.record_count);
-        pos = stop;
+        if let Some(last) = commits.last() {
+            next = h.base_offset.saturating_add(last.delta).saturating_add(1);
+        }
+        applied += commits.len() as u64;
+        c.advance(&h, stop);
     };
-    Ok((None, pos, min_offset, batches, records, applied, next, status, None))
+    Ok((handed, c.pos, c.min_offset, c.batches, c.records, applied, next, status, error))
 }
 
 /// The attribute bits that change what records mean (transactional, control): such batches
