@@ -178,10 +178,8 @@ pub fn write_header(buf: &mut [u8], at: usize, f: &Frame) -> Result<(), String> 
         .and_then(|n| n.checked_add(HEADER_AFTER_LENGTH))
         .filter(|&n| n <= MAX_BATCH_BYTES)
         .ok_or_else(|| format!("a batch of {payload_len} payload bytes is over the format's limit"))?;
-    let (head, payload) = buf
-        .get_mut(at..)
-        .ok_or("no room for the header")?
-        .split_at_mut(HEADER_SIZE);
+    let batch = buf.get_mut(at..).filter(|b| b.len() >= HEADER_SIZE);
+    let (head, payload) = batch.ok_or("no room for the header")?.split_at_mut(HEADER_SIZE);
     head[0..4].copy_from_slice(&length.to_le_bytes());
     head[8..12].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
     head[12] = MAGIC;
@@ -250,6 +248,15 @@ mod tests {
                 assert!(check(&bad, 0, bad.len(), 0).is_err(), "byte {byte} bit {bit}");
             }
         }
+    }
+
+    #[test]
+    fn a_buffer_without_room_for_the_header_is_refused() {
+        let f = Frame { base_offset: 0, record_count: 1, last_offset_delta: 0, timestamp: 0,
+                        attributes: 0, producer_id: -1, producer_epoch: -1 };
+        assert!(write_header(&mut [0u8; 47], 0, &f).is_err());
+        assert!(write_header(&mut [0u8; 60], 13, &f).is_err());
+        assert!(write_header(&mut [0u8; 60], 12, &f).is_ok());
     }
 
     #[test]
