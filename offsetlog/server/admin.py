@@ -59,10 +59,13 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
                                 protocol_type="", protocol_data="", members=(),
                                 authorized_operations=operations))
             else:
-                # Kafka: state Dead, and from v6 on GROUP_ID_NOT_FOUND
-                # (with the operations asked for, as for any group)
-                out.append(_dead(call, gid, E.GROUP_ID_NOT_FOUND if call.version >= 6
-                                 else E.NONE, operations))
+                # Kafka: state Dead (with the operations asked for, as for any group), and
+                # from v6 on GROUP_ID_NOT_FOUND
+                if call.version >= 6:  # KIP-1043: not found, its operations not computed
+                    out.append(_dead(call, gid, E.GROUP_ID_NOT_FOUND, acl.NOT_ASKED,
+                                     f"no group {gid!r}"))
+                else:
+                    out.append(_dead(call, gid, E.NONE, operations))
             continue
         # Kafka shows the protocol and the members' metadata only of a Stable group (in a
         # rebalance they are being replaced); the assignments, always
@@ -80,10 +83,11 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
     return call.respond(groups=out)
 
 
-def _dead(call: Call, gid: str, code: int, operations: int) -> dict:
+def _dead(call: Call, gid: str, code: int, operations: int,
+          message: str | None = None) -> dict:
     return dict(error_code=code, group_id=gid, group_state="Dead", protocol_type="",
                 protocol_data="", members=(), authorized_operations=operations,
-                error_message=None)
+                error_message=message)
 
 
 def delete_groups(ctx: Context, call: Call, now_ms: int):

@@ -41,7 +41,7 @@ APIS = {
     HEARTBEAT: (0, 4, groups.heartbeat),
     LEAVE_GROUP: (0, 5, groups.leave_group),
     SYNC_GROUP: (0, 5, groups.sync_group),
-    DESCRIBE_GROUPS: (0, 5, admin.describe_groups),
+    DESCRIBE_GROUPS: (0, 6, admin.describe_groups),
     LIST_GROUPS: (0, 5, admin.list_groups),
     API_VERSIONS: (0, 4, api_versions),
     CREATE_TOPICS: (2, 7, admin.create_topics),

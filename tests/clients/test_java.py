@@ -97,13 +97,10 @@ def test_java_admin_calls(java_admin):
           for k, r in java_admin.items()}, "Java admin calls")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "Kafka 4.x answers the Java admin's describe of a group it does not know with "
-    "GROUP_ID_NOT_FOUND (ConsumerGroupDescribe, and DescribeGroups v6, KIP-1043), which the "
-    "admin raises as GroupIdNotFoundException; offsetlog offers DescribeGroups up to v5 "
-    "only and answers state Dead with error 0 (as Kafka before v6), so the admin returns a "
-    "Dead group with no members"))
 def test_java_admin_describe_of_an_unknown_group(java_admin):
+    """Kafka 4.x answers the Java admin's describe of a group it does not know with
+    GROUP_ID_NOT_FOUND (DescribeGroups v6, KIP-1043), raised as GroupIdNotFoundException; so
+    does offsetlog since it offers v6 (it offered v5, which answers a Dead group)."""
     for name, r in java_admin.items():
         for step in UNKNOWN_GROUP_STEPS:
             assert r[step] == {"error": "GroupIdNotFoundException"}, (name, step)
