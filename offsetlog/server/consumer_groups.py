@@ -143,9 +143,9 @@ def offset_check(ctx: Context, group_id: str, member_id: str | None, member_epoc
     """None when ``group_id`` is not a consumer-protocol group; else the error code of an
     OffsetCommit (or, ``fetch``, an OffsetFetch) naming ``member_id`` at ``member_epoch``
     (0 when it may go ahead): UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH. An OffsetFetch that names
-    no member (an admin client's) is not checked. The check and the write are not one step
-    under the partition lock, as Kafka's are: a member fenced between the two gets its commit
-    through."""
+    no member (an admin client's) is not checked. This answers early; a commit is checked
+    again by the store under the partition lock, in the same step as its write
+    (store/routing.py), so a member fenced in between does not get its commit through."""
     groups = getattr(ctx.store, "consumer_groups", None)  # None: a store without them
     if groups is None:
         return None

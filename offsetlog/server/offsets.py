@@ -78,8 +78,8 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
     code = consumer_groups.offset_check(ctx, group_id, member_id, generation)
     if code:
         return call.respond(topics=partition_answers(b.topics, {}, code))
-    if code is not None:  # a consumer-protocol member, checked: not the classic fencing
-        generation, member_id, instance = -1, "", None
+    if code is not None:  # a consumer-protocol member: the store checks its epoch again,
+        instance = None   # under the partition lock, in the same step as the write
 
     def durable() -> None:
         # Fencing is checked under the partition lock, so no generation change slips in

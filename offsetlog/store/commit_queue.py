@@ -144,8 +144,8 @@ class PartitionWriter:
     """The queue, table and log of one log partition."""
 
     __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
-                 "async_scheduled", "coordinator", "exclusive_waiting", "open_run",
-                 "async_calls", "idle_waiters")
+                 "async_scheduled", "coordinator", "consumer_coordinator",
+                 "exclusive_waiting", "open_run", "async_calls", "idle_waiters")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -159,6 +159,8 @@ class PartitionWriter:
         self.async_scheduled = False
         #: the partition's group coordinator; the store sets it, and calls it under ``lock``
         self.coordinator = None
+        #: its consumer-protocol (KIP-848) coordinator, likewise (store/consumer_groups.py)
+        self.consumer_coordinator = None
         #: callers waiting in ``exclusive``: no new round starts while there are any, or a
         #: steady stream of commits would pass leadership from round to round forever
         self.exclusive_waiting = 0

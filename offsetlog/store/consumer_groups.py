@@ -60,6 +60,7 @@ class ConsumerGroups(StorePart):
             c = ConsumerGroupCoordinator(self.group_config)
             c.replay(table_records(part.table), now_ms=now)
             self.coordinators.append(c)
+            part.consumer_coordinator = c  # commits' member-epoch checks (store/routing.py)
         self._stop = threading.Event()
         self.timer = background.start("offsetlog-consumer-group-timer", lambda: background.every(
             self._stop, TIMER_INTERVAL_S, self.poll, f"{self.path}: consumer group timer", log))

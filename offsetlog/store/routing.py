@@ -65,12 +65,21 @@ def make_route(parts: list[PartitionWriter], group_id: str, clock: Callable[[], 
     part = parts[partition_for(group_id, len(parts))]
     coord = part.coordinator
     managed = coord.managed_groups()
+    consumer = part.consumer_coordinator
+    consumer_groups = consumer.groups if consumer is not None else {}
 
     def standalone() -> None:
         if group_id in managed:
             coord.validate_offset_commit(group_id, now_ms=clock())
+        elif group_id in consumer_groups:  # a KIP-848 group: only while it has no members
+            _raise(consumer.check_offset_request(group_id, "", -1))
 
     return part, standalone
+
+
+def _raise(error: Exception | None) -> None:
+    if error is not None:
+        raise error
 
 
 def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id: str,
@@ -89,7 +98,14 @@ def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id:
     # the route's check; an equal call of other types arrives here.
     standalone = generation_id == -1 and not member_id and group_instance_id is None
 
+    consumer = part.consumer_coordinator
+
     def check() -> None:
+        if consumer is not None and group_id in consumer.groups:
+            # a KIP-848 group: the member and its epoch (generation_id carries it, as
+            # OffsetCommit's generation_id_or_member_epoch does), checked in this same hold
+            _raise(consumer.check_offset_request(group_id, member_id, generation_id))
+            return
         if standalone and not coord.has_group(group_id):
             return
         coord.validate_offset_commit(group_id, member_id=member_id,

@@ -4,6 +4,8 @@ after compaction) has the same groups, epochs and assignments."""
 
 from __future__ import annotations
 
+import pytest
+
 from offsetlog.log.records import CONSUMER_GROUP_TYPES, check_version, describe
 from support.stores import ManualClock, open_log_store, open_store
 
@@ -98,3 +100,26 @@ def test_the_records_read_back_and_describe(tmp_path):
     assert d["type"] == "CONSUMER_GROUP_MEMBER_METADATA"
     assert d["key"] == {"group": "g", "member": "m"}
     assert d["value"]["rebalance_timeout_ms"] == -1 and d["value"]["client_id"] == "x"
+
+
+def test_the_store_checks_a_members_epoch_in_the_commits_own_step(tmp_path):
+    """A commit into a consumer-protocol group is checked by the store itself, under the
+    partition lock with its write (store/routing.py): the member's current epoch goes
+    through, a stale epoch or an unknown member does not, and neither does a commit from
+    outside the group (epoch -1, no member) while it has members; nothing refused is written."""
+    from offsetlog import TopicPartition
+    from offsetlog.errors import UnknownMemberIdError
+    from offsetlog.group.consumer.errors import StaleMemberEpochError
+
+    with open_store(tmp_path / "s", clock=ManualClock(), partitions=2) as store:
+        owned = form(store)
+        epoch = owned["a"][0]
+        tp = TopicPartition("t", 0)
+        store.commit_sync("g", {tp: 5}, generation_id=epoch, member_id="a")
+        with pytest.raises(StaleMemberEpochError):
+            store.commit_sync("g", {tp: 6}, generation_id=epoch - 1, member_id="a")
+        with pytest.raises(UnknownMemberIdError):
+            store.commit_sync("g", {tp: 7}, generation_id=epoch, member_id="nobody")
+        with pytest.raises(UnknownMemberIdError):
+            store.commit_sync("g", {tp: 8})
+        assert store.committed("g", tp).offset == 5
