@@ -7,6 +7,9 @@
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
 //! offsetlog's `UnsupportedVersionError` for a batch of an unknown format).
 
+// every `unsafe` block says why it is sound (`make test` runs clippy with this)
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use pyo3::prelude::*;
 
 pub mod apply;
