@@ -26,14 +26,13 @@ from __future__ import annotations
 import os
 import socket
 import struct
-import subprocess
 import sys
 import time
 
 from offsetlog.bench.common import case_dir, median, percentile
 from offsetlog.bench.kafka_broker import KAFKA_VERSION, KafkaBroker
 from offsetlog.bench.report import HIGHER, LOWER, Row
-from offsetlog.bench.wire import CLIENTS, TOPIC, _commit_frame, _round_trip, _timed, drive
+from offsetlog.bench.wire import CLIENTS, TOPIC, _commit_frame, _round_trip, _Server, _timed, drive
 
 #: (offsetlog's fsync, Kafka's extra properties, how the row names Kafka's side)
 PAIRINGS = (
@@ -85,25 +84,6 @@ def _start_for_throughput(broker: KafkaBroker) -> None:
                 del os.environ["JAVA_HOME"]
             else:
                 os.environ["JAVA_HOME"] = saved
-
-
-class _Offsetlog:
-    """``offsetlog serve`` as a child process with the store's ``fsync`` given."""
-
-    def __init__(self, directory: str, fsync: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "offsetlog", "serve", directory, "--listen", "127.0.0.1:0",
-             "--topic", f"{TOPIC}:{CLIENTS}", "--fsync", fsync], stderr=subprocess.PIPE,
-            text=True)
-        line = self.proc.stderr.readline()
-        if not line.startswith("listening on "):
-            self.proc.kill()
-            raise RuntimeError(f"offsetlog serve did not start: {line!r}")
-        self.port = int(line.rsplit(":", 1)[1])
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
 
 
 def create_topic(port: int, name: str, partitions: int) -> None:
@@ -210,7 +190,7 @@ def run_pairing(data_dir: str, fsync: str, extra: dict, sizes: dict) -> dict:
     try:
         create_topic(broker.port, TOPIC, CLIENTS)
         with case_dir(data_dir, f"kafka-vs-{fsync}") as d:
-            server = _Offsetlog(os.path.join(d, "store"), fsync)
+            server = _Server(os.path.join(d, "store"), fsync)
             try:
                 ports = {"offsetlog": server.port, "kafka": broker.port}
                 for port in ports.values():

@@ -78,10 +78,13 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
 
 
 class _Server:
-    def __init__(self, directory: str) -> None:
+    """``offsetlog serve`` as a child process (with the store's ``fsync`` when given)."""
+
+    def __init__(self, directory: str, fsync: str | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "offsetlog", "serve", directory, "--listen",
-             "127.0.0.1:0", "--topic", f"{TOPIC}:{CLIENTS}"], stderr=subprocess.PIPE, text=True)
+             "127.0.0.1:0", "--topic", f"{TOPIC}:{CLIENTS}"]
+            + (["--fsync", fsync] if fsync else []), stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()
         if not line.startswith("listening on "):
             self.proc.kill()
