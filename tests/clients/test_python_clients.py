@@ -84,7 +84,13 @@ def test_python_client_cooperative_sticky(client, targets, gid):
             client == "kafka-python" and r["joined"]["generation"] > 2), name
         assert r["protocol"] == "cooperative-sticky", name
         assert r["left"]["a"] == [0, 1, 2, 3, 4, 5], name
-    same(results if client != "kafka-python" else without_generations(results),
+    # Which half the first member keeps is its assignor's choice over the members' ids, which
+    # are random on both targets: the halves are compared by size (each checked above)
+    halves = {name: {**r, "joined": {k: (len(v) if k in ("a", "b") else v)
+                                     for k, v in r["joined"].items()},
+                     "a_kept_throughout": len(r["a_kept_throughout"])}
+              for name, r in results.items()}
+    same(halves if client != "kafka-python" else without_generations(halves),
          f"{client} cooperative-sticky session")
 
 
