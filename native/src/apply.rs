@@ -294,7 +294,7 @@ fn apply_python_record<'py>(py: Python<'py>, offsets: &Bound<'py, PyDict>,
 }
 
 /// An exact int (not a bool) that fits an i64.
-fn int_of(v: &Bound<'_, PyAny>) -> Option<i64> {
+pub(crate) fn int_of(v: &Bound<'_, PyAny>) -> Option<i64> {
     if v.is_exact_instance_of::<PyInt>() || (v.is_instance_of::<PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>()) {
         v.extract().ok()
     } else {

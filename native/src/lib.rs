@@ -1,7 +1,8 @@
 //! `offsetlog.log._native`: the byte path of offsetlog, in Rust (docs/DESIGN.md, "Python and
 //! Rust"). Python keeps the policies (what a torn tail or corruption means, salvage, when to
 //! sync); this crate holds the bytes: a batch's framing and CRCs (`batch`), its payload's
-//! msgpack (`msgpack`), and the loops that read a segment's batches (`scan`).
+//! msgpack (`msgpack`), the loops that read a segment's batches (`scan`), and the
+//! live path's commit calls framed and applied from their fields (`commits`).
 //!
 //! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
@@ -14,6 +15,7 @@ use pyo3::prelude::*;
 
 pub mod apply;
 pub mod batch;
+mod commits;
 pub mod msgpack;
 mod scan;
 mod snapshot;
@@ -29,5 +31,6 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_BATCH_BYTES", batch::MAX_BATCH_BYTES)?;
     m.add("KNOWN_ATTRIBUTES", batch::KNOWN_ATTRIBUTES)?;
     m.add_function(wrap_pyfunction!(snapshot::decode_snapshot_body, m)?)?;
+    commits::register(m)?;
     scan::register(m)
 }

@@ -53,6 +53,11 @@ _CHUNK_FULL, _BAD_BATCH, _UNDECODABLE, _HANDED_BACK = 1, 2, 3, 4
 #: the msgpack bytes of a payload's records
 encode_payload: Callable[[Sequence[Record]], bytes] = _native.encode_payload
 
+#: ``frame_fields(base_offset, timestamp, calls)``: one plain batch of commit calls, each a
+#: sequence of the flat ``(key, value, timestamp)`` triples ``records.offset_commit_fields``
+#: gives: the bytes ``encode_batch`` gives for ``records_from_fields`` of all their fields
+frame_fields: Callable[[int, int, Sequence], bytes] = _native.frame_fields
+
 
 def decode_payload(payload) -> list:
     """The records of a batch's payload. ``ValueError`` if it does not decode."""

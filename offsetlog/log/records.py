@@ -299,16 +299,17 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
     return tuple(fields), n
 
 
-def records_from_fields(fields) -> list[Record]:
+def records_from_fields(fields, first: int = 0) -> list[Record]:
     """The records of flat ``(key, value, timestamp)`` triples (``offset_commit_fields``),
-    numbered from 0."""
+    numbered from ``first``."""
     v = OFFSET_COMMIT_VERSION
     if len(fields) == 3:  # one offset (a commit_sync of one): the loop below without the loop
         key, value, timestamp = fields
-        return [(0, OFFSET_COMMIT, v, key, value if timestamp is None else [value, timestamp])]
+        return [(first, OFFSET_COMMIT, v, key,
+                 value if timestamp is None else [value, timestamp])]
     it = iter(fields)
     return [(i, OFFSET_COMMIT, v, key, value if timestamp is None else [value, timestamp])
-            for i, (key, value, timestamp) in enumerate(zip(it, it, it))]
+            for i, (key, value, timestamp) in enumerate(zip(it, it, it), first)]
 
 
 def _record_key(keys: dict | None, group_id: str, topic: str, partition: int) -> list:

@@ -13,11 +13,9 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import Future
-from itertools import chain
 from typing import Any, Callable
 
-from offsetlog.log.format import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from offsetlog.log.framing import encode_payload, frame_payload
+from offsetlog.log.framing import encode_payload, frame_fields, frame_payload
 from offsetlog.log.partition_log import PartitionLog
 from offsetlog.log.records import records_from_fields
 from offsetlog.store.futures import running_future
@@ -270,10 +268,7 @@ def frame_round(group: list[QueueItem]) -> tuple[list[bytes], list[tuple]]:
 
 
 def _frame_commits(plain: list, base: int, timestamp: int, frames: list, batches: list) -> None:
-    """One batch of the offsets of consecutive commit calls (``frame_round``)."""
-    fields = plain[0] if len(plain) == 1 else list(chain.from_iterable(plain))
-    records = records_from_fields(fields)
-    n = len(records)
-    frames.append(frame_payload(base, encode_payload(records), n, n - 1, timestamp, 0,
-                                NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
-    batches.append((base, records, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
+    """One batch of the offsets of consecutive commit calls (``frame_round``), framed and
+    later applied straight from their fields (``OffsetTable.apply_commit_calls``)."""
+    frames.append(frame_fields(base, timestamp, plain))
+    batches.append((base, plain))

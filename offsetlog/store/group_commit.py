@@ -53,6 +53,7 @@ from offsetlog.store.commit_queue import (
     round_bytes,
     write_round,
 )
+from offsetlog.store.lone_commit import commit_lone, is_lone
 from offsetlog.store.write_pool import WRITE_THREADS
 
 log = logging.getLogger("offsetlog.store.group_commit")
@@ -119,19 +120,27 @@ class GroupCommitter:
                 self.check_usable()
             if precheck is not None:
                 precheck()
-            part.queue.append(item)
-            # The async writer thread, once told to lead what is queued (async_scheduled), is
-            # left to do it: a committer that led instead made the thread's wake-up wasted and
-            # passed leadership back and forth between rounds, which is slower. It always
-            # takes the partition, or leaves it to the leader it finds, whose round end hands
-            # on what is queued (_hand_on), so nothing waits for nobody.
-            lead = not (part.leader_active or part.exclusive_waiting or part.async_scheduled)
-            if lead:
-                # Lead in the same lock hold that queued the item: a committer alone in its
-                # partition takes the lock twice per commit, not three times.
-                group = self._lead(part)
+            lone = is_lone(part, item)
+            if lone:
+                # Alone in its partition: it leads itself, in one pass (store/lone_commit.py)
+                part.leader_active = True
             else:
-                waiter = self._enlist(item, deadline)
+                part.queue.append(item)
+                # The async writer thread, once told to lead what is queued (async_scheduled),
+                # is left to do it: a committer that led instead made the thread's wake-up
+                # wasted and passed leadership back and forth between rounds, which is slower.
+                # It always takes the partition, or leaves it to the leader it finds, whose
+                # round end hands on what is queued (hand_on), so nothing waits for nobody.
+                lead = not (part.leader_active or part.exclusive_waiting
+                            or part.async_scheduled)
+                if lead:
+                    # Lead in the same lock hold that queued the item: a committer alone in
+                    # its partition takes the lock twice per commit, not three times.
+                    group = self._lead(part)
+                else:
+                    waiter = self._enlist(item, deadline)
+        if lone:
+            return commit_lone(self, part, item)
         while True:
             if lead:
                 if group is None:
@@ -153,7 +162,7 @@ class GroupCommitter:
                     continue  # the round was full before our batch: lead the next one
             # Sleep on a lock until our batch is done: the leader wakes us, or the committer
             # before us in the round does (see complete). Queued work left after a round
-            # goes to the async writer thread (see _hand_on), never to a sleeping committer.
+            # goes to the async writer thread (see hand_on), never to a sleeping committer.
             if threading.get_ident() == self.async_writer.ident:
                 # ... unless we are that thread (a future's done-callback committing): it
                 # would wait for itself, so it waits for the partition and leads instead.
@@ -369,7 +378,7 @@ class GroupCommitter:
             return rnd
         except BaseException:
             part.leader_active = False
-            self._hand_on(part)
+            self.hand_on(part)
             raise
 
     def end_round(self, part: PartitionWriter, rnd: Round) -> list[QueueItem]:
@@ -383,7 +392,7 @@ class GroupCommitter:
             error, what = rnd.error, "write to"
             if error is None:
                 try:
-                    part.table.apply_batches(rnd.batches)
+                    part.table.apply_round(rnd.batches)
                 except Exception as e:  # durable, but the table no longer follows the log
                     error, what = e, "applying a round of"
             if error is not None:
@@ -399,9 +408,9 @@ class GroupCommitter:
             return group
         finally:
             part.leader_active = False
-            self._hand_on(part)
+            self.hand_on(part)
 
-    def _hand_on(self, part: PartitionWriter) -> None:
+    def hand_on(self, part: PartitionWriter) -> None:
         """Leadership was just given up (``part.lock`` held): give queued work to the writer
         thread.
 
@@ -524,7 +533,7 @@ class GroupCommitter:
                     part.wait_idle()
             except BaseException:
                 part.exclusive_waiting -= 1
-                self._hand_on(part)  # what queued behind us must not wait for nobody
+                self.hand_on(part)  # what queued behind us must not wait for nobody
                 raise
             part.exclusive_waiting -= 1
             part.leader_active = True
@@ -533,7 +542,7 @@ class GroupCommitter:
         finally:
             with part.lock:
                 part.leader_active = False
-                self._hand_on(part)
+                self.hand_on(part)
 
     @property
     def threads(self) -> list[threading.Thread]:

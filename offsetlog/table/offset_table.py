@@ -1,7 +1,9 @@
 """The in-memory table of one log partition: the replay of its records, and nothing else.
 
-Only ``apply_batch`` changes it, and the store calls it both when a commit becomes durable
-and while recovering, so the live state and a replay of the log cannot drift apart. It holds
+Only ``apply_batch`` changes it (``apply_batches`` for many, ``apply_commit_calls`` for commit
+calls' offsets: the same change, without building their records), and the store
+calls it both when a commit becomes durable and while recovering, so the live state and a
+replay of the log cannot drift apart. It holds
 no locks, reads no clock and touches no files; the store serialises calls per partition.
 
 Layout (chosen for memory: see bench/RESULTS.md, "Memory")::
@@ -24,7 +26,7 @@ import sys
 from typing import Iterator
 
 from offsetlog.errors import UnsupportedVersionError
-from offsetlog.log._native import apply_records, offsets_from_flat
+from offsetlog.log._native import apply_fields, apply_records, offsets_from_flat
 from offsetlog.log.format import Attribute, RecordType
 from offsetlog.log.records import (
     COMMIT,
@@ -39,6 +41,7 @@ from offsetlog.log.records import (
     check_version,
     commit_entry,
     commit_key,
+    records_from_fields,
 )
 from offsetlog.table.pending import PendingTransactions
 
@@ -126,6 +129,38 @@ class OffsetTable:
         if count:
             self.next_offset = base_offset + records[-1][0] + 1
             self.records_applied += count
+
+    def apply_commit_calls(self, base_offset: int, calls) -> None:
+        """Apply commit calls written as one plain batch at ``base_offset``, each call's
+        offsets the flat triples ``records.offset_commit_fields`` gives: the same change as
+        ``apply_batches`` of ``records_from_fields`` of all their fields there, without
+        building the records (the group-commit leader's usual round). The usual call goes
+        into ``offsets`` natively (``_native.apply_fields``, the same ``put`` as every plain
+        commit); a call with metadata or epochs, or a group with pending transactional
+        offsets, goes through ``apply_batches``."""
+        offsets, intern, base = self.offsets, sys.intern, base_offset
+        plain = not self.txn.keys
+        for fields in calls:
+            n = len(fields) // 3
+            if not plain or apply_fields(offsets, fields, intern) != n:
+                # (re-applying what apply_fields put sets the same entries again)
+                self.apply_batches(((base_offset,
+                                     records_from_fields(fields, base - base_offset),
+                                     0, -1, -1),))
+            else:
+                self.next_offset = base + n
+                self.records_applied += n
+            base += n
+
+    def apply_round(self, batches) -> None:
+        """Apply a group-commit round in order: its batches, each a ``(base_offset,
+        records, attributes, producer_id, producer_epoch)`` batch (``apply_batches``) or a
+        ``(base_offset, calls)`` batch of commit calls (``apply_commit_calls``)."""
+        for batch in batches:
+            if len(batch) == 2:
+                self.apply_commit_calls(*batch)
+            else:
+                self.apply_batches((batch,))
 
     def plain(self) -> bool:
         """Whether plain offset commits may go into ``offsets`` without this class: no group

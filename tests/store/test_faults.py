@@ -666,16 +666,18 @@ def test_an_unexpected_error_in_a_round_fails_it_and_poisons_the_store(
     item of it (sync, async, callbacks) and poisons the store, rather than leaving its
     committers asleep and its futures pending for ever."""
     import offsetlog.store.commit_queue as round_mod
+    import offsetlog.store.lone_commit as lone_mod
     from offsetlog.table import OffsetTable
 
     def boom(*_args, **_kw):
         raise RuntimeError(f"bug in {where}")
 
     store = acked_store(tmp_path)
-    if where == "frame":
-        monkeypatch.setattr(round_mod, "frame_payload", boom)
+    if where == "frame":  # a round's commit calls, and a lone call
+        monkeypatch.setattr(round_mod, "frame_fields", boom)
+        monkeypatch.setattr(lone_mod, "frame_fields", boom)
     else:
-        monkeypatch.setattr(OffsetTable, "apply_batches", boom)
+        monkeypatch.setattr(OffsetTable, "apply_commit_calls", boom)
     called = []
     fut = store.commit_async(G2, {TP("t", 1): 41}, callback=lambda o, e: called.append(e))
     with pytest.raises(StoreFailedError) as err:
