@@ -1,4 +1,6 @@
-//! The live path's commit calls, straight from the flat fields each call queued
+//! The live path's commit calls: the usual call's offsets checked and turned into record
+//! fields in one pass (`plain_commit_fields`), and then, straight from the flat fields each
+//! call queued
 //! (`records.offset_commit_fields`: `(key, offset, commit_timestamp)` for a plain offset,
 //! `(key, value, None)` for one with metadata or a leader epoch): framed as one batch, and
 //! applied to the table, without building a Python record per offset.
@@ -9,7 +11,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PySequence, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PySequence, PyString, PyTuple};
 use rmp::encode as enc;
 
 use crate::apply::{self, OFFSET_COMMIT, OFFSET_COMMIT_VERSION};
@@ -19,6 +21,7 @@ use crate::msgpack;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frame_fields, m)?)?;
     m.add_function(wrap_pyfunction!(apply_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(plain_commit_fields, m)?)?;
     Ok(())
 }
 
@@ -122,4 +125,101 @@ pub fn apply_fields(py: Python<'_>, offsets: &Bound<'_, PyDict>, fields: &Bound<
         apply::put(py, offsets, &group, None, &tp, Some(entry))?;
     }
     Ok(n)
+}
+
+/// The record fields of the usual commit call, checked in one pass: `offsets` a dict of
+/// `TopicPartition` (exactly `tp_type`) to an int, or to an `OffsetAndMetadata` (exactly
+/// `oam_type`) with neither metadata nor a leader epoch (the same commit); topics non-empty
+/// ASCII strs, partitions ints in 0..=2**31-1, offsets ints in 0..=2**63-1. Returns the flat
+/// `(key, offset, commit_timestamp)` triples and an upper bound of their encoded size (what
+/// `max_group_commit_bytes` counts: per offset, `bound_per_offset` plus the group's and the
+/// topic's UTF-8 lengths), or None for any other call, which the
+/// caller checks the long way (`validation.check_offsets`). Record keys come from `keys` (a
+/// cache `(group, topic, partition) -> [group, topic, partition]`, or None), so that the
+/// records of one key share one list; a new key is added, the cache emptied at `keys_max`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the call, its time, the key cache and the two types
+#[pyo3(signature = (group, offsets, timestamp, keys, keys_max, bound_per_offset, tp_type,
+                    oam_type))]
+pub fn plain_commit_fields<'py>(
+    py: Python<'py>,
+    group: &Bound<'py, PyString>,
+    offsets: &Bound<'py, PyAny>,
+    timestamp: &Bound<'py, PyAny>,
+    keys: &Bound<'py, PyAny>,
+    keys_max: usize,
+    bound_per_offset: usize,
+    tp_type: &Bound<'py, PyAny>,
+    oam_type: &Bound<'py, PyAny>,
+) -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+    let Ok(offsets) = offsets.cast_exact::<PyDict>() else { return Ok(None) };
+    // text that UTF-8 cannot hold (a lone surrogate) is for the long way to refuse
+    let Ok(group_bytes) = group.to_str().map(str::len) else { return Ok(None) };
+    let per_offset = bound_per_offset + group_bytes;
+    let keys = if keys.is_none() { None } else { Some(keys.cast::<PyDict>()?) };
+    let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(3 * offsets.len());
+    let mut text = 0usize;
+    for (tp, value) in offsets.iter() {
+        let value = if value.get_type().is(oam_type) {
+            let v = value.cast::<PyTuple>()?;
+            if v.len() != 3 || !v.get_item(2)?.is_none() {
+                return Ok(None);
+            }
+            let metadata = v.get_item(1)?;
+            match metadata.cast_exact::<PyString>() {
+                Ok(s) if s.len()? == 0 => {}
+                _ => return Ok(None),
+            }
+            v.get_item(0)?
+        } else {
+            value
+        };
+        if !tp.get_type().is(tp_type) || !exact_int_in(&value, 0, i64::MAX) {
+            return Ok(None);
+        }
+        let tp = tp.cast::<PyTuple>()?;
+        if tp.len() != 2 {
+            return Ok(None);
+        }
+        let (topic, partition) = (tp.get_item(0)?, tp.get_item(1)?);
+        let Ok(name) = topic.cast_exact::<PyString>() else { return Ok(None) };
+        let Ok(name_str) = name.to_str() else { return Ok(None) }; // (a lone surrogate)
+        if name_str.is_empty() || !name_str.is_ascii()
+            || !exact_int_in(&partition, 0, i64::from(i32::MAX))
+        {
+            return Ok(None);
+        }
+        let key = record_key(py, keys, keys_max, group, &topic, &partition)?;
+        out.push(key);
+        out.push(value);
+        out.push(timestamp.clone());
+        text += name_str.len();
+    }
+    let n = text + out.len() / 3 * per_offset;
+    Ok(Some((PyTuple::new(py, out)?, n)))
+}
+
+/// An exact int (not a bool, nor another subclass) within `lo..=hi`.
+fn exact_int_in(v: &Bound<'_, PyAny>, lo: i64, hi: i64) -> bool {
+    v.is_exact_instance_of::<pyo3::types::PyInt>()
+        && v.extract::<i64>().is_ok_and(|x| (lo..=hi).contains(&x))
+}
+
+/// The record key `[group, topic, partition]`, shared through the `keys` cache.
+fn record_key<'py>(py: Python<'py>, keys: Option<&Bound<'py, PyDict>>, keys_max: usize,
+                   group: &Bound<'py, PyString>, topic: &Bound<'py, PyAny>,
+                   partition: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let Some(keys) = keys else {
+        return Ok(PyList::new(py, [group.as_any(), topic, partition])?.into_any());
+    };
+    let lookup = PyTuple::new(py, [group.as_any(), topic, partition])?;
+    if let Some(key) = keys.get_item(&lookup)? {
+        return Ok(key);
+    }
+    if keys.len() >= keys_max {
+        keys.clear(); // a cache: keys come and go, and it must not grow without bound
+    }
+    let key = PyList::new(py, [group.as_any(), topic, partition])?.into_any();
+    keys.set_item(lookup, &key)?;
+    Ok(key)
 }

@@ -82,7 +82,10 @@ class PartitionLog:
             self.append(data, next_offset)
             self.sync()
             return
-        self._segment_for(len(data)).append_durable(data)
+        active = self._active
+        if active is None or active.size + len(data) > self.segment_bytes:
+            active = self._segment_for(len(data))  # opened, or rolled if it would overflow
+        active.append_durable(data)
         self.next_offset = next_offset
 
     def begin_durable(self, data) -> tuple[SegmentFile, int] | None:

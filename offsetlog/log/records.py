@@ -18,10 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from offsetlog.errors import BatchTooLargeError, UnsupportedVersionError
+from offsetlog.log._native import plain_commit_fields
 from offsetlog.log.format import HEADER_AFTER_LENGTH, MAX_BATCH_BYTES, Record, RecordType
 from offsetlog.log.framing import encode_payload
 from offsetlog.types import OffsetAndMetadata, TopicPartition
-from offsetlog.validation import MAX_INT32, MAX_OFFSET, check_offsets
+from offsetlog.validation import check_offsets
 
 # A Record (offsetlog.log.format) is (offset_delta, record_type, version, key, value): a tuple
 # when built, a list when decoded; msgpack arrays inside values decode as lists, so values
@@ -204,9 +205,6 @@ def call_too_large(nbytes: int, limit: int) -> BatchTooLargeError:
 #: never written and then refused by the reader (docs/FORMAT.md, "Limits")
 MAX_CALL_BYTES = max_call_bytes()
 
-#: (metadata, leader_epoch) of an OffsetAndMetadata that commits no more than its offset
-_PLAIN = ("", None)
-
 #: record keys a ``keys`` cache (see ``offset_commit_fields``) holds before it starts over
 KEYS_CACHED = 8192
 
@@ -224,9 +222,9 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
     leader builds the records once per round, when it frames it (bench/RESULTS.md).
 
     The usual call, a dict of ``TopicPartition -> int`` (or ``OffsetAndMetadata`` with neither
-    metadata nor a leader epoch, the same commit), is checked in one pass; anything
-    else goes through ``check_offsets``. Both give the records ``offset_commit`` builds (once
-    ``records_from_fields`` has built them: the leader does, see ``commit_queue.frame_round``).
+    metadata nor a leader epoch, the same commit), is checked in one native pass
+    (``_native.plain_commit_fields``); anything else goes through ``check_offsets``. Both
+    give the records ``offset_commit`` builds (once ``records_from_fields`` has built them).
 
     :param min_offset: the lowest offset accepted (``validation.check_offsets``); the usual
         call's one pass takes offsets from 0, anything lower goes through ``check_offsets``
@@ -235,50 +233,12 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
         key share one (read-only) list. It starts over at ``KEYS_CACHED`` keys.
     """
     if offsets.__class__ is dict:
-        if len(offsets) == 1:
-            # One offset per call, a commit loop's shape: the loop below without the loop,
-            # which is a real share of what commit_async costs its caller.
-            for tp, value in offsets.items():
-                pass
-            if value.__class__ is OffsetAndMetadata and value[1:] == _PLAIN:
-                value = value.offset  # the same commit: offset_commit writes them alike
-            if tp.__class__ is TopicPartition and value.__class__ is int \
-                    and 0 <= value <= MAX_OFFSET:
-                topic, partition = tp
-                if topic.__class__ is str and topic.isascii() and topic \
-                        and partition.__class__ is int and 0 <= partition <= MAX_INT32:
-                    key = keys.get((group_id, topic, partition)) if keys else None
-                    if key is None:
-                        key = _record_key(keys, group_id, topic, partition)
-                    n = PLAIN_COMMIT_BOUND + len(topic) + (
-                        len(group_id) if group_id.isascii() else len(group_id.encode()))
-                    if n > MAX_CALL_BYTES:
-                        raise call_too_large(n, MAX_CALL_BYTES)
-                    return (key, value, commit_timestamp), n
-        out = []
-        text = 0
-        for tp, value in offsets.items():
-            if value.__class__ is OffsetAndMetadata and value[1:] == _PLAIN:
-                value = value.offset
-            if tp.__class__ is TopicPartition and value.__class__ is int \
-                    and 0 <= value <= MAX_OFFSET:
-                topic, partition = tp
-                if topic.__class__ is str and topic.isascii() and topic \
-                        and partition.__class__ is int \
-                        and 0 <= partition <= MAX_INT32:
-                    key = keys.get((group_id, topic, partition)) if keys else None
-                    if key is None:
-                        key = _record_key(keys, group_id, topic, partition)
-                    out += (key, value, commit_timestamp)
-                    text += len(topic)
-                    continue
-            break  # not the usual shape: check it all below
-        else:
-            group_bytes = len(group_id) if group_id.isascii() else len(group_id.encode())
-            n = text + len(out) // 3 * (PLAIN_COMMIT_BOUND + group_bytes)
-            if n > MAX_CALL_BYTES:
-                raise call_too_large(n, MAX_CALL_BYTES)
-            return tuple(out), n
+        usual = plain_commit_fields(group_id, offsets, commit_timestamp, keys, KEYS_CACHED,
+                                    PLAIN_COMMIT_BOUND, TopicPartition, OffsetAndMetadata)
+        if usual is not None:
+            if usual[1] > MAX_CALL_BYTES:
+                raise call_too_large(usual[1], MAX_CALL_BYTES)
+            return usual
     records = [offset_commit(0, group_id, topic, partition, offset, metadata=metadata,
                              leader_epoch=epoch, commit_timestamp=commit_timestamp)
                for topic, partition, offset, metadata, epoch
@@ -310,16 +270,6 @@ def records_from_fields(fields, first: int = 0) -> list[Record]:
     it = iter(fields)
     return [(i, OFFSET_COMMIT, v, key, value if timestamp is None else [value, timestamp])
             for i, (key, value, timestamp) in enumerate(zip(it, it, it), first)]
-
-
-def _record_key(keys: dict | None, group_id: str, topic: str, partition: int) -> list:
-    """A new record key, kept in ``keys`` when there is a cache (a miss, or an empty cache)."""
-    key = [group_id, topic, partition]
-    if keys is not None:
-        if len(keys) >= KEYS_CACHED:
-            keys.clear()  # a cache: keys come and go, and it must not grow without bound
-        keys[(group_id, topic, partition)] = key
-    return key
 
 
 def offset_tombstone(delta: int, group: str, topic: str, partition: int) -> Record:

@@ -45,6 +45,7 @@ from offsetlog.store.async_writer import AsyncWriter
 from offsetlog.store.callbacks import CallbackRunner
 from offsetlog.store.commit_queue import (
     AsyncRun,
+    Commit,
     PartitionWriter,
     QueueItem,
     Round,
@@ -53,7 +54,7 @@ from offsetlog.store.commit_queue import (
     round_bytes,
     write_round,
 )
-from offsetlog.store.lone_commit import commit_lone, is_lone
+from offsetlog.store.lone_commit import commit_lone
 from offsetlog.store.write_pool import WRITE_THREADS
 
 log = logging.getLogger("offsetlog.store.group_commit")
@@ -120,7 +121,11 @@ class GroupCommitter:
                 self.check_usable()
             if precheck is not None:
                 precheck()
-            lone = is_lone(part, item)
+            # Alone in its partition (a plain commit call that finds nothing queued, no leader,
+            # the async writer not scheduled and no one waiting for exclusive use)?
+            lone = (item.__class__ is Commit and not item.attributes and item.on_done is None
+                    and not (part.queue or part.leader_active or part.exclusive_waiting
+                             or part.async_scheduled))
             if lone:
                 # Alone in its partition: it leads itself, in one pass (store/lone_commit.py)
                 part.leader_active = True

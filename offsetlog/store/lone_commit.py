@@ -30,19 +30,11 @@ from offsetlog.log.framing import frame_fields
 from offsetlog.store.commit_queue import Commit, PartitionWriter
 
 
-def is_lone(part: PartitionWriter, item) -> bool:
-    """Whether ``item`` may be written as a lone commit (``part.lock`` held, the caller's
-    checks passed): a plain commit call (not a transaction's offsets, nothing to run when
-    done) that finds its partition idle."""
-    return (item.__class__ is Commit and not item.attributes and item.on_done is None
-            and not (part.queue or part.leader_active or part.exclusive_waiting
-                     or part.async_scheduled))
-
-
 def commit_lone(writer: Any, part: PartitionWriter, item: Commit) -> None:
     """Write ``item`` (durable under ``fsync="always"``) and apply it, for ``writer`` (the
-    store's ``GroupCommitter``), with ``part``'s leadership taken by the caller (``part.leader_active`` set in the lock hold in which
-    ``is_lone`` held); gives the leadership up.
+    store's ``GroupCommitter``), with ``part``'s leadership taken by the caller
+    (``part.leader_active`` set in the lock hold that found the partition idle and ran the
+    call's fencing check); gives the leadership up.
 
     :raises StoreFailedError: the write or the apply failed (the store is poisoned)
     """
@@ -72,7 +64,8 @@ def commit_lone(writer: Any, part: PartitionWriter, item: Commit) -> None:
                 writer.poison(error)
         finally:
             part.leader_active = False
-            writer.hand_on(part)
+            if part.queue or part.idle_waiters:  # (hand_on has nothing to do otherwise)
+                writer.hand_on(part)
     if error is not None:
         if not isinstance(error, Exception):
             raise error  # KeyboardInterrupt and the like: the store is poisoned all the same
