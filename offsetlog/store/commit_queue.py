@@ -10,9 +10,10 @@ made here.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable
 
 from offsetlog.log.framing import encode_payload, frame_fields, frame_payload
@@ -20,6 +21,9 @@ from offsetlog.log.partition_log import PartitionLog
 from offsetlog.log.records import records_from_fields
 from offsetlog.store.futures import running_future
 from offsetlog.table import OffsetTable
+
+#: the group committer's logger: a round's end is part of its protocol
+log = logging.getLogger("offsetlog.store.group_commit")
 
 _new_waiter_lock = threading.Lock
 _thread_waiters = threading.local()
@@ -177,6 +181,53 @@ class PartitionWriter:
             self.cond.wait(timeout)
         finally:
             self.idle_waiters -= 1
+
+
+def complete(group: list[QueueItem], callback_runner) -> None:
+    """Wake the committers, resolve the futures and queue the callbacks (on
+    ``callback_runner``, the store's ``CallbackRunner``) of a finished round, outside any
+    lock, in the thread that led it. Committers first: a future's done-callback may block, and
+    must not hold up a committer it could be waiting for."""
+    first = last = None
+    for item in group:
+        waiter = item.waiter
+        if waiter is not None:
+            item.waiter = None
+            if item.chained:
+                if last is None:
+                    first = waiter
+                else:
+                    last.chain = waiter
+                last = item
+            else:
+                waiter.release()
+    if first is not None:
+        # Wake the round's chained committers one after another, each by the one before
+        # it, rather than all at once: woken together they fight for the GIL, and most go
+        # back to sleep on it at once, costing context switches per commit. Links are all
+        # made before the first wake; a chained committer sleeps with no deadline, outside
+        # the main thread (no signal can interrupt it), so it always wakes and passes it on.
+        first.release()
+    callbacks = []
+    for item in group:
+        if item.on_done is not None:
+            item.on_done(item)
+        fut = item.future
+        if fut is not None:  # a run's (each run has its own)
+            try:
+                if item.error is None:
+                    fut.set_result(item.result)
+                else:
+                    fut.set_exception(item.error)
+            except InvalidStateError:
+                # Someone else's code resolved it (set_result on a future it was given);
+                # the rest of the round must still be answered.
+                log.warning("a commit future was resolved by someone else: %r", fut)
+        if item.callbacks is not None:
+            error = item.error
+            callbacks += [(callback, arg, error) for callback, arg in item.callbacks]
+    if callbacks:
+        callback_runner.run(callbacks)
 
 
 # -- a round as batches ----------------------------------------------------------------------

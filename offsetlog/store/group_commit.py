@@ -35,7 +35,7 @@ import contextlib
 import logging
 import threading
 import time
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from threading import get_ident
 from typing import Any, Callable
 
@@ -50,6 +50,7 @@ from offsetlog.store.commit_queue import (
     QueueItem,
     Round,
     chained_waiter,
+    complete,
     new_waiter,
     round_bytes,
     write_round,
@@ -115,37 +116,55 @@ class GroupCommitter:
             the check and the commit's place in the log)
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        waiter = group = None
         with part.lock:
             if self.closing or self.failure is not None:
                 self.check_usable()
             if precheck is not None:
                 precheck()
-            # Alone in its partition (a plain commit call that finds nothing queued, no leader,
-            # the async writer not scheduled and no one waiting for exclusive use)?
-            lone = (item.__class__ is Commit and not item.attributes and item.on_done is None
-                    and not (part.queue or part.leader_active or part.exclusive_waiting
-                             or part.async_scheduled))
+            lead, group, waiter = self._enqueue(part, item, deadline)
+        return self._await(part, item, deadline, timeout, lead, group, waiter)
+
+    def commit_sync(self, part: PartitionWriter, fields: tuple, nbytes: int, timestamp: int,
+                    timeout: float | None, precheck: Callable[[], None]) -> None:
+        """A ``commit_sync`` call's checked offsets (``CommitRouter.check``'s fields): written
+        and applied in one pass when its partition is idle (``lone_commit``), else queued as a
+        ``Commit`` (``submit_sync``); returns once applied."""
+        with part.lock:
+            if self.closing or self.failure is not None:
+                self.check_usable()
+            precheck()
+            # Alone in its partition: nothing queued, no leader, the async writer not
+            # scheduled, no one waiting for exclusive use. It leads itself, in one pass.
+            lone = not (part.queue or part.leader_active or part.exclusive_waiting
+                        or part.async_scheduled)
             if lone:
-                # Alone in its partition: it leads itself, in one pass (store/lone_commit.py)
                 part.leader_active = True
             else:
-                part.queue.append(item)
-                # The async writer thread, once told to lead what is queued (async_scheduled),
-                # is left to do it: a committer that led instead made the thread's wake-up
-                # wasted and passed leadership back and forth between rounds, which is slower.
-                # It always takes the partition, or leaves it to the leader it finds, whose
-                # round end hands on what is queued (hand_on), so nothing waits for nobody.
-                lead = not (part.leader_active or part.exclusive_waiting
-                            or part.async_scheduled)
-                if lead:
-                    # Lead in the same lock hold that queued the item: a committer alone in
-                    # its partition takes the lock twice per commit, not three times.
-                    group = self._lead(part)
-                else:
-                    waiter = self._enlist(item, deadline)
+                deadline = None if timeout is None else time.monotonic() + timeout
+                item = Commit(fields, nbytes, timestamp)
+                lead, group, waiter = self._enqueue(part, item, deadline)
         if lone:
-            return commit_lone(self, part, item)
+            return commit_lone(self, part, fields, timestamp)
+        return self._await(part, item, deadline, timeout, lead, group, waiter)
+
+    def _enqueue(self, part: PartitionWriter, item: QueueItem, deadline: float | None):
+        """Queue ``item`` (``part.lock`` held, its checks passed) and lead at once if no one
+        leads: ``(lead, the round led or None, the committer's wake-up lock or None)``."""
+        part.queue.append(item)
+        # The async writer thread, once told to lead what is queued (async_scheduled), is
+        # left to do it: a committer that led instead made the thread's wake-up wasted and
+        # passed leadership back and forth between rounds, which is slower. It always takes
+        # the partition, or leaves it to the leader it finds, whose round end hands on what
+        # is queued (hand_on), so nothing waits for nobody.
+        if part.leader_active or part.exclusive_waiting or part.async_scheduled:
+            return False, None, self._enlist(item, deadline)
+        # Lead in the same lock hold that queued the item: a committer alone in its partition
+        # takes the lock twice per commit, not three times.
+        return True, self._lead(part), None
+
+    def _await(self, part: PartitionWriter, item: QueueItem, deadline: float | None,
+               timeout: float | None, lead: bool, group, waiter) -> Any:
+        """Lead or sleep until ``item`` (queued by ``_enqueue``) is done; its result."""
         while True:
             if lead:
                 if group is None:
@@ -439,48 +458,8 @@ class GroupCommitter:
 
     def complete(self, group: list[QueueItem]) -> None:
         """Wake the committers, resolve the futures and queue the callbacks of a finished
-        round (outside any lock). Committers first: a future's done-callback may block, and
-        must not hold up a committer it could be waiting for."""
-        first = last = None
-        for item in group:
-            waiter = item.waiter
-            if waiter is not None:
-                item.waiter = None
-                if item.chained:
-                    if last is None:
-                        first = waiter
-                    else:
-                        last.chain = waiter
-                    last = item
-                else:
-                    waiter.release()
-        if first is not None:
-            # Wake the round's chained committers one after another, each by the one before
-            # it, rather than all at once: woken together they fight for the GIL, and most go
-            # back to sleep on it at once, costing context switches per commit. Links are all
-            # made before the first wake; a chained committer sleeps with no deadline, outside
-            # the main thread (no signal can interrupt it), so it always wakes and passes it on.
-            first.release()
-        callbacks = []
-        for item in group:
-            if item.on_done is not None:
-                item.on_done(item)
-            fut = item.future
-            if fut is not None:  # a run's (each run has its own)
-                try:
-                    if item.error is None:
-                        fut.set_result(item.result)
-                    else:
-                        fut.set_exception(item.error)
-                except InvalidStateError:
-                    # Someone else's code resolved it (set_result on a future it was given);
-                    # the rest of the round must still be answered.
-                    log.warning("a commit future was resolved by someone else: %r", fut)
-            if item.callbacks is not None:
-                error = item.error
-                callbacks += [(callback, arg, error) for callback, arg in item.callbacks]
-        if callbacks:
-            self.callbacks.run(callbacks)
+        round (outside any lock; ``commit_queue.complete``)."""
+        complete(group, self.callbacks)
 
     # -- background threads ----------------------------------------------------------------
 

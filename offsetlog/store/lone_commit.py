@@ -27,25 +27,25 @@ from typing import Any
 
 from offsetlog.errors import StoreFailedError
 from offsetlog.log.framing import frame_fields
-from offsetlog.store.commit_queue import Commit, PartitionWriter
+from offsetlog.store.commit_queue import PartitionWriter
 
 
-def commit_lone(writer: Any, part: PartitionWriter, item: Commit) -> None:
-    """Write ``item`` (durable under ``fsync="always"``) and apply it, for ``writer`` (the
-    store's ``GroupCommitter``), with ``part``'s leadership taken by the caller
-    (``part.leader_active`` set in the lock hold that found the partition idle and ran the
-    call's fencing check); gives the leadership up.
+def commit_lone(writer: Any, part: PartitionWriter, fields: tuple, timestamp: int) -> None:
+    """Write a commit call's ``fields`` (``CommitRouter.check``'s, stamped ``timestamp``),
+    durable under ``fsync="always"``, and apply them, for ``writer`` (the store's
+    ``GroupCommitter``), with ``part``'s leadership taken by the caller (``part.leader_active``
+    set in the lock hold that found the partition idle and ran the call's fencing check);
+    gives the leadership up.
 
     :raises StoreFailedError: the write or the apply failed (the store is poisoned)
     """
     log = part.log
     base = log.next_offset
-    fields = item.fields
     after = base + len(fields) // 3
     error: BaseException | None = None
     what = "write to"
     try:
-        data = frame_fields(base, item.timestamp, (fields,))
+        data = frame_fields(base, timestamp, (fields,))
         if writer.fsync_always:
             log.append_durable(data, after)  # one pwritev(RWF_DSYNC) where it can
         else:

@@ -207,7 +207,7 @@ class OffsetStore(GroupAndTransactionCalls):
         part, fields, nbytes, now, precheck = self._router.check(
             group_id, offsets, generation_id, member_id, group_instance_id)
         if fields:
-            self._writer.submit_sync(part, Commit(fields, nbytes, now), timeout, precheck)
+            self._writer.commit_sync(part, fields, nbytes, now, timeout, precheck)
         else:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 self._writer.check_usable()

@@ -77,9 +77,9 @@ def test_a_commit_sync_alone_in_its_partition_takes_the_lone_path(tmp_path, monk
     taken = []
     real = lone_commit.commit_lone
 
-    def counting(writer, part, item):
-        taken.append(item)
-        return real(writer, part, item)
+    def counting(writer, part, fields, timestamp):
+        taken.append(fields)
+        return real(writer, part, fields, timestamp)
 
     import offsetlog.store.group_commit as gc
     monkeypatch.setattr(gc, "commit_lone", counting)
