@@ -3,7 +3,8 @@
 Each is what the project's issues name, written plainly and fairly (no deliberately slow
 code): the bare ``write`` + ``fsync`` loop, threads that ``write`` + ``fsync`` under one lock,
 threads that each write their own file with one ``RWF_DSYNC`` write per commit, sqlite3 in WAL
-mode with ``synchronous=FULL``, issue 16's lean pipeline (pack + CRC + frame per record, dict,
+mode with ``synchronous=FULL``, the same threads with the native core's pieces of a commit
+around each write (the floor of a wholly native commit path), issue 16's lean pipeline (pack + CRC + frame per record, dict,
 1 000-record chunks to a writer thread) and lean replay loop, a bare replay loop over the
 engine's own format, and (in ``memory_child``) a plain dict.
 """
@@ -36,8 +37,10 @@ from offsetlog.bench.workload import (
 )
 from offsetlog.log import format as fmt
 from offsetlog.log import naming
+from offsetlog.log._native import apply_fields, frame_fields, plain_commit_fields
 from offsetlog.log.format import CRC_START, HEADER_SIZE, LENGTH_SIZE
-from offsetlog.log.records import commit_entry
+from offsetlog.log.records import KEYS_CACHED, PLAIN_COMMIT_BOUND, commit_entry
+from offsetlog.types import OffsetAndMetadata, TopicPartition
 
 #: the batch header as this baseline reads it, from docs/FORMAT.md (the engine's reader is
 #: native; the baselines are Python loops of their own)
@@ -190,6 +193,45 @@ def own_file_python_threads(directory: str, n: int, *, spin_us: float = 0.0,
             table[key] = value
             state[0] = pos + len(frame) if pos < limit else 0
             state[1] += 1
+
+        return op, lambda: os.close(fd)
+
+    calls, ns = run_threads(n, make_op, **window)
+    return calls / (ns / 1e9)
+
+
+def own_file_native_threads(directory: str, n: int, **window) -> float:
+    """``own_file_dsync_threads`` with the native core's pieces of a commit around each write,
+    in one Python function per commit: the usual call's checks and record fields
+    (``plain_commit_fields``), its batch (``frame_fields``), the write, and its apply into a
+    dict all threads share (``apply_fields``). No queue, no lock, no routing or fencing, no
+    store: what a commit path would cost that held the GIL for nothing but these, the floor
+    of a commit path moved wholly into the native core (issue 25's next step)."""
+    table: dict = {}
+    dsync = getattr(os, "RWF_DSYNC", None)
+
+    def make_op(i: int):
+        fd = _own_file(directory, i)
+        group, tp, keys = many_group(i), TopicPartition(TOPIC, many_partition(i)), {}
+        state = [0, FIRST_OFFSET]
+        limit = OWN_FILE_BYTES - 256
+        intern = sys.intern
+
+        def op() -> None:
+            offset = state[1]
+            fields, _ = plain_commit_fields(group, {tp: offset}, now_ms(), keys, KEYS_CACHED,
+                                            PLAIN_COMMIT_BOUND, TopicPartition,
+                                            OffsetAndMetadata)
+            frame = frame_fields(offset, 0, (fields,))
+            pos = state[0]
+            if dsync is None:
+                os.pwrite(fd, frame, pos)
+                os.fdatasync(fd)
+            else:
+                os.pwritev(fd, [frame], pos, dsync)
+            apply_fields(table, fields, intern)
+            state[0] = pos + len(frame) if pos < limit else 0
+            state[1] = offset + 1
 
         return op, lambda: os.close(fd)
 

@@ -176,6 +176,8 @@ class Runner:
                  "ownpy": "threads: own file each, a lean commit's Python (pack, CRC, frame, "
                           "dict) before each write",
                  "ownpy5": "threads: own file each, a lean commit's Python and 5 us more",
+                 "ownnat": "threads: own file each, the native core's pieces of a commit "
+                           "(checks, framing, apply) around each write",
                  "sqlite": "sqlite3 WAL FULL, connection per thread (group-k, partition k % 8)"}
         results: dict[str, list[float | None]] = {k: [] for k in names}
         runs: dict[str, dict[int, list[float]]] = {k: {} for k in names}
@@ -197,6 +199,8 @@ class Runner:
                                                              data, **kw)
                         elif key == "own":
                             v = baselines.own_file_dsync_threads(d, n, data, **kw)
+                        elif key == "ownnat":
+                            v = baselines.own_file_native_threads(d, n, **kw)
                         elif key in ("ownpy", "ownpy5"):
                             v = baselines.own_file_python_threads(
                                 d, n, spin_us=5.0 if key == "ownpy5" else 0.0, **kw)
@@ -254,7 +258,8 @@ class Runner:
                              "commits/s", HIGHER))
         # The GIL's toll: the same own-file loop once each commit runs some Python first.
         for key, what in (("ownpy", "a lean commit's Python (~2 us)"),
-                          ("ownpy5", "a lean commit's Python and 5 us more")):
+                          ("ownpy5", "a lean commit's Python and 5 us more"),
+                          ("ownnat", "the native pieces of a commit around the write")):
             for n in (8, 32):
                 self.rows.append(Row(
                     f"own file per thread, {n} threads, {what} (info)",

@@ -32,3 +32,22 @@ def test_own_file_python_threads_writes_each_threads_records(tmp_path):
         records = _frames(os.path.join(tmp_path, f"own-{i}.log"))
         assert [key for key, _ in records] == [(many_group(i), TOPIC, many_partition(i))] * 7
         assert [value[0] for _, value in records] == list(range(FIRST_OFFSET, FIRST_OFFSET + 7))
+
+
+def test_own_file_native_threads_writes_each_threads_batches(tmp_path):
+    """The native floor writes real batches of the engine's format, one commit each, read
+    back by the engine's reader, with the offsets each thread committed in order."""
+    from offsetlog.bench.baselines import own_file_native_threads
+    from offsetlog.log.framing import read_batches
+    from offsetlog.log.records import commit_key
+
+    rate = own_file_native_threads(str(tmp_path), 3, calls_per_thread=7)
+    assert rate > 0
+    for i in range(3):
+        with open(os.path.join(tmp_path, f"own-{i}.log"), "rb") as f:
+            batches = list(read_batches(f))  # (the preallocated zeros after them: the end)
+        assert [b.record_count for b in batches] == [1] * 7
+        records = [r for b in batches for r in b.records()]
+        assert {commit_key(r[2], r[3]) for r in records} == {
+            (many_group(i), TOPIC, many_partition(i))}
+        assert [r[4][0] for r in records] == list(range(FIRST_OFFSET, FIRST_OFFSET + 7))
