@@ -2,7 +2,8 @@
 //! Rust"). Python keeps the policies (what a torn tail or corruption means, salvage, when to
 //! sync); this crate holds the bytes: a batch's framing and CRCs (`batch`), its payload's
 //! msgpack (`msgpack`), the loops that read a segment's batches (`scan`), and the
-//! live path's commit calls framed and applied from their fields (`commits`).
+//! live path's commit calls framed and applied from their fields (`commits`), and the
+//! durable write of a round, its wait without the GIL (`write`).
 //!
 //! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
@@ -19,6 +20,7 @@ mod commits;
 pub mod msgpack;
 mod scan;
 mod snapshot;
+mod write;
 
 #[pymodule]
 #[pyo3(name = "_native")]
@@ -32,5 +34,6 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("KNOWN_ATTRIBUTES", batch::KNOWN_ATTRIBUTES)?;
     m.add_function(wrap_pyfunction!(snapshot::decode_snapshot_body, m)?)?;
     commits::register(m)?;
+    write::register(m)?;
     scan::register(m)
 }

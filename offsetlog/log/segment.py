@@ -15,6 +15,7 @@ import os
 import stat
 
 from offsetlog.errors import StoreFileError, SymlinkError
+from offsetlog.log import _native
 
 log = logging.getLogger("offsetlog.log.segment")
 
@@ -73,17 +74,13 @@ _fsync = os.fsync
 _fallocate = getattr(os, "posix_fallocate", None)
 
 
-def _pwrite_dsync(fd: int, data, offset: int) -> int:
-    """Write ``data`` at ``offset`` and return once it is as durable as ``fdatasync`` would
-    make it: ``pwritev2(RWF_DSYNC)``, a per-write ``O_DSYNC`` (Linux >= 4.7). Returns the
-    number of bytes written, which may be short; the file position does not move."""
-    return os.pwritev(fd, [data], offset, os.RWF_DSYNC)
-
-
-#: the combined write + data sync of ``SegmentFile.append_durable``; None where Python or the
-#: C library lack ``pwritev``/``RWF_DSYNC`` (then it is ``_write`` + ``_sync``, as elsewhere)
-_write_dsync = (_pwrite_dsync if hasattr(os, "pwritev") and hasattr(os, "RWF_DSYNC")
-                else None)
+#: the combined write + data sync of ``SegmentFile.append_durable``: ``_write_dsync(fd, data,
+#: offset)`` writes ``data`` at ``offset`` and returns once it is as durable as ``fdatasync``
+#: would make it, ``pwritev2(RWF_DSYNC)``, a per-write ``O_DSYNC`` (Linux >= 4.7), with the
+#: GIL released for the wait (the native core's ``pwrite_dsync``). Returns the number of bytes
+#: written, which may be short; the file position does not move. None where the platform has
+#: no ``pwritev2``/``RWF_DSYNC`` (then it is ``_write`` + ``_sync``, as elsewhere).
+_write_dsync = (getattr(_native, "pwrite_dsync", None) if hasattr(os, "RWF_DSYNC") else None)
 
 #: How a kernel, C library or filesystem refuses ``RWF_DSYNC`` on the first try: EOPNOTSUPP
 #: (a kernel that does not know the flag; glibc when the kernel lacks pwritev2), ENOSYS (no

@@ -91,7 +91,7 @@ class PartialWrite:
 
     def write_dsync(self, fd, data, offset):
         """The same as the combined call: the short part is written durably."""
-        return self._write(data, lambda part: segment_mod._pwrite_dsync(fd, part, offset))
+        return self._write(data, lambda part: os.pwritev(fd, [part], offset, os.RWF_DSYNC))
 
     def _write(self, data, write):
         if self.written:
@@ -400,7 +400,7 @@ def test_short_writes_that_succeed_lose_nothing(tmp_path, monkeypatch, write_pat
 
     def dribble_dsync(fd, data, offset):
         calls.append(len(data))
-        return segment_mod._pwrite_dsync(fd, bytes(data[:7]), offset)
+        return os.pwritev(fd, [bytes(data[:7])], offset, os.RWF_DSYNC)
 
     store = open_store(tmp_path, partitions=3)
     tracker = SyncTracker(monkeypatch, tmp_path)

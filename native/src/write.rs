@@ -1,0 +1,40 @@
+//! The durable write of a round: `pwritev2(RWF_DSYNC)`, with the GIL released for its wait.
+//!
+//! `offsetlog.log.segment` calls it through its `_write_dsync` hook (which tests replace to
+//! inject faults); the reserve, the refusal fallback and short writes stay there, in Python.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(pwrite_dsync, m)?)?;
+    let _ = m; // (elsewhere: no pwritev2, and segment writes then syncs)
+    Ok(())
+}
+
+/// Write `data` at `offset` of `fd` and return once it is as durable as `fdatasync` would
+/// make it: one `pwritev2(fd, [data], offset, RWF_DSYNC)`, retried on EINTR, the GIL released
+/// meanwhile. Returns the bytes written (possibly short); an error is the `OSError` the
+/// system call gave (EOPNOTSUPP, ENOSYS, EINVAL: the flag refused, as `segment` expects).
+#[cfg(target_os = "linux")]
+#[pyfunction]
+pub fn pwrite_dsync(py: Python<'_>, fd: i32, data: &Bound<'_, PyBytes>, offset: i64)
+                    -> PyResult<usize> {
+    let buf: &[u8] = data.as_bytes();
+    let result = py.detach(|| loop {
+        let iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
+        // SAFETY: `iov` points at `buf`, the contents of a `bytes` object, which is immutable
+        // and kept alive by the caller's reference for the whole call (the GIL is released,
+        // but nothing can change or free it); the kernel only reads those `iov_len` bytes.
+        let n = unsafe { libc::pwritev2(fd, &iov, 1, offset, libc::RWF_DSYNC) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    });
+    Ok(result?)
+}
