@@ -151,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     from offsetlog.cli.transfer_cmds import add_parsers as add_transfer_parsers
     add_transfer_parsers(command, json_flag)  # export, import
     add_migrate_parser(command, json_flag)  # migrate --to / --from a Kafka cluster
+    from offsetlog.cli.users_cmd import add_parser as add_users_parser
+    add_users_parser(command, json_flag)  # the wire server's SASL/SCRAM users
     from offsetlog.server.main import add_parser as add_serve_parser
     add_serve_parser(sub)  # `offsetlog serve`: run by main() below, with its own life cycle
     return parser
@@ -158,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: commands whose DIR must be an existing directory (crashtest makes its own)
 _NEEDS_DIR = ("dump", "describe", "groups", "transactions", "verify", "compact", "recover",
-              "snapshot", "report", "export")
+              "snapshot", "report", "export", "users")
 
 
 def main(argv: list[str] | None = None) -> int:

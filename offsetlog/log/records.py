@@ -39,6 +39,8 @@ CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = int(RecordType.CONSUMER_GROUP_TARGET
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = int(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER)
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = int(
     RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT)
+#: a SASL/SCRAM credential of the wire server (docs/FORMAT.md, docs/SECURITY.md)
+USER_SCRAM_CREDENTIAL = int(RecordType.USER_SCRAM_CREDENTIAL)
 #: the consumer group protocol's record types, in the order that rebuilds a group
 CONSUMER_GROUP_TYPES = (CONSUMER_GROUP_METADATA, CONSUMER_GROUP_MEMBER_METADATA,
                         CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
@@ -51,7 +53,7 @@ CONSUMER_MEMBER_TYPES = frozenset({CONSUMER_GROUP_MEMBER_METADATA,
 
 #: Highest value version this code reads, per record type.
 MAX_VERSION = {OFFSET_COMMIT: 1, GROUP_METADATA: 0, TRANSACTION_MARKER: 0, TRANSACTION_STATE: 0,
-               TOPIC: 0, **{t: 0 for t in CONSUMER_GROUP_TYPES}}
+               TOPIC: 0, USER_SCRAM_CREDENTIAL: 0, **{t: 0 for t in CONSUMER_GROUP_TYPES}}
 
 #: The OFFSET_COMMIT version written: key ``[group, topic, partition]`` and value ``[offset,
 #: commit_timestamp, metadata, leader_epoch, expire_timestamp]`` by position, trailing
@@ -71,6 +73,7 @@ KEY_FIELDS = {
     TRANSACTION_MARKER: ("producer_id",),
     TRANSACTION_STATE: ("transactional_id",),
     TOPIC: ("topic",),
+    USER_SCRAM_CREDENTIAL: ("user", "mechanism"),
     **{t: ("group", "member") if t in CONSUMER_MEMBER_TYPES else ("group",)
        for t in CONSUMER_GROUP_TYPES},
 }
@@ -109,6 +112,12 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
         "partitions": None,  # required, >= 1
         "topic_id": None,  # required, 16 bytes (a UUID), never all zeros
         "created_timestamp": None,  # required, epoch ms
+    },
+    USER_SCRAM_CREDENTIAL: {
+        "salt": None,  # required, bytes
+        "iterations": None,  # required, >= 4096
+        "stored_key": None,  # required, bytes: H(ClientKey) (RFC 5802)
+        "server_key": None,  # required, bytes: HMAC(SaltedPassword, "Server Key")
     },
     # the consumer group protocol's records (offsetlog.group.consumer.group builds them)
     CONSUMER_GROUP_METADATA: {
@@ -296,6 +305,13 @@ def transaction_state(delta: int, transactional_id: str, value: dict[str, Any] |
 def topic(delta: int, name: str, value: dict[str, Any] | None) -> Record:
     """A topic of the wire server's registry (docs/FORMAT.md, ``TOPIC``); None deletes it."""
     return (delta, TOPIC, 0, {"topic": name}, value)
+
+
+def user_scram_credential(delta: int, user: str, mechanism: str, value: dict[str, Any] | None
+                          ) -> Record:
+    """A SCRAM credential of ``user`` for ``mechanism`` (docs/FORMAT.md,
+    ``USER_SCRAM_CREDENTIAL``); None deletes it."""
+    return (delta, USER_SCRAM_CREDENTIAL, 0, {"user": user, "mechanism": mechanism}, value)
 
 
 def consumer_group_record(delta: int, record_type: int, key: tuple, value: dict | None

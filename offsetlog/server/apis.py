@@ -10,7 +10,17 @@ clients fall back to the earlier versions.
 
 from __future__ import annotations
 
-from offsetlog.server import admin, configs, consumer_groups, data, groups, offsets, txn, txn_admin
+from offsetlog.server import (
+    admin,
+    configs,
+    consumer_groups,
+    data,
+    groups,
+    offsets,
+    txn,
+    txn_admin,
+    users,
+)
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 
@@ -22,6 +32,8 @@ INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 25, 26, 2
 DESCRIBE_CONFIGS, DELETE_GROUPS, OFFSET_DELETE = 32, 42, 47
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 
 
 def api_versions(ctx: Context, call: Call, now_ms: int):
@@ -42,6 +54,9 @@ APIS = {
     LEAVE_GROUP: (0, 5, groups.leave_group),
     SYNC_GROUP: (0, 5, groups.sync_group),
     DESCRIBE_GROUPS: (0, 6, admin.describe_groups),
+    # before authentication, a SASL listener's connection answers these itself (sasl.py)
+    SASL_HANDSHAKE: (1, 1, users.sasl_after_authentication),
+    SASL_AUTHENTICATE: (0, 2, users.sasl_after_authentication),
     LIST_GROUPS: (0, 5, admin.list_groups),
     API_VERSIONS: (0, 4, api_versions),
     CREATE_TOPICS: (2, 7, admin.create_topics),
@@ -51,6 +66,8 @@ APIS = {
     TXN_OFFSET_COMMIT: (0, 4, txn.txn_offset_commit),
     DESCRIBE_CONFIGS: (1, 4, configs.describe_configs),
     DELETE_GROUPS: (0, 2, admin.delete_groups),
+    DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0, users.describe_user_scram_credentials),
+    ALTER_USER_SCRAM_CREDENTIALS: (0, 0, users.alter_user_scram_credentials),
     OFFSET_DELETE: (0, 0, offsets.offset_delete),
     DESCRIBE_PRODUCERS: (0, 0, txn_admin.describe_producers),
     DESCRIBE_TRANSACTIONS: (0, 0, txn_admin.describe_transactions),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 
 from offsetlog.group import GroupConfig
 from offsetlog.group.consumer import ConsumerGroupConfig
+from offsetlog.server.security_config import SECURITY_PROPERTIES, SecurityConfig
 
 
 class ConfigError(ValueError):
@@ -106,6 +107,8 @@ class ServerConfig:
     #: commits got 8 % more through 8 threads than through 32, whose writes wait longer for
     #: the GIL (bench/RESULTS.md, ninth session)
     num_io_threads: int = 8
+    #: listeners, TLS, SASL and connection limits (security_config.py, docs/SECURITY.md)
+    security: SecurityConfig = field(default_factory=SecurityConfig)
     #: the settings given, by Kafka name (for the startup log)
     given: dict = field(default_factory=dict, compare=False)
 
@@ -116,22 +119,23 @@ class ServerConfig:
         :raises ConfigError: an unknown key, a malformed item or a bad value
         """
         values: dict = {}
+        security: dict = {}
         given: dict = {}
         for item in items or ():
             key, sep, text = item.partition("=")
             key = key.strip()
             if not sep:
                 raise ConfigError(f"--config {item!r}: expected KEY=VALUE")
-            if key not in PROPERTIES:
+            if key not in PROPERTIES and key not in SECURITY_PROPERTIES:
                 raise ConfigError(f"--config {key}: unknown setting; known: "
-                                  + ", ".join(sorted(PROPERTIES)))
-            name, parse = PROPERTIES[key]
+                                  + ", ".join(sorted({**PROPERTIES, **SECURITY_PROPERTIES})))
+            name, parse = PROPERTIES.get(key) or SECURITY_PROPERTIES[key]
             try:
-                values[name] = parse(text.strip())
+                (values if key in PROPERTIES else security)[name] = parse(text.strip())
             except ValueError as e:
                 raise ConfigError(f"--config {key}={text}: {e}") from None
             given[key] = text.strip()
-        config = cls(**values, given=given)
+        config = cls(**values, security=SecurityConfig(**security), given=given)
         if config.min_session_timeout_ms > config.max_session_timeout_ms:
             raise ConfigError("group.min.session.timeout.ms is above "
                               "group.max.session.timeout.ms")

@@ -65,6 +65,7 @@ from offsetlog.server.codec import (
     response_schema,
 )
 from offsetlog.server.context import Call, Context
+from offsetlog.server.sasl import Session
 from offsetlog.server.work import Outcome, Reply
 from offsetlog.server.workers import Workers
 
@@ -81,8 +82,6 @@ MIN_FRAME = 10
 #: allocate it afresh each time, and an allocation this large is an mmap and munmap (12 us
 #: more a call than a recv of 64 KiB, measured), paid by every request
 RECV_SIZE = 256 * 1024
-#: connections one wake-up of the listening socket accepts at most
-ACCEPT_BATCH = 64
 #: a commit run on the loop's thread that takes longer than this (seconds) ...
 INLINE_STALL_S = 0.02
 #: ... sends every commit to the workers for this long (seconds)
@@ -116,7 +115,10 @@ class Connections:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.open: set[Connection] = set()
+        #: the listening sockets (listeners.Acceptor opens them and accepts)
         self.listeners: list[socket.socket] = []
+        #: (loop thread) called with each connection that closes (listeners.Acceptor's)
+        self.on_close = lambda conn: None
         self.stopping = False
         self.idle_s = ctx.config.connections_max_idle_ms / 1000
         #: what each recv reads into (the loop's thread only): see RECV_SIZE
@@ -153,58 +155,6 @@ class Connections:
             log.warning("a commit held the event loop for %.0f ms: commits go to worker "
                         "threads only for the next %.0f s", seconds * 1000, INLINE_PAUSE_S)
             self.inline_from = self.monotonic() + INLINE_PAUSE_S
-
-    def listen(self, host: str, port: int) -> tuple[str, int]:
-        """Listen on every address of ``host`` (one port for all, also when ``port`` is 0);
-        the first address bound.
-
-        :raises OSError: nothing could be bound
-        """
-        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                   flags=socket.AI_PASSIVE)
-        first = None
-        for family, kind, proto, _, addr in dict.fromkeys(infos):
-            if first is not None:
-                addr = (addr[0], first[1], *addr[2:])
-            sock = socket.socket(family, kind, proto)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                sock.bind(addr)
-                sock.listen(128)
-            except OSError:
-                sock.close()
-                if first is None:
-                    raise
-                log.warning("could not also listen on %s", addr[0])
-                continue
-            sock.setblocking(False)
-            self.listeners.append(sock)
-            self.loop.add_reader(sock.fileno(), self._accept, sock)
-            if first is None:
-                first = sock.getsockname()[:2]
-        return first
-
-    def _accept(self, listener: socket.socket) -> None:
-        for _ in range(ACCEPT_BATCH):
-            try:
-                sock, peer = listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:  # out of file descriptors, or the like: try again later
-                log.warning("accept failed: %s", e)
-                return
-            if self.stopping:
-                sock.close()
-                continue
-            sock.setblocking(False)
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
-            # the client's host as Kafka shows it (Java's InetAddress.toString: "/1.2.3.4")
-            Connection(self, sock, f"/{peer[0]}" if peer else "").start()
 
     def call_in_loop(self, fn, *args) -> None:
         """``fn(*args)`` on the loop's thread: now if this is it (and it is not inside a
@@ -247,8 +197,10 @@ class Connections:
 
 
 class Connection:
-    def __init__(self, conns: Connections, sock: socket.socket, host: str) -> None:
+    def __init__(self, conns: Connections, sock, host: str, session: Session) -> None:
+        """``sock``: a non-blocking socket, or a ``tls.TlsSocket`` over one."""
         self.conns = conns
+        self.session = session  #: its listener, principal, authentication (sasl.py)
         self.ctx = conns.ctx
         self.loop = conns.loop
         self.sock = sock
@@ -335,6 +287,8 @@ class Connection:
                     self.pending.append(Slot(answer))
                 else:
                     self._send(answer)
+            if self.session.close:  # authentication failed: closed once the answer is out
+                self.close_when_answered()
             return
         call, reply = answer
         slot = Slot()
@@ -361,9 +315,18 @@ class Connection:
                     api_keys=apis.version_list()))
             raise FrameError(f"API {api_key} version {version} is not supported")
         header, body = decode_request(frame, api_key, version)
-        call = Call(api_key, version, header, body, self.host)
+        session = self.session
+        call = Call(api_key, version, header, body, self.host, session.principal,
+                    session.listener)
         try:
-            result = apis.handle(self.ctx, call, self.conns.clock())
+            if not session.authenticated:  # a SASL listener's client, before it has
+                result = session.handle(call, self._api_versions)
+                if result is None:
+                    raise FrameError("closed before authentication")
+            else:
+                result = apis.handle(self.ctx, call, self.conns.clock())
+        except FrameError:
+            raise
         except Exception:
             log.exception("%s: %s v%d failed", self.host, type(body).__name__, version)
             raise FrameError("internal error") from None
@@ -372,6 +335,9 @@ class Connection:
         if isinstance(result, Reply):
             return call, result
         return encode_response(correlation_id, result)
+
+    def _api_versions(self, call: Call):
+        return apis.handle(self.ctx, call, self.conns.clock())
 
     # -- replies: delay, then store futures, then a blocking call, then finish ------------
 
@@ -576,6 +542,7 @@ class Connection:
         self.conns.open.discard(self)
         if self.idle_timer is not None:
             self.idle_timer.cancel()
+        self.conns.on_close(self)
 
     def _check_idle(self) -> None:
         """``connections.max.idle.ms``: close a connection that has sent nothing and been

@@ -23,6 +23,12 @@ class Context:
     port: int
     #: transactional id -> its Transaction handle (offsetlog.transactions), from InitProducerId
     producers: dict = field(default_factory=dict)
+    #: listener name -> the (host, port) Metadata and FindCoordinator answer to its clients
+    addresses: dict = field(default_factory=dict)
+
+    def address(self, listener: str) -> tuple[str, int]:
+        """The address of ``listener`` (the one a client came in on), as answered to it."""
+        return self.addresses.get(listener) or (self.host, self.port)
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,11 @@ class Call:
     header: Header
     body: Any
     client_host: str = ""
+    #: who sent it: ``User:NAME`` once authenticated (SASL's user, or a client certificate's
+    #: subject), ``User:ANONYMOUS`` otherwise, as Kafka's principals (server/sasl.py)
+    principal: str = "User:ANONYMOUS"
+    #: the name of the listener it came in on (``PLAINTEXT`` for ``--listen``'s)
+    listener: str = ""
 
     @property
     def client_id(self) -> str:

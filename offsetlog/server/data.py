@@ -64,8 +64,9 @@ def metadata(ctx: Context, call: Call, now_ms: int):
         topics.extend(dict(error_code=E.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,
                            is_internal=False, partitions=(),
                            topic_authorized_operations=topic_ops) for tid in unknown_ids)
+        host, port = ctx.address(call.listener)  # the listener the client came in on
         return call.respond(
-            brokers=[dict(node_id=NODE_ID, host=ctx.host, port=ctx.port, rack=None)],
+            brokers=[dict(node_id=NODE_ID, host=host, port=port, rack=None)],
             cluster_id=CLUSTER_ID, controller_id=NODE_ID, topics=topics,
             cluster_authorized_operations=cluster_ops, error_code=E.NONE)
 

@@ -33,6 +33,12 @@ UNKNOWN_TOPIC_ID = int(ErrorCode.unknown_topic_id)
 TRANSACTIONAL_ID_NOT_FOUND = int(ErrorCode.transactional_id_not_found)
 INVALID_REGULAR_EXPRESSION = int(ErrorCode.invalid_regular_expression)
 TRANSACTION_ABORTABLE = int(ErrorCode.transaction_abortable)
+UNSUPPORTED_SASL_MECHANISM = int(ErrorCode.unsupported_sasl_mechanism)
+ILLEGAL_SASL_STATE = int(ErrorCode.illegal_sasl_state)
+SASL_AUTHENTICATION_FAILED = int(ErrorCode.sasl_authentication_failed)
+RESOURCE_NOT_FOUND = int(ErrorCode.resource_not_found)
+DUPLICATE_RESOURCE = int(ErrorCode.duplicate_resource)
+UNACCEPTABLE_CREDENTIAL = int(ErrorCode.unacceptable_credential)
 
 
 def code_of(error: BaseException | None) -> int:

@@ -24,14 +24,15 @@ def find_coordinator(ctx: Context, call: Call, now_ms: int):
         keys = [body.key]
     key_type = getattr(body, "key_type", GROUP_KEY)
     answers = []
+    host, port = ctx.address(call.listener)  # the listener the client came in on
     for key in keys:
         if key_type not in (GROUP_KEY, TRANSACTION_KEY):
             answers.append(dict(key=key, error_code=E.INVALID_REQUEST, node_id=-1, host="",
                                 port=-1, error_message=f"key type {key_type} is not served"))
         else:
             # Kafka's message on success: the error's name before v4 (one key), "" from v4
-            answers.append(dict(key=key, error_code=E.NONE, node_id=NODE_ID, host=ctx.host,
-                                port=ctx.port, error_message="" if call.version >= 4 else "NONE"))
+            answers.append(dict(key=key, error_code=E.NONE, node_id=NODE_ID, host=host,
+                                port=port, error_message="" if call.version >= 4 else "NONE"))
     if call.version >= 4:
         return call.respond(coordinators=answers)
     return call.respond(**answers[0])

@@ -17,6 +17,9 @@ import sys
 from offsetlog.server.config import ConfigError, ServerConfig, parse_topic
 from offsetlog.server.connection import Connections
 from offsetlog.server.context import Context
+from offsetlog.server.listeners import Acceptor
+from offsetlog.server.security_config import Listener
+from offsetlog.server.tls import server_context
 from offsetlog.server.topics import TopicRegistry
 from offsetlog.server.workers import Workers
 from offsetlog.store.async_writer import drive_from_loop
@@ -32,11 +35,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "serve", help="serve Kafka's group and offset APIs for the store in DIR",
         description="Kafka's wire protocol in front of the store: unmodified Kafka clients "
-                    "join groups and commit offsets against it (docs/PROTOCOL.md). No "
-                    "authentication: it listens on loopback unless told otherwise.")
+                    "join groups and commit offsets against it (docs/PROTOCOL.md). TLS "
+                    "and SASL listeners with --config listeners=... (docs/SECURITY.md); "
+                    "without authentication it listens on loopback only, unless "
+                    "--allow-plaintext.")
     p.add_argument("dir", metavar="DATA_DIR")
-    p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
-                   help=f"address to listen on (default {DEFAULT_LISTEN}; port 0 picks one)")
+    p.add_argument("--listen", default=None, metavar="HOST:PORT",
+                   help=f"address of the one PLAINTEXT listener (default {DEFAULT_LISTEN}; "
+                        "port 0 picks one); --config listeners=NAME://HOST:PORT,... for "
+                        "several, and for SSL, SASL_PLAINTEXT and SASL_SSL")
+    p.add_argument("--allow-plaintext", action="store_true",
+                   help="let a listener without authentication (PLAINTEXT, or SSL without "
+                        "ssl.client.auth=required) listen on an address other than loopback: "
+                        "anyone who can reach it can join groups, commit and delete offsets")
     p.add_argument("--topic", action="append", default=[], metavar="NAME:PARTITIONS",
                    help="register a topic (repeatable); existing topics are kept")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
@@ -66,20 +77,49 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_listeners(config: ServerConfig, listen: str | None, allow_plaintext: bool
+                    ) -> list[Listener]:
+    """The listeners to open, checked: their settings, and that none without
+    authentication listens beyond loopback unless ``--allow-plaintext``.
+
+    :raises ConfigError: with what is wrong
+    """
+    security = config.security
+    if security.listeners and listen is not None:
+        raise ConfigError("--listen and --config listeners=... are exclusive: give one")
+    try:
+        listeners = security.parsed_listeners(parse_listen(listen or DEFAULT_LISTEN))
+        security.check(listeners)
+        if any(li.tls for li in listeners):
+            server_context(security)  # a keystore that does not open fails now
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    for li in listeners:
+        if not is_loopback(li.host) and not security.authenticates(li) and not allow_plaintext:
+            raise ConfigError(
+                f"listener {li.name}://{li.host}:{li.port} ({li.protocol}) has no "
+                "authentication and is not on a loopback address: anyone who can reach it "
+                "could join groups, commit and delete offsets. Use SASL_SSL, SASL_PLAINTEXT "
+                "or SSL with ssl.client.auth=required (docs/SECURITY.md), or pass "
+                "--allow-plaintext to listen like this anyway")
+    return listeners
+
+
 def run(args) -> int:
     try:
         config = ServerConfig.parse(args.config)
-        host, port = parse_listen(args.listen)
+        listeners = check_listeners(config, args.listen, getattr(args, "allow_plaintext", False))
         topics = [parse_topic(t, config.num_partitions) for t in args.topic]
     except ConfigError as e:
         print(f"offsetlog serve: {e}", file=sys.stderr)
         return 2
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
-    if not is_loopback(host):
-        print(f"offsetlog serve: WARNING: listening on {host}, not a loopback address; the "
-              "server has no authentication: anyone who can reach it can join groups, commit "
-              "and delete offsets", file=sys.stderr)
+    for li in listeners:
+        if not is_loopback(li.host) and not config.security.authenticates(li):
+            print(f"offsetlog serve: WARNING: {li.name} listens on {li.host} without "
+                  "authentication (--allow-plaintext): anyone who can reach it can join "
+                  "groups, commit and delete offsets", file=sys.stderr)
     from offsetlog.store import OffsetStore
 
     store = OffsetStore.open(args.dir, partitions=config.log_partitions,
@@ -100,7 +140,8 @@ def run(args) -> int:
             elif existing != partitions:
                 log.warning("topic %s exists with %d partitions; --topic %s:%d ignored",
                             name, existing, name, partitions)
-        asyncio.run(serve(store, config, registry, host, port))
+        asyncio.run(serve(store, config, registry, listeners[0].host, listeners[0].port,
+                          listeners=listeners))
     except OSError as e:
         print(f"offsetlog serve: {e}", file=sys.stderr)
         return 1
@@ -110,9 +151,14 @@ def run(args) -> int:
 
 
 async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str, port: int,
-                *, ready=None, stop: asyncio.Event | None = None) -> None:
+                *, ready=None, stop: asyncio.Event | None = None,
+                listeners: list[Listener] | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or ``stop`` is set); then stop accepting, close the store
-    (which answers parked requests), let in-flight answers go out and return."""
+    (which answers parked requests), let in-flight answers go out and return.
+
+    ``listeners``: default ``config``'s ``listeners``, or one PLAINTEXT listener on ``host``
+    and ``port``. ``ready(host, port)`` is called with the first one's address once all
+    accept (``ready.listeners``, if it has the attribute, gets every listener's)."""
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -124,15 +170,29 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
     # hand-off between threads (offsetlog/store/async_writer.py; docs/PROTOCOL.md)
     undrive = drive_from_loop(store, loop)
     workers = Workers(config.num_io_threads)
+    if listeners is None:
+        listeners = config.security.parsed_listeners((host, port))
     ctx = Context(store=store, config=config, topics=registry, host=host, port=port)
     conns = Connections(ctx, workers, store.config.clock)
-    bound = conns.listen(host, port)
-    ctx.port = bound[1]
-    if host in ("0.0.0.0", "::", ""):
-        ctx.host = socket.gethostname()
-    print(f"listening on {bound[0]}:{bound[1]}", file=sys.stderr, flush=True)
+    acceptor = Acceptor(conns, config.security, listeners)
+    bound = {}
+    for li in listeners:
+        bound[li.name] = acceptor.listen(li)
+        # the address Metadata and FindCoordinator answer this listener's clients
+        ctx.addresses[li.name] = (socket.gethostname() if li.host in ("0.0.0.0", "::", "")
+                                  else li.host, bound[li.name][1])
+    ctx.host, ctx.port = ctx.addresses[listeners[0].name]
+    first = bound[listeners[0].name]
+    if config.security.listeners:
+        for li in listeners:
+            print(f"listening on {li.name}://{bound[li.name][0]}:{bound[li.name][1]}",
+                  file=sys.stderr, flush=True)
+    else:
+        print(f"listening on {first[0]}:{first[1]}", file=sys.stderr, flush=True)
     if ready is not None:
-        ready(bound[0], bound[1])
+        if hasattr(ready, "listeners"):
+            ready.listeners.update(bound)
+        ready(first[0], first[1])
     try:
         await stop.wait()
     finally:

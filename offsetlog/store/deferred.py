@@ -70,3 +70,13 @@ def topic_creation(name: str, value: dict) -> Producer:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
         return (rec.topic(0, name, value),)
     return record
+
+
+def scram_credential(user: str, mechanism: str, value: dict | None) -> Producer:
+    """The USER_SCRAM_CREDENTIAL record of ``user`` and ``mechanism`` (a tombstone for None;
+    none at all when deleting one that does not exist)."""
+    def record(table: OffsetTable) -> tuple:
+        if value is None and (user, mechanism) not in table.scram_credentials:
+            return ()
+        return (rec.user_scram_credential(0, user, mechanism, value),)
+    return record

@@ -4,7 +4,8 @@ A store is a set of log partitions (``commit_queue.PartitionWriter``: a ``Partit
 ``OffsetTable`` and its group coordinator) written only through one ``GroupCommitter``, plus
 one part per concern, each owning its state and reached only through its methods:
 ``groups.Groups`` (the group protocols and their timers; ``consumer_groups`` for KIP-848),
-``transactions.Transactions``, ``snapshots.Snapshots`` and ``cleaning.Cleaning``. This module
+``transactions.Transactions``, ``snapshots.Snapshots``, ``cleaning.Cleaning`` and
+``registries.Registries`` (the wire server's topics and credentials). This module
 holds the commit path itself (checks, routing, fencing), reads, deletes and expiry, and the
 lifecycle; opening a directory is ``opening``'s, and the group and transaction calls, handed
 straight to their parts, are ``store_calls``'.
@@ -35,6 +36,7 @@ from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.store.groups import Groups
 from offsetlog.store.opening import open_directory
 from offsetlog.store.part import StoreCore
+from offsetlog.store.registries import Registries
 from offsetlog.store.routing import CommitRouter
 from offsetlog.store.snapshots import LoadedSnapshots, SnapshotResult, Snapshots
 from offsetlog.store.store_calls import GroupAndTransactionCalls
@@ -46,7 +48,6 @@ from offsetlog.validation import (
     check_partition_list,
     check_time_ms,
     check_timeout,
-    check_topic,
 )
 
 log = logging.getLogger("offsetlog.store")
@@ -98,6 +99,8 @@ class OffsetStore(GroupAndTransactionCalls):
         core = StoreCore(path, config, _parts, self._writer, self._check_open)
         self._groups = Groups(core)
         self.consumer_groups = self._groups.consumer  # KIP-848 (store/consumer_groups.py)
+        #: the wire server's topics and SASL/SCRAM credentials (store/registries.py)
+        self.registries = Registries(core)
         self._background_stop = threading.Event()  # stops the store's periodic passes
         # before the cleaner starts (it asks for the snapshots' tombstone floor) and before
         # anything is written (the roll-forward below)
@@ -299,30 +302,15 @@ class OffsetStore(GroupAndTransactionCalls):
                 out |= part.table.groups()
         return sorted(out)
 
-    # -- the topic registry (the wire server's; docs/FORMAT.md, TOPIC) ----------------------
+    # -- the wire server's registries: topics here, credentials at ``store.registries`` -----
 
     def topics(self) -> dict[str, dict]:
         """topic -> ``{"partitions", "topic_id", "created_timestamp"}``, every one registered."""
-        self._check_open()
-        out: dict[str, dict] = {}
-        for part in self._parts:
-            with part.lock:
-                out.update(part.table.topics)
-        return dict(sorted(out.items()))
+        return self.registries.topics()
 
     def create_topic(self, name: str, partitions: int, *, topic_id: bytes) -> dict:
-        """Register topic ``name`` (a TOPIC record, durable on return); its value. Checked in
-        its partition's queue: of two concurrent creations of one name, one succeeds.
-
-        :raises InvalidTopicError: a name or partition count Kafka would refuse, or a bad id
-        :raises TopicAlreadyExistsError: the topic is registered already
-        """
-        self._check_open()
-        check_topic(name, partitions, topic_id)
-        now = self._clock()
-        value = {"partitions": partitions, "topic_id": topic_id, "created_timestamp": now}
-        self._run_deferred(name, deferred.topic_creation(name, value), now)
-        return dict(value)
+        """``registries.Registries.create_topic``."""
+        return self.registries.create_topic(name, partitions, topic_id=topic_id)
 
     # -- deletes and expiry --------------------------------------------------------------
 

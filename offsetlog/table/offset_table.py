@@ -37,6 +37,7 @@ from offsetlog.log.records import (
     TOPIC,
     TRANSACTION_MARKER,
     TRANSACTION_STATE,
+    USER_SCRAM_CREDENTIAL,
     Record,
     check_version,
     commit_entry,
@@ -56,7 +57,7 @@ Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_times
 
 class OffsetTable:
     __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn", "topics",
-                 "consumer_groups")
+                 "consumer_groups", "scram_credentials")
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
@@ -72,6 +73,9 @@ class OffsetTable:
         #: (record type, group, member or None) -> the value of the latest consumer group
         #: protocol record of that key (interpreted by offsetlog.group.consumer)
         self.consumer_groups: dict[tuple, dict] = {}
+        #: (user, mechanism) -> the value of its latest USER_SCRAM_CREDENTIAL record (the wire
+        #: server's SASL/SCRAM credentials)
+        self.scram_credentials: dict[tuple[str, str], dict] = {}
 
     def apply_batches(self, batches) -> None:
         """Apply batches in order: the single entry point for state changes.
@@ -223,6 +227,12 @@ class OffsetTable:
                 self.topics.pop(key["topic"], None)
             else:
                 self.topics[key["topic"]] = value
+        elif rtype == USER_SCRAM_CREDENTIAL:
+            k = (key["user"], key["mechanism"])
+            if value is None:
+                self.scram_credentials.pop(k, None)
+            else:
+                self.scram_credentials[k] = value
         elif rtype in CONSUMER_GROUP_TYPES:
             k = (rtype, key["group"], key.get("member"))
             if value is None:
@@ -241,10 +251,11 @@ class OffsetTable:
     #: ``from_snapshot_state`` refuses it (the caller replays the log instead).
     SNAPSHOT_SECTIONS = frozenset({"next_offset", "records_applied", "topics", "offsets",
                                    "group_metadata", "transactions", "topic_registry",
-                                   "consumer_groups"})
+                                   "consumer_groups", "user_scram_credentials"})
     #: sections a snapshot may lack: written by a version without them, whose log cannot
     #: hold their records either, so they are empty
-    OPTIONAL_SECTIONS = frozenset({"topic_registry", "consumer_groups"})
+    OPTIONAL_SECTIONS = frozenset({"topic_registry", "consumer_groups",
+                                   "user_scram_credentials"})
 
     def snapshot_state(self) -> dict:
         """The table's whole state as a dict of named sections of msgpack-able values
@@ -281,6 +292,10 @@ class OffsetTable:
             # only when there are any: a version without the section discards a snapshot
             # holding it (it could not keep that state), and keeps every other one
             state["consumer_groups"] = [[*k, v] for k, v in self.consumer_groups.items()]
+        if self.scram_credentials:
+            # likewise only when there are any
+            state["user_scram_credentials"] = [[*k, v] for k, v
+                                               in self.scram_credentials.items()]
         return state
 
     @classmethod
@@ -320,6 +335,8 @@ class OffsetTable:
             table.topics = dict(state.get("topic_registry", {}))
             table.consumer_groups = {(int(t), g, m): v for t, g, m, v
                                      in state.get("consumer_groups", [])}
+            table.scram_credentials = {(u, m): v for u, m, v
+                                       in state.get("user_scram_credentials", [])}
         except (TypeError, IndexError, KeyError, AttributeError, ValueError) as e:
             raise ValueError(f"malformed snapshot state: {e!r}") from None
         return table
@@ -355,5 +372,7 @@ class OffsetTable:
             out["topics"] = dict(self.topics)
         if self.consumer_groups:
             out["consumer_groups"] = dict(self.consumer_groups)
+        if self.scram_credentials:
+            out["scram_credentials"] = dict(self.scram_credentials)
         return out
 
