@@ -21,24 +21,41 @@ class Server:
         self.config = FAST + list(config)
         self.proc: subprocess.Popen | None = None
         self.port = 0
+        #: with ``listeners=...`` in ``config``: listener name -> its port (the first one's is
+        #: ``port``); a restart keeps the ports
+        self.ports: dict[str, int] = {}
+        self.listeners = next((c.split("=", 1)[1] for c in self.config
+                               if c.startswith("listeners=")), None)
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> "Server":
-        cmd = [sys.executable, "-m", "offsetlog", "serve", self.directory,
-               "--listen", f"127.0.0.1:{self.port}"]
+        cmd = [sys.executable, "-m", "offsetlog", "serve", self.directory]
+        if self.listeners is None:
+            cmd += ["--listen", f"127.0.0.1:{self.port}"]
         for t in self.topics:
             cmd += ["--topic", t]
         for c in self.config:
+            if c.startswith("listeners=") and self.ports:  # a restart: the same ports
+                c = "listeners=" + ",".join(
+                    f"{item.split('://')[0]}://{item.split('://')[1].rsplit(':', 1)[0]}:"
+                    f"{self.ports[item.split('://')[0].upper()]}"
+                    for item in self.listeners.split(","))
             cmd += ["--config", c]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=self.env)
         deadline = time.monotonic() + 30
         line = ""
         while time.monotonic() < deadline:
             line = self.proc.stderr.readline()
-            if line.startswith("listening on "):
+            if line.startswith("listening on ") and "://" in line:
+                name = line.split()[2].split("://")[0]
+                self.ports[name] = int(line.rsplit(":", 1)[1])
+                if len(self.ports) == len(self.listeners.split(",")):
+                    self.port = self.ports[self.listeners.split("://")[0].upper()]
+                    break
+            elif line.startswith("listening on "):
                 self.port = int(line.rsplit(":", 1)[1])
                 break
             if not line and self.proc.poll() is not None:
