@@ -46,6 +46,11 @@ class Header:
 
 def frame_length(data, offset: int = 0) -> int:
     """The length the 4-byte prefix at ``offset`` of ``data`` announces."""
+    if data.__class__ is bytearray:
+        # a connection's buffer of a frame that came in several reads: kio (1.x) reads only
+        # read-only buffers, and a writable one raised ValueError in the event loop, leaving
+        # the connection unanswered
+        data = memoryview(data).toreadonly()
     return read_int32(data, offset)[0]
 
 
