@@ -15,7 +15,7 @@ from kafka.net.sasl.scram import ScramClient
 
 from offsetlog.server import errors as E
 from offsetlog.store import OffsetStore
-from support.wire_raw import call, frame, read_answer
+from support.wire_raw import call, frame
 
 from .conftest import USERS
 
@@ -118,8 +118,9 @@ def test_malformed_oversized_and_truncated_tokens_fail(secure_server, token):
 
 def test_a_truncated_frame_then_silence_is_closed_by_the_authentication_deadline(
         tmp_path, certs):
-    from .conftest import LISTENERS, add_users, tls_config
     from support.wire_server import Server
+
+    from .conftest import LISTENERS, add_users, tls_config
     directory = str(tmp_path / "store")
     add_users(directory)
     server = Server(directory, config=[LISTENERS, *tls_config(certs),
@@ -182,8 +183,9 @@ def test_many_half_open_tls_handshakes_do_not_stop_the_server(tmp_path, certs):
     """500 connections to the TLS port that send half a ClientHello and wait, beyond
     max.connections: the oldest unauthenticated ones are closed to make room, the deadline
     closes the rest, and an authenticating client gets through all the while."""
-    from .conftest import LISTENERS, add_users, tls_config
     from support.wire_server import Server
+
+    from .conftest import LISTENERS, add_users, tls_config
     directory = str(tmp_path / "store")
     add_users(directory)
     server = Server(directory, config=[LISTENERS, *tls_config(certs),
@@ -220,8 +222,9 @@ def _client_hello() -> bytes:
 
 
 def test_max_connections_per_ip(tmp_path, certs):
-    from .conftest import LISTENERS, add_users, tls_config
     from support.wire_server import Server
+
+    from .conftest import LISTENERS, add_users, tls_config
     directory = str(tmp_path / "store")
     add_users(directory)
     server = Server(directory, config=[LISTENERS, *tls_config(certs),

@@ -17,8 +17,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from offsetlog.server.scram import make_credential
 from offsetlog import TopicPartition
+from offsetlog.server.scram import make_credential
 from offsetlog.store import OffsetStore
 
 from .test_secure_clients import ck_conf, ck_error, ck_join_and_commit
