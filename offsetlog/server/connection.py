@@ -35,6 +35,10 @@ Why commits look the way they do (bench/wire.py; measured on 2 cores, 32 connect
   from the loop's thread. A send that does not fit the socket buffer keeps the rest and
   asks the loop to finish it (``add_writer``).
 
+Listening and accepting (and TLS, limits) are ``listeners.Acceptor``'s; each connection has a
+``sasl.Session``: until it is authenticated its requests go to the session (ApiVersions and
+the SASL APIs), and every request's ``Call`` carries its principal and listener.
+
 A frame longer than ``socket.request.max.bytes`` or shorter than a header, one that does not
 decode, an unknown API key or an unsupported version (except ApiVersions, answered with
 UNSUPPORTED_VERSION and the supported versions) closes that connection after the answers
