@@ -18,10 +18,11 @@ unless ``sasl.plain.over.plaintext.enable=true``: it sends the password itself.
 from __future__ import annotations
 
 import logging
+import os
 
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call
-from offsetlog.server.scram import ScramError, ScramServer, check_password
+from offsetlog.server.scram import ScramError, ScramServer, check_password, make_credential
 from offsetlog.server.security_config import Listener, SecurityConfig
 from offsetlog.server.tls import ANONYMOUS
 
@@ -31,6 +32,8 @@ API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 #: a SASL token longer than this fails authentication (a SCRAM or PLAIN token is a few
 #: hundred bytes; Kafka's broker caps tokens before authentication at 512 KiB)
 MAX_TOKEN = 64 * 1024
+#: what PLAIN checks an unknown user's password against, so that it takes as long
+_DUMMY = make_credential("SCRAM-SHA-512", os.urandom(16).hex())
 
 
 class Session:
@@ -134,4 +137,6 @@ class Session:
                 if check_password(mechanism, credential, parts[2]):
                     return user
                 break
+        else:  # an unknown user costs what a wrong password does
+            check_password("SCRAM-SHA-512", _DUMMY, parts[2])
         raise ScramError("invalid credentials")

@@ -5,6 +5,7 @@
 //
 //   java Member BOOTSTRAP GROUP TOPIC STRATEGY CLIENT_ID INSTANCE_ID|- SESSION_MS
 import java.io.BufferedReader;
+import java.io.FileInputStream;
 import java.io.InputStreamReader;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -64,6 +65,11 @@ public final class Member {
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        // client security settings (security.protocol, ssl.*, sasl.*) from a properties file
+        String extra = System.getenv("CLIENT_PROPERTIES");
+        if (extra != null) {
+            try (FileInputStream in = new FileInputStream(extra)) { p.load(in); }
+        }
 
         ConcurrentLinkedQueue<String> commands = new ConcurrentLinkedQueue<>();
         Thread reader = new Thread(() -> {
