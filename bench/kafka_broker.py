@@ -147,10 +147,18 @@ class KafkaBroker:
 
     ``extra``: broker properties on top of :data:`BASE_PROPERTIES` (e.g.
     ``{"flush.messages": "1"}``). ``heap``: the JVM's ``-Xmx``.
+
+    ``secure``: also an SSL and a SASL_SSL listener (``ports["SSL"]``, ``ports["SASL_SSL"]``;
+    the PLAINTEXT one stays the inter-broker listener): ``{"keystore": PKCS12 path,
+    "keystore_password", "truststore": PEM path of the CAs of client certificates,
+    "users": {name: password}}``; the users get SCRAM-SHA-256 and -512 credentials when the
+    storage is formatted (``--add-scram``), and both SCRAM mechanisms and PLAIN are enabled.
     """
 
     def __init__(self, *, extra: dict | None = None, heap: str = "512m",
-                 start_timeout: float = 120.0) -> None:
+                 start_timeout: float = 120.0, secure: dict | None = None) -> None:
+        self.secure = secure
+        self.ports: dict[str, int] = {}
         self.properties = {**BASE_PROPERTIES, **{k: str(v) for k, v in (extra or {}).items()}}
         self.heap = heap
         self.start_timeout = start_timeout
@@ -190,6 +198,27 @@ class KafkaBroker:
             "log.dirs": str(data),
             **self.properties,
         }
+        if self.secure:
+            sec = self.secure
+            extra = ",".join(f"{name}://127.0.0.1:{self.ports[name]}"
+                             for name in ("SSL", "SASL_SSL"))
+            scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            plain = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                     + " ".join(f'user_{u}="{pw}"' for u, pw in sec["users"].items()) + ";")
+            props.update({
+                "listeners": props["listeners"] + "," + extra,
+                "advertised.listeners": props["advertised.listeners"] + "," + extra,
+                "listener.security.protocol.map": props["listener.security.protocol.map"]
+                + ",SSL:SSL,SASL_SSL:SASL_SSL",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+                "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
+                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
+                "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
+                "ssl.keystore.type": "PKCS12", "ssl.keystore.location": sec["keystore"],
+                "ssl.keystore.password": sec["keystore_password"],
+                "ssl.truststore.type": "PEM", "ssl.truststore.location": sec["truststore"],
+                "ssl.client.auth": "requested",
+            })
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     def start(self) -> "KafkaBroker":
@@ -200,14 +229,26 @@ class KafkaBroker:
         self.port, self.controller_port = free_port(), free_port()
         while self.controller_port == self.port:
             self.controller_port = free_port()
+        if self.secure:
+            taken = {self.port, self.controller_port}
+            for name in ("SSL", "SASL_SSL"):
+                port = free_port()
+                while port in taken:
+                    port = free_port()
+                self.ports[name] = port
+                taken.add(port)
         config = self.directory / "server.properties"
         config.write_text(self._server_properties(self.directory / "data"))
         classpath = f"{libs}/*"
         jvm = [java, f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Djava.awt.headless=true", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
                "-Dlog4j2.level=warn", "-cp", classpath]
+        scram = []
+        for user, password in (self.secure or {}).get("users", {}).items():
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                scram += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
         fmt = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", "--ignore-formatted",
-                                    "-t", _cluster_id(), "-c", str(config)],
+                                    "-t", _cluster_id(), "-c", str(config), *scram],
                              capture_output=True, text=True)
         if fmt.returncode != 0:
             raise RuntimeError(f"Kafka's StorageTool could not format {self.directory}:\n"
