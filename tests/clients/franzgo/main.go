@@ -4,6 +4,9 @@
 //	franzgo member BOOTSTRAP GROUP TOPIC STRATEGY CLIENT_ID INSTANCE_ID|- SESSION_MS
 //	    a long-lived group member: prints a JSON line whenever its generation, member id or
 //	    assignment changes; stdin commands "commit P OFFSET", "committed", "close"
+//	    TLS and SASL from the environment (tests/security/): FRANZGO_TLS_CA (a PEM file;
+//	    FRANZGO_TLS_CERT and FRANZGO_TLS_KEY for a client certificate), FRANZGO_SASL_MECHANISM
+//	    (SCRAM-SHA-256 or SCRAM-SHA-512), FRANZGO_SASL_USER, FRANZGO_SASL_PASSWORD
 //	franzgo admin BOOTSTRAP GROUP TOPIC
 //	    kadm's group calls step by step; prints one JSON object, step -> result
 //	franzgo txn BOOTSTRAP GROUP TOPIC TRANSACTIONAL_ID
@@ -16,6 +19,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +32,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -71,6 +77,36 @@ func balancer(name string) kgo.GroupBalancer {
 	panic(name)
 }
 
+// securityOpts: TLS and SCRAM from the environment (see the top of this file).
+func securityOpts() []kgo.Opt {
+	var opts []kgo.Opt
+	if ca := os.Getenv("FRANZGO_TLS_CA"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			fail(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		if cert := os.Getenv("FRANZGO_TLS_CERT"); cert != "" {
+			pair, err := tls.LoadX509KeyPair(cert, os.Getenv("FRANZGO_TLS_KEY"))
+			if err != nil {
+				fail(err)
+			}
+			cfg.Certificates = []tls.Certificate{pair}
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	auth := scram.Auth{User: os.Getenv("FRANZGO_SASL_USER"), Pass: os.Getenv("FRANZGO_SASL_PASSWORD")}
+	switch os.Getenv("FRANZGO_SASL_MECHANISM") {
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(auth.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
+	}
+	return opts
+}
+
 func member(args []string) {
 	bootstrap, group, topic, strategy, clientID, instanceID := args[0], args[1], args[2],
 		args[3], args[4], args[5]
@@ -110,6 +146,7 @@ func member(args []string) {
 	if instanceID != "-" {
 		opts = append(opts, kgo.InstanceID(instanceID))
 	}
+	opts = append(opts, securityOpts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fail(err)
