@@ -8,9 +8,10 @@ two differ only in how they read records:
   still undecided in them (Kafka's last stable offset bounds cleaning the same way);
 * records have a compaction key (``compaction_key``): OFFSET_COMMIT by (group, topic,
   partition), GROUP_METADATA by group, TRANSACTION_STATE by transactional id, TOPIC by
-  topic name, the CONSUMER_GROUP_* records by type, group and (for the member records) member
-  (``record_key`` only: the Spark report's rows do not carry the member, so it counts them as
-  kept). Markers and unknown types have none and are never dropped as superseded;
+  topic name, the CONSUMER_GROUP_* records by type, group and (for the member records) member,
+  ACL records by their seven binding fields (``record_key`` only: the Spark report's rows
+  carry neither the member nor the binding, so it counts them as kept). Markers and unknown
+  types have none and are never dropped as superseded;
 * a keyed record survives if it is the latest of its key in the range, by log offset, among
   records of plain batches and of committed transactions (``LatestScan``, pass 1); records of
   aborted transactions are all dropped;
@@ -31,6 +32,7 @@ from collections.abc import Iterable
 
 from offsetlog.log.format import Attribute
 from offsetlog.log.records import (
+    ACL,
     COMMIT,
     CONSUMER_GROUP_TYPES,
     GROUP_METADATA,
@@ -38,6 +40,7 @@ from offsetlog.log.records import (
     TOPIC,
     TRANSACTION_MARKER,
     TRANSACTION_STATE,
+    acl_key,
     commit_key,
 )
 
@@ -71,6 +74,8 @@ def record_key(record) -> Key | None:
         return (TOPIC, key["topic"])
     if rtype in CONSUMER_GROUP_TYPES:
         return (rtype, key["group"], key.get("member"))
+    if rtype == ACL:
+        return (ACL, *acl_key(key))
     return None
 
 

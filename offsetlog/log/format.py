@@ -94,6 +94,8 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 8  # key (group,) -> assignment epoch
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 9  # key (group, member) -> target partitions
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 10  # key (group, member) -> epochs, partitions
+    # 11 is kept for the SCRAM credentials of issue 30
+    ACL = 12  # key (resource type, name, pattern type, principal, host, operation, permission)
 
 
 # Directory and file naming: see offsetlog.log.naming.

@@ -39,6 +39,7 @@ CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = int(RecordType.CONSUMER_GROUP_TARGET
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = int(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER)
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = int(
     RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT)
+ACL = int(RecordType.ACL)
 #: the consumer group protocol's record types, in the order that rebuilds a group
 CONSUMER_GROUP_TYPES = (CONSUMER_GROUP_METADATA, CONSUMER_GROUP_MEMBER_METADATA,
                         CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
@@ -51,7 +52,7 @@ CONSUMER_MEMBER_TYPES = frozenset({CONSUMER_GROUP_MEMBER_METADATA,
 
 #: Highest value version this code reads, per record type.
 MAX_VERSION = {OFFSET_COMMIT: 1, GROUP_METADATA: 0, TRANSACTION_MARKER: 0, TRANSACTION_STATE: 0,
-               TOPIC: 0, **{t: 0 for t in CONSUMER_GROUP_TYPES}}
+               TOPIC: 0, ACL: 0, **{t: 0 for t in CONSUMER_GROUP_TYPES}}
 
 #: The OFFSET_COMMIT version written: key ``[group, topic, partition]`` and value ``[offset,
 #: commit_timestamp, metadata, leader_epoch, expire_timestamp]`` by position, trailing
@@ -71,6 +72,8 @@ KEY_FIELDS = {
     TRANSACTION_MARKER: ("producer_id",),
     TRANSACTION_STATE: ("transactional_id",),
     TOPIC: ("topic",),
+    ACL: ("resource_type", "name", "pattern_type", "principal", "host", "operation",
+          "permission"),
     **{t: ("group", "member") if t in CONSUMER_MEMBER_TYPES else ("group",)
        for t in CONSUMER_GROUP_TYPES},
 }
@@ -108,6 +111,9 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
     TOPIC: {
         "partitions": None,  # required, >= 1
         "topic_id": None,  # required, 16 bytes (a UUID), never all zeros
+        "created_timestamp": None,  # required, epoch ms
+    },
+    ACL: {
         "created_timestamp": None,  # required, epoch ms
     },
     # the consumer group protocol's records (offsetlog.group.consumer.group builds them)
@@ -296,6 +302,17 @@ def transaction_state(delta: int, transactional_id: str, value: dict[str, Any] |
 def topic(delta: int, name: str, value: dict[str, Any] | None) -> Record:
     """A topic of the wire server's registry (docs/FORMAT.md, ``TOPIC``); None deletes it."""
     return (delta, TOPIC, 0, {"topic": name}, value)
+
+
+def acl(delta: int, binding: tuple, value: dict[str, Any] | None) -> Record:
+    """An ACL binding (docs/FORMAT.md, ``ACL``): ``binding`` is its seven key fields in
+    ``KEY_FIELDS`` order; None deletes it."""
+    return (delta, ACL, 0, dict(zip(KEY_FIELDS[ACL], binding)), value)
+
+
+def acl_key(key: dict) -> tuple:
+    """The seven fields of an ACL record's key, in ``KEY_FIELDS`` order."""
+    return tuple(key[f] for f in KEY_FIELDS[ACL])
 
 
 def consumer_group_record(delta: int, record_type: int, key: tuple, value: dict | None

@@ -23,6 +23,9 @@ class Context:
     port: int
     #: transactional id -> its Transaction handle (offsetlog.transactions), from InitProducerId
     producers: dict = field(default_factory=dict)
+    #: the ACLs and the authorizer's settings (``authz.AclState``); None without an
+    #: authorizer (``authorizer.class.name`` unset): every request is allowed
+    acl: Any = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,10 @@ class Call:
     header: Header
     body: Any
     client_host: str = ""
+    #: who sent it (Kafka's ``KafkaPrincipal``, ``User:NAME``): an unauthenticated
+    #: connection's is ``User:ANONYMOUS``; and the listener it came in on
+    principal: str = "User:ANONYMOUS"
+    listener: str = ""
 
     @property
     def client_id(self) -> str:

@@ -33,6 +33,12 @@ UNKNOWN_TOPIC_ID = int(ErrorCode.unknown_topic_id)
 TRANSACTIONAL_ID_NOT_FOUND = int(ErrorCode.transactional_id_not_found)
 INVALID_REGULAR_EXPRESSION = int(ErrorCode.invalid_regular_expression)
 TRANSACTION_ABORTABLE = int(ErrorCode.transaction_abortable)
+# authorization (docs/SECURITY.md)
+TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.topic_authorization_failed)
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
+CLUSTER_AUTHORIZATION_FAILED = int(ErrorCode.cluster_authorization_failed)
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = int(ErrorCode.transactional_id_authorization_failed)
+SECURITY_DISABLED = int(ErrorCode.security_disabled)
 
 
 def code_of(error: BaseException | None) -> int:

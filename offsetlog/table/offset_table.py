@@ -29,6 +29,7 @@ from offsetlog.errors import UnsupportedVersionError
 from offsetlog.log._native import apply_fields, apply_records, offsets_from_flat
 from offsetlog.log.format import Attribute, RecordType
 from offsetlog.log.records import (
+    ACL,
     COMMIT,
     CONSUMER_GROUP_TYPES,
     GROUP_METADATA,
@@ -38,6 +39,7 @@ from offsetlog.log.records import (
     TRANSACTION_MARKER,
     TRANSACTION_STATE,
     Record,
+    acl_key,
     check_version,
     commit_entry,
     commit_key,
@@ -56,7 +58,7 @@ Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_times
 
 class OffsetTable:
     __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn", "topics",
-                 "consumer_groups")
+                 "consumer_groups", "acls")
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
@@ -72,6 +74,9 @@ class OffsetTable:
         #: (record type, group, member or None) -> the value of the latest consumer group
         #: protocol record of that key (interpreted by offsetlog.group.consumer)
         self.consumer_groups: dict[tuple, dict] = {}
+        #: ACL binding (its seven key fields, offsetlog.log.records.KEY_FIELDS) -> the value
+        #: of its latest ACL record (interpreted by offsetlog.acl)
+        self.acls: dict[tuple, dict] = {}
 
     def apply_batches(self, batches) -> None:
         """Apply batches in order: the single entry point for state changes.
@@ -223,6 +228,11 @@ class OffsetTable:
                 self.topics.pop(key["topic"], None)
             else:
                 self.topics[key["topic"]] = value
+        elif rtype == ACL:
+            if value is None:
+                self.acls.pop(acl_key(key), None)
+            else:
+                self.acls[acl_key(key)] = value
         elif rtype in CONSUMER_GROUP_TYPES:
             k = (rtype, key["group"], key.get("member"))
             if value is None:
@@ -241,10 +251,10 @@ class OffsetTable:
     #: ``from_snapshot_state`` refuses it (the caller replays the log instead).
     SNAPSHOT_SECTIONS = frozenset({"next_offset", "records_applied", "topics", "offsets",
                                    "group_metadata", "transactions", "topic_registry",
-                                   "consumer_groups"})
+                                   "consumer_groups", "acls"})
     #: sections a snapshot may lack: written by a version without them, whose log cannot
     #: hold their records either, so they are empty
-    OPTIONAL_SECTIONS = frozenset({"topic_registry", "consumer_groups"})
+    OPTIONAL_SECTIONS = frozenset({"topic_registry", "consumer_groups", "acls"})
 
     def snapshot_state(self) -> dict:
         """The table's whole state as a dict of named sections of msgpack-able values
@@ -281,6 +291,8 @@ class OffsetTable:
             # only when there are any: a version without the section discards a snapshot
             # holding it (it could not keep that state), and keeps every other one
             state["consumer_groups"] = [[*k, v] for k, v in self.consumer_groups.items()]
+        if self.acls:  # the same: only when there are any
+            state["acls"] = [[*k, v] for k, v in self.acls.items()]
         return state
 
     @classmethod
@@ -320,6 +332,9 @@ class OffsetTable:
             table.topics = dict(state.get("topic_registry", {}))
             table.consumer_groups = {(int(t), g, m): v for t, g, m, v
                                      in state.get("consumer_groups", [])}
+            table.acls = {tuple(a[:7]): a[7] for a in state.get("acls", [])}
+            if any(len(a) != 8 for a in state.get("acls", [])):
+                raise ValueError("an acls entry of other than 8 fields")
         except (TypeError, IndexError, KeyError, AttributeError, ValueError) as e:
             raise ValueError(f"malformed snapshot state: {e!r}") from None
         return table
@@ -355,5 +370,7 @@ class OffsetTable:
             out["topics"] = dict(self.topics)
         if self.consumer_groups:
             out["consumer_groups"] = dict(self.consumer_groups)
+        if self.acls:
+            out["acls"] = dict(self.acls)
         return out
 
