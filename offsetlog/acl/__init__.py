@@ -13,7 +13,9 @@ from offsetlog.acl.model import (
     Permission,
     ResourceType,
     binding_error,
+    concrete,
 )
 
 __all__ = ["ANONYMOUS", "CLUSTER_NAME", "AclBinding", "AclFilter", "Authorizer", "Operation",
-           "PatternType", "Permission", "ResourceType", "binding_error", "parse_super_users"]
+           "PatternType", "Permission", "ResourceType", "binding_error", "concrete",
+           "parse_super_users"]

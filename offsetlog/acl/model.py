@@ -141,24 +141,29 @@ def _unknown(enum, code: int) -> bool:
         return True
 
 
+def concrete(b: AclBinding) -> bool:
+    """Whether every code of ``b`` names one thing: no ANY, MATCH or UNKNOWN (nor a code
+    this version does not know). Kafka fails a whole CreateAcls request holding a binding
+    that is not (UNKNOWN_SERVER_ERROR for each creation)."""
+    return (not _unknown(ResourceType, b.resource_type) and b.resource_type != ResourceType.ANY
+            and b.pattern_type in (PatternType.LITERAL, PatternType.PREFIXED)
+            and not _unknown(Operation, b.operation) and b.operation != Operation.ANY
+            and b.permission in (Permission.DENY, Permission.ALLOW))
+
+
 def binding_error(b: AclBinding) -> str | None:
-    """Why Kafka refuses to create ``b`` (INVALID_REQUEST, this message), or None: the
-    broker's checks (the cluster's name, an empty name) before the controller's."""
+    """Why Kafka refuses to create the (``concrete``) binding ``b`` (INVALID_REQUEST, this
+    message), or None: the broker's checks (the cluster's name, an empty name), then the
+    controller's."""
     if b.resource_type == ResourceType.CLUSTER and b.name != CLUSTER_NAME:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if not b.name:
         return "Invalid empty resource name"
-    if _unknown(ResourceType, b.resource_type) or b.resource_type == ResourceType.ANY:
-        return f"Invalid resourceType {_name(ResourceType, b.resource_type)}"
-    if b.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
-        return f"Invalid patternType {_name(PatternType, b.pattern_type)}"
-    if _unknown(Operation, b.operation) or b.operation == Operation.ANY:
-        return f"Invalid operation {_name(Operation, b.operation)}"
-    if b.permission not in (Permission.DENY, Permission.ALLOW):
-        return f"Invalid permissionType {_name(Permission, b.permission)}"
     if ":" not in b.principal:
         return (f"Could not parse principal from `{b.principal}` (no colon is present "
                 "separating the principal type from the principal name)")
+    if not b.host:
+        return "Host pattern cannot be null or empty"
     return None
 
 

@@ -10,7 +10,7 @@ INVALID_REQUEST and Kafka's message, and the rest are created in one batch.
 
 from __future__ import annotations
 
-from offsetlog.acl import AclBinding, AclFilter, binding_error
+from offsetlog.acl import AclBinding, AclFilter, binding_error, concrete
 from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
@@ -42,7 +42,7 @@ def describe_acls(ctx: Context, call: Call, now_ms: int):
         by_resource.setdefault((b.resource_type, b.name, b.pattern_type), []).append(
             dict(principal=b.principal, host=b.host, operation=b.operation,
                  permission_type=b.permission))
-    return call.respond(error_code=E.NONE, error_message=None, resources=[
+    return call.respond(error_code=E.NONE, error_message="", resources=[
         dict(resource_type=t, resource_name=n, pattern_type=p, acls=acls)
         for (t, n, p), acls in by_resource.items()])
 
@@ -56,6 +56,11 @@ def create_acls(ctx: Context, call: Call, now_ms: int):
     bindings = [AclBinding(int(c.resource_type), c.resource_name,
                            int(c.resource_pattern_type), c.principal, c.host,
                            int(c.operation), int(c.permission_type)) for c in creations]
+    if not all(concrete(b) for b in bindings):
+        # Kafka cannot make a binding of a code that is a filter's (ANY, MATCH) or unknown:
+        # the whole request fails, each creation UNKNOWN_SERVER_ERROR without a message
+        return call.respond(results=[dict(error_code=E.UNKNOWN_SERVER_ERROR,
+                                          error_message=None) for _ in bindings])
     errors = [binding_error(b) for b in bindings]
     valid = [b for b, e in zip(bindings, errors) if e is None]
     state = ctx.acl
@@ -72,7 +77,8 @@ def create_acls(ctx: Context, call: Call, now_ms: int):
         failed = E.code_of(outcome.error) if outcome.error is not None else E.NONE
         return call.respond(results=[
             dict(error_code=E.INVALID_REQUEST, error_message=e) if e is not None
-            else dict(error_code=failed, error_message=None if not failed else str(outcome.error))
+            # Kafka's message of a creation that succeeded is "", not null
+            else dict(error_code=failed, error_message=str(outcome.error) if failed else "")
             for e in errors])
     return run_blocking(create, finish)
 

@@ -49,10 +49,9 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
     described = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.GROUP, b.groups)
     denied = []
     for gid in b.groups:
-        if gid not in described:  # answered after the others, as Kafka does
+        if gid not in described:  # answered before the others, as Kafka does
             denied.append(_dead(call, gid, E.GROUP_AUTHORIZATION_FAILED, authz.NOT_ASKED,
-                                "The group has failed authorization." if call.version >= 6
-                                else None, state=""))
+                                state=""))
             continue
         operations = authz.operations(ctx, call, asked, authz.GROUP, gid)
         try:
@@ -93,7 +92,7 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
                           member_assignment=m.assignment)
                      for m in d.members],
             authorized_operations=operations))
-    return call.respond(groups=out + denied)
+    return call.respond(groups=denied + out)
 
 
 def _dead(call: Call, gid: str, code: int, operations: int,
@@ -148,7 +147,8 @@ def create_topics(ctx: Context, call: Call, now_ms: int):
             n = default if t.num_partitions == -1 else int(t.num_partitions)
             answer = dict(name=t.name, topic_id=None, error_code=E.NONE, error_message=None,
                           num_partitions=n, replication_factor=1, configs=())
-            if t.name not in describable:  # Kafka: created, its configs not shown
+            if t.name not in describable and t.name in creatable:
+                # Kafka: created, its configs not shown
                 answer["topic_config_error_code"] = E.TOPIC_AUTHORIZATION_FAILED
             if t.name not in creatable:
                 answer.update(error_code=E.TOPIC_AUTHORIZATION_FAILED,

@@ -31,9 +31,9 @@ def find_coordinator(ctx: Context, call: Call, now_ms: int):
                                 port=-1, error_message=f"key type {key_type} is not served"))
         elif not authz.allowed(ctx, call, authz.DESCRIBE, *_KEY_RESOURCE[key_type], key):
             code = _KEY_DENIED[key_type]
-            # Kafka's message: the error's own before v4, none from v4
+            # Kafka's message: the error's own before v4, "" from v4
             answers.append(dict(key=key, error_code=code, node_id=-1, host="", port=-1,
-                                error_message=None if call.version >= 4
+                                error_message="" if call.version >= 4
                                 else _DENIED_MESSAGE[code]))
         else:
             # Kafka's message on success: the error's name before v4 (one key), "" from v4

@@ -55,11 +55,24 @@ def checked_offsets(ctx: Context, topics, call: Call | None = None) -> tuple[dic
 
 def partition_answers(topics, codes: dict, default: int) -> list[dict]:
     """The response's topics: each requested partition with its code (``default`` when the
-    partition has none of its own), in request order."""
-    return [dict(name=t.name, partitions=[
-        dict(partition_index=p.partition_index,
-             error_code=codes.get(TopicPartition(t.name, int(p.partition_index)), default))
-        for p in t.partitions]) for t in topics]
+    partition has none of its own). In Kafka's order: its response builder takes the
+    partitions refused up front (not authorized, unknown) first, then merges in what the
+    coordinator answered, so a topic with a refused partition comes before the others, and
+    in it the refused partitions before the rest; otherwise request order."""
+    out = []
+    for t in topics:
+        parts = [dict(partition_index=p.partition_index,
+                      error_code=codes.get(TopicPartition(t.name, int(p.partition_index)),
+                                           default)) for p in t.partitions]
+        if codes:
+            refused = [TopicPartition(t.name, int(p["partition_index"])) in codes
+                       for p in parts]
+            parts = ([p for p, r in zip(parts, refused) if r]
+                     + [p for p, r in zip(parts, refused) if not r])
+            out.append((not any(refused), dict(name=t.name, partitions=parts)))
+        else:
+            out.append((False, dict(name=t.name, partitions=parts)))
+    return [topic for _, topic in sorted(out, key=lambda x: x[0])]  # stable: request order
 
 
 def group_error(ctx: Context, group_id: str) -> int:

@@ -104,7 +104,8 @@ def describe_producers(ctx: Context, call: Call, now_ms: int):
         for p in t.partition_indexes:
             if t.name not in readable:
                 parts.append(dict(partition_index=p, error_code=E.TOPIC_AUTHORIZATION_FAILED,
-                                  error_message=None, active_producers=()))
+                                  error_message="Topic authorization failed.",
+                                  active_producers=()))
                 continue
             known = ctx.topics.has_partition(t.name, int(p))
             parts.append(dict(partition_index=p,

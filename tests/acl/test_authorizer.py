@@ -15,6 +15,7 @@ from offsetlog.acl import (
     Permission,
     ResourceType,
     binding_error,
+    concrete,
     parse_super_users,
 )
 
@@ -114,11 +115,12 @@ def test_binding_errors_as_kafka_words_them():
     assert "CLUSTER" in binding_error(acl(rtype=C, name="x"))
     assert binding_error(acl(rtype=C, name="kafka-cluster")) is None
     assert binding_error(acl(name="")) == "Invalid empty resource name"
-    assert binding_error(acl(pattern=PatternType.MATCH)) == "Invalid patternType MATCH"
-    assert binding_error(acl(op=O.ANY)) == "Invalid operation ANY"
-    assert binding_error(acl(perm=Permission.ANY)) == "Invalid permissionType ANY"
-    assert binding_error(acl(rtype=ResourceType.ANY)) == "Invalid resourceType ANY"
+    assert binding_error(acl(host="")) == "Host pattern cannot be null or empty"
     assert "no colon" in binding_error(acl(principal="alice"))
+    assert concrete(acl())
+    for bad in (acl(pattern=PatternType.MATCH), acl(pattern=PatternType.ANY), acl(op=O.ANY),
+                acl(perm=Permission.ANY), acl(rtype=ResourceType.ANY), acl(op=99)):
+        assert not concrete(bad)
 
 
 def test_filters():
