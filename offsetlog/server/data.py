@@ -148,7 +148,12 @@ def fetch(ctx: Context, call: Call, now_ms: int):
         for p in t.partitions:
             known = name is not None and registry.has_partition(name, int(p.partition))
             if name is not None and name not in readable:
-                known, code = False, E.TOPIC_AUTHORIZATION_FAILED
+                parts.append(dict(partition_index=p.partition,
+                                  error_code=E.TOPIC_AUTHORIZATION_FAILED, high_watermark=-1,
+                                  last_stable_offset=-1, log_start_offset=-1,
+                                  aborted_transactions=(), preferred_read_replica=-1,
+                                  records=b""))
+                continue
             elif known:
                 code = E.NONE
             else:
@@ -167,11 +172,28 @@ def fetch(ctx: Context, call: Call, now_ms: int):
     return Reply(lambda outcomes: response, delay_ms=wait)
 
 
+#: a record batch's attributes (int16) sit at this byte; bit 4 marks it transactional
+_ATTRIBUTES_AT, _TRANSACTIONAL = 21, 0x10
+
+
+def _transactional(body) -> bool:
+    """Whether a Produce request holds transactional batches (its partitions' first)."""
+    for t in body.topic_data:
+        for p in t.partition_data:
+            records = p.records
+            if records and len(records) > _ATTRIBUTES_AT + 1:
+                if int.from_bytes(records[_ATTRIBUTES_AT:_ATTRIBUTES_AT + 2], "big") \
+                        & _TRANSACTIONAL:
+                    return True
+    return False
+
+
 def produce(ctx: Context, call: Call, now_ms: int):
     b = call.body
     tid = getattr(b, "transactional_id", None)
-    if tid is not None and not authz.allowed(ctx, call, authz.WRITE, authz.TRANSACTIONAL_ID,
-                                             tid):
+    # Kafka checks the transactional id only of a request holding transactional batches
+    if _transactional(b) and (tid is None or not authz.allowed(
+            ctx, call, authz.WRITE, authz.TRANSACTIONAL_ID, tid)):
         writable: set = set()
         denied = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:

@@ -4,6 +4,7 @@ both targets, the answers compared field by field (support/acl_targets.py)."""
 
 from __future__ import annotations
 
+import struct
 import uuid
 
 import pytest
@@ -283,3 +284,39 @@ def test_acl_apis_need_the_cluster(acl_targets, gid):
     steps += [Req(31, 3, dict(filters=[everything, everything]))]
     one(acl_targets, [allow(C, "kafka-cluster", O.ALTER), allow(C, "kafka-cluster", O.DESCRIBE)],
         steps, check=lambda a: "INVALID_REQUEST" in repr(a[0]))
+
+
+# -- messages --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("v", [4, 7, 12])
+def test_fetch_needs_read(acl_targets, v):
+    def fetch_records(topic):
+        return Req(1, v, dict(replica_id=-1, max_wait=50, min_bytes=0, max_bytes=1 << 20,
+                              isolation_level=0, session_id=0, session_epoch=-1, rack_id="",
+                              forgotten_topics_data=[], topics=[dict(topic=topic, partitions=[
+                                  dict(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                       last_fetched_epoch=-1, log_start_offset=-1,
+                                       partition_max_bytes=1 << 20)])]))
+    one(acl_targets, [allow(T, "orders", O.READ)], [fetch_records("orders"),
+                                                    fetch_records("secret")],
+        check=errors_at(_0__responses__0__partitions__0__error_code="NONE",
+                        _1__responses__0__partitions__0__error_code="TOPIC_AUTHORIZATION_FAILED"))
+
+
+@pytest.mark.parametrize("v", [3, 9])
+def test_produce_refused_for_want_of_write(acl_targets, gid, v):
+    """Only the refusals are compared: offsetlog keeps no messages (Produce with Write is
+    INVALID_REQUEST here, docs/PROTOCOL.md)."""
+    def produce(tid, records=None):
+        return Req(0, v, dict(transactional_id=tid, acks=1, timeout=1000, topic_data=[dict(
+            name="orders", partition_data=[dict(index=0, records=records)])]))
+    # a transactional batch's header (no records): offset, length, leader epoch, magic 2,
+    # crc, attributes 0x10, last offset delta, timestamps, producer id 1, epoch 0, sequence
+    batch = struct.pack(">qiibIhiqqqhii", 0, 49, -1, 2, 0, 0x10, 0, 0, 0, 1, 0, 0, 0)
+    one(acl_targets, [allow(T, "orders", O.READ)],
+        [produce(None), produce(gid), produce(gid, batch)], check=errors_at(
+            _0__responses__0__partition_responses__0__error_code="TOPIC_AUTHORIZATION_FAILED",
+            # the transactional id is checked only of transactional batches
+            _1__responses__0__partition_responses__0__error_code="TOPIC_AUTHORIZATION_FAILED",
+            _2__responses__0__partition_responses__0__error_code=(
+                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")))
