@@ -23,6 +23,13 @@ from offsetlog.table import OffsetTable
 ACL_PARTITION = 0
 
 
+def _plain(b) -> AclBinding:
+    """A binding of plain ints and strs (what the log holds), from any 7-tuple of them."""
+    t, name, pattern, principal, host, op, permission = b
+    return AclBinding(int(t), str(name), int(pattern), str(principal), str(host), int(op),
+                      int(permission))
+
+
 class Acls(StorePart):
     """``create``, ``delete`` and ``list`` of ACL bindings (``offsetlog.acl.AclBinding``)."""
 
@@ -40,7 +47,7 @@ class Acls(StorePart):
         left as they are. Bindings are not checked here (``offsetlog.acl.binding_error``
         is Kafka's check): the store keeps whatever it is given."""
         self._check_open()
-        wanted = [AclBinding(*b) for b in bindings]
+        wanted = [_plain(b) for b in bindings]
         now = self._clock()
 
         def records(table: OffsetTable) -> tuple:

@@ -105,3 +105,18 @@ def test_acls_survive_kill_9(tmp_path):
         child.wait()
     with OffsetStore.open(path, partitions=3) as s:
         assert s.acls.list() == sorted([A, B])
+
+
+def test_format_md_documents_the_acl_record_byte_for_byte():
+    import re
+
+    import msgpack
+
+    text = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "FORMAT.md"),
+                encoding="utf-8").read()
+    block = text.split("#### `ACL` (type 12)", 1)[1].split("```", 2)[1]
+    out = b""
+    for token in re.findall(r'"[^"]*"|\S+', block):
+        out += token[1:-1].encode() if token.startswith('"') else bytes([int(token, 16)])
+    record = rec.acl(0, tuple(A), {"created_timestamp": 1_700_000_000_000})
+    assert out == msgpack.packb(list(record), use_bin_type=True)
