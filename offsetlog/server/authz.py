@@ -47,12 +47,19 @@ class AclState:
         self.authorizer = self._build()
 
 
+def _host(call: Call) -> str:
+    """The client's address as ACLs name it (Kafka's ``getHostAddress``): the connection
+    writes it as Kafka's member hosts are written, ``/ADDRESS``."""
+    host = call.client_host
+    return host[1:] if host.startswith("/") else host
+
+
 def allowed(ctx: Context, call: Call, operation: int, resource_type: int,
             name: str = CLUSTER_NAME) -> bool:
     state = ctx.acl
     if state is None:
         return True
-    return state.authorizer.authorize(call.principal, call.client_host, operation,
+    return state.authorizer.authorize(call.principal, _host(call), operation,
                                       resource_type, name)
 
 
@@ -65,14 +72,14 @@ def allowed_names(ctx: Context, call: Call, operation: int, resource_type: int,
         return set(names)
     a = state.authorizer
     return {n for n in set(names)
-            if a.authorize(call.principal, call.client_host, operation, resource_type, n)}
+            if a.authorize(call.principal, _host(call), operation, resource_type, n)}
 
 
 def allowed_by_type(ctx: Context, call: Call, operation: int, resource_type: int) -> bool:
     state = ctx.acl
     if state is None:
         return True
-    return state.authorizer.authorize_by_type(call.principal, call.client_host, operation,
+    return state.authorizer.authorize_by_type(call.principal, _host(call), operation,
                                               resource_type)
 
 
@@ -84,5 +91,5 @@ def operations(ctx: Context, call: Call, asked: bool, resource_type: int,
     state = ctx.acl
     if state is None:
         return _EVERY[resource_type]
-    return state.authorizer.authorized_operations(call.principal, call.client_host,
+    return state.authorizer.authorized_operations(call.principal, _host(call),
                                                   resource_type, name)

@@ -81,6 +81,11 @@ def test_offset_commit(acl_targets, gid, v):
     one(acl_targets, [allow(G, gid, O.READ), allow(T, "orders", O.READ)], steps, check=errors_at(
         _0__topics__0__partitions__0__error_code="TOPIC_AUTHORIZATION_FAILED",  # first
         _0__topics__1__partitions__0__error_code="NONE"))
+    # host restrictions: the client's address, or another
+    one(acl_targets, [allow(G, gid, O.READ, host="127.0.0.1"), allow(T, "*", O.READ)], steps,
+        check=errors_at(_0__topics__0__partitions__0__error_code="NONE"))
+    one(acl_targets, [allow(G, gid, O.READ, host="10.9.9.9"), allow(T, "*", O.READ)], steps,
+        check=errors_at(_0__topics__0__partitions__0__error_code="GROUP_AUTHORIZATION_FAILED"))
     one(acl_targets, [allow(G, "ag-", O.ALL, prefixed=True), allow(T, "*", O.READ),
                       deny(T, "sec", O.READ, prefixed=True)], steps, check=errors_at(
         _0__topics__0__partitions__0__error_code="TOPIC_AUTHORIZATION_FAILED",  # first
