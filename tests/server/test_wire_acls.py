@@ -164,3 +164,46 @@ def test_kafka_acls_adds_lists_and_removes(tmp_path):
             assert commit_code(sock) == 30
     finally:
         server.stop()
+
+
+def test_an_admin_client_creates_describes_and_deletes_acls(tmp_path):
+    """kafka-python's admin client (its own CreateAcls/DescribeAcls/DeleteAcls versions)."""
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    server = serve(tmp_path, STANDARD, acls=[ALTER_CLUSTER, DESCRIBE_CLUSTER])
+    admin = KafkaAdminClient(bootstrap_servers=server.bootstrap, client_id="acl-admin")
+    try:
+        acl = ACL(principal="User:ANONYMOUS", host="*", operation=ACLOperation.READ,
+                  permission_type=ACLPermissionType.ALLOW,
+                  resource_pattern=ResourcePattern(ResourceType.GROUP, "g",
+                                                   ACLResourcePatternType.LITERAL))
+        topic = ACL(principal="User:ANONYMOUS", host="*", operation=ACLOperation.READ,
+                    permission_type=ACLPermissionType.ALLOW,
+                    resource_pattern=ResourcePattern(ResourceType.TOPIC, "ord",
+                                                     ACLResourcePatternType.PREFIXED))
+        result = admin.create_acls([acl, topic])
+        assert result["succeeded"] == [acl, topic] and not result["failed"]
+        with connect(server) as sock:
+            assert commit_code(sock) == 0
+        groups = ACLFilter(principal=None, host=None, operation=ACLOperation.ANY,
+                           permission_type=ACLPermissionType.ANY,
+                           resource_pattern=ResourcePatternFilter(
+                               ResourceType.GROUP, None, ACLResourcePatternType.ANY))
+        listed, error = admin.describe_acls(groups)
+        assert [a.resource_pattern.resource_name for a in listed] == ["g"]
+        ((_, deleted, _),) = admin.delete_acls([groups])
+        assert [a.resource_pattern.resource_name for a in deleted] == ["g"]
+        assert admin.describe_acls(groups)[0] == []
+    finally:
+        admin.close()
+        server.stop()
