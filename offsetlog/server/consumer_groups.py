@@ -129,6 +129,17 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
                                assignor_name="", members=(),
                                authorized_operations=NO_OPERATIONS))
             continue
+        topics = {t for m in group.members.values()
+                  for t in (*m.subscribed_topics, *(tp[0] for tp in m.assigned))}
+        hidden = topics - authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC, topics)
+        if hidden:  # Kafka: a group on topics the caller may not describe is not described
+            groups.append(dict(error_code=E.TOPIC_AUTHORIZATION_FAILED,
+                               error_message="The group has described topic(s) that the "
+                               "client is not authorized to describe.", group_id=gid,
+                               group_state="", group_epoch=0, assignment_epoch=0,
+                               assignor_name="", members=(),
+                               authorized_operations=NO_OPERATIONS))
+            continue
         coordinator = ctx.store.consumer_groups.coordinators[ctx.store.partition_of(gid)]
         members = [dict(
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,

@@ -119,9 +119,16 @@ def _offset_delete(ctx: Context, call: Call):
 
 
 def _consumer_group_heartbeat(ctx: Context, call: Call):
-    if _group(ctx, call):
-        return None
-    return call.respond(error_code=GROUP_DENIED, error_message=None, member_id=None,
+    if not _group(ctx, call):
+        code, message = GROUP_DENIED, None
+    else:
+        # Kafka: a member may only subscribe to topics it may describe
+        names = call.body.subscribed_topic_names or ()
+        hidden = set(names) - authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC, names)
+        if not hidden:
+            return None
+        code, message = E.TOPIC_AUTHORIZATION_FAILED, None
+    return call.respond(error_code=code, error_message=message, member_id=None,
                         member_epoch=0, heartbeat_interval=0, assignment=None)
 
 

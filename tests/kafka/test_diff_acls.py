@@ -325,3 +325,27 @@ def test_produce_refused_for_want_of_write(acl_targets, gid, v):
             _1__responses__0__partition_responses__0__error_code="TOPIC_AUTHORIZATION_FAILED",
             _2__responses__0__partition_responses__0__error_code=(
                 "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")))
+
+
+def test_consumer_group_heartbeat_needs_describe_on_the_subscribed_topics(acl_targets, gid):
+    def hb(topics):
+        return Req(68, 1, dict(group_id=gid, member_id=uuid.uuid4().hex[:22], member_epoch=0,
+                               instance_id=None, rack_id=None, rebalance_timeout=10_000,
+                               subscribed_topic_names=topics, subscribed_topic_regex=None,
+                               server_assignor=None, topic_partitions=[]))
+    one(acl_targets, [allow(G, gid, O.READ), allow(T, "orders", O.DESCRIBE)],
+        [hb(["orders", "secret"])],
+        view=lambda a: [at(a, "0.error_code"), at(a, "0.error_message")],
+        check=lambda a: a == ["TOPIC_AUTHORIZATION_FAILED", None])
+
+
+def test_consumer_group_describe_of_a_group_on_topics_not_describable(acl_targets, gid):
+    member = uuid.uuid4().hex[:22]
+    hb = Req(68, 1, dict(group_id=gid, member_id=member, member_epoch=0, instance_id=None,
+                         rack_id=None, rebalance_timeout=10_000, subscribed_topic_names=["secret"],
+                         subscribed_topic_regex=None, server_assignor=None, topic_partitions=[]))
+    describe = Req(69, 1, dict(group_ids=[gid], include_authorized_operations=True))
+    phases = [([allow(G, gid, O.READ), allow(T, "secret", O.DESCRIBE)], [hb]),
+              ([allow(G, gid, O.DESCRIBE)], [describe])]
+    compare_phases(*acl_targets, phases, view=lambda a: at(a, "1.groups"),
+                   check=lambda a: "TOPIC_AUTHORIZATION_FAILED" in repr(a))

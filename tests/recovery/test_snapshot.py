@@ -410,5 +410,5 @@ def test_header_constants_match_the_doc():
     assert snap.MAGIC == b"OLSN" and "`OLSN`" in doc and snap.VERSION == 1
     assert sorted(OffsetTable.SNAPSHOT_SECTIONS) == sorted(
         s for s in ("next_offset", "records_applied", "topics", "offsets", "group_metadata",
-                    "transactions", "topic_registry", "consumer_groups")
+                    "transactions", "topic_registry", "consumer_groups", "acls")
         if f"| `{s}` |" in doc)
