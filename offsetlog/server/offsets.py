@@ -53,25 +53,29 @@ def checked_offsets(ctx: Context, topics, call: Call | None = None) -> tuple[dic
     return good, bad
 
 
+#: codes Kafka's OffsetCommit (and TxnOffsetCommit, OffsetDelete) answers before asking the
+#: coordinator: its response builder holds these partitions first
+UP_FRONT = frozenset({E.TOPIC_AUTHORIZATION_FAILED, E.UNKNOWN_TOPIC_OR_PARTITION})
+
+
 def partition_answers(topics, codes: dict, default: int) -> list[dict]:
     """The response's topics: each requested partition with its code (``default`` when the
     partition has none of its own). In Kafka's order: its response builder takes the
-    partitions refused up front (not authorized, unknown) first, then merges in what the
-    coordinator answered, so a topic with a refused partition comes before the others, and
-    in it the refused partitions before the rest; otherwise request order."""
+    partitions refused up front (``UP_FRONT``: not authorized, unknown) first, in request
+    order, then merges in what the coordinator answered, so a topic with such a partition
+    comes before the others, and in it those partitions before the rest (checked against
+    Kafka 4.4: tests/kafka/test_diff_offsets.py); otherwise request order."""
     out = []
     for t in topics:
         parts = [dict(partition_index=p.partition_index,
                       error_code=codes.get(TopicPartition(t.name, int(p.partition_index)),
                                            default)) for p in t.partitions]
-        if codes:
-            refused = [TopicPartition(t.name, int(p["partition_index"])) in codes
-                       for p in parts]
-            parts = ([p for p, r in zip(parts, refused) if r]
-                     + [p for p, r in zip(parts, refused) if not r])
-            out.append((not any(refused), dict(name=t.name, partitions=parts)))
-        else:
-            out.append((False, dict(name=t.name, partitions=parts)))
+        early = [codes.get(TopicPartition(t.name, int(p["partition_index"]))) in UP_FRONT
+                 for p in parts]
+        if any(early):
+            parts = ([p for p, e in zip(parts, early) if e]
+                     + [p for p, e in zip(parts, early) if not e])
+        out.append((not any(early), dict(name=t.name, partitions=parts)))
     return [topic for _, topic in sorted(out, key=lambda x: x[0])]  # stable: request order
 
 
