@@ -10,6 +10,11 @@ SIGTERM (SIGKILL after a timeout).
     with KafkaBroker(extra={"flush.messages": "1"}) as broker:
         print(broker.bootstrap)          # "127.0.0.1:PORT"
 
+``KafkaBroker(authorizer=True)`` runs Kafka's StandardAuthorizer: clients of ``bootstrap``
+(PLAINTEXT) are ``User:ANONYMOUS``, and the super user ``User:admin`` (``ADMIN``) speaks
+SASL_PLAINTEXT PLAIN on a second listener (``admin_socket()``), which the broker and its
+controller use between themselves too.
+
 It needs Java 17+ (``java`` on PATH, or ``$JAVA_HOME/bin/java``) and Maven (``mvn``);
 :class:`KafkaUnavailable` names what is missing.
 """
@@ -45,6 +50,10 @@ BASE_PROPERTIES = {
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
 }
+
+#: the super user of a broker with an authorizer: (name, password), SASL PLAIN
+ADMIN = ("admin", "admin-secret")
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -156,9 +165,15 @@ class KafkaBroker:
     """
 
     def __init__(self, *, extra: dict | None = None, heap: str = "512m",
-                 start_timeout: float = 120.0, secure: dict | None = None) -> None:
+                 start_timeout: float = 120.0, secure: dict | None = None,
+                 authorizer: bool = False) -> None:
+        if secure and authorizer:
+            raise ValueError("a broker is either secure (SSL, SASL_SSL) or runs the authorizer "
+                             "(with its INTERNAL super-user listener), not both")
         self.secure = secure
         self.ports: dict[str, int] = {}
+        self.authorizer = authorizer
+        self.internal_port = 0
         self.properties = {**BASE_PROPERTIES, **{k: str(v) for k, v in (extra or {}).items()}}
         self.heap = heap
         self.start_timeout = start_timeout
@@ -219,6 +234,27 @@ class KafkaBroker:
                 "ssl.truststore.type": "PEM", "ssl.truststore.location": sec["truststore"],
                 "ssl.client.auth": "requested",
             })
+        if self.authorizer:
+            user, password = ADMIN
+            jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                    f'username="{user}" password="{password}" user_{user}="{password}";')
+            props.update({
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                             f"INTERNAL://127.0.0.1:{self.internal_port},"
+                             f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                                        f"INTERNAL://127.0.0.1:{self.internal_port}",
+                "inter.broker.listener.name": "INTERNAL",
+                "listener.security.protocol.map":
+                    "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                "sasl.mechanism.controller.protocol": "PLAIN",
+                "listener.name.internal.plain.sasl.jaas.config": jaas,
+                "listener.name.controller.plain.sasl.jaas.config": jaas,
+                "authorizer.class.name": STANDARD_AUTHORIZER,
+                "super.users": f"User:{user}",
+            })
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     def start(self) -> "KafkaBroker":
@@ -226,17 +262,17 @@ class KafkaBroker:
         libs = fetch_libs()
         self._tmp = tempfile.TemporaryDirectory(prefix="kafka-broker-")
         self.directory = Path(self._tmp.name)
-        self.port, self.controller_port = free_port(), free_port()
-        while self.controller_port == self.port:
-            self.controller_port = free_port()
+        # distinct free ports: the client and controller listeners, SSL and SASL_SSL for a
+        # secure broker, INTERNAL (the super user's) for one with the authorizer
+        ports: set[int] = set()
+        while len(ports) < 2 + (2 if self.secure else 0) + (1 if self.authorizer else 0):
+            ports.add(free_port())
+        free = sorted(ports)
+        self.port, self.controller_port = free.pop(0), free.pop(0)
         if self.secure:
-            taken = {self.port, self.controller_port}
-            for name in ("SSL", "SASL_SSL"):
-                port = free_port()
-                while port in taken:
-                    port = free_port()
-                self.ports[name] = port
-                taken.add(port)
+            self.ports["SSL"], self.ports["SASL_SSL"] = free.pop(0), free.pop(0)
+        if self.authorizer:
+            self.internal_port = free.pop(0)
         config = self.directory / "server.properties"
         config.write_text(self._server_properties(self.directory / "data"))
         classpath = f"{libs}/*"
@@ -272,7 +308,8 @@ class KafkaBroker:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"exited with {self.proc.returncode}")
-            if _answers(self.port):
+            if (_answers(self.internal_port, ADMIN) if self.authorizer
+                    else _answers(self.port)):
                 return
             time.sleep(0.2)
         raise TimeoutError(f"not serving after {self.start_timeout} s")
@@ -293,6 +330,12 @@ class KafkaBroker:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+    def admin_socket(self) -> socket.socket:
+        """A connection of the super user (``authorizer=True``), authenticated."""
+        sock = socket.create_connection(("127.0.0.1", self.internal_port), timeout=10)
+        _sasl_plain(sock, *ADMIN)
+        return sock
 
     def __enter__(self) -> "KafkaBroker":
         return self.start()
@@ -351,13 +394,26 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
     return out
 
 
-def _answers(port: int) -> bool:
+def _sasl_plain(sock: socket.socket, user: str, password: str) -> None:
+    """SaslHandshake and SaslAuthenticate with PLAIN: the connection is now ``user``'s."""
+    shake = _request(sock, 17, 1, dict(mechanism="PLAIN"))
+    if shake.error_code.value != 0:
+        raise ConnectionError(f"SaslHandshake: {shake.error_code}")
+    auth = _request(sock, 36, 2, dict(auth_bytes=f"\0{user}\0{password}".encode()))
+    if auth.error_code.value != 0:
+        raise ConnectionError(f"SaslAuthenticate: {auth.error_code} {auth.error_message}")
+
+
+def _answers(port: int, sasl: tuple[str, str] | None = None) -> bool:
     """The broker serves: Metadata names it, and it is the coordinator of a group and of a
-    transactional id (asking creates ``__consumer_offsets`` and ``__transaction_state``)."""
+    transactional id (asking creates ``__consumer_offsets`` and ``__transaction_state``);
+    ``sasl``: asked as that (PLAIN) user."""
     from kio.static.primitive import i8
 
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            if sasl is not None:
+                _sasl_plain(sock, *sasl)
             meta = _request(sock, 3, 12, dict(topics=None, allow_auto_topic_creation=False,
                                               include_topic_authorized_operations=False))
             if not meta.brokers:

@@ -9,8 +9,10 @@ two differ only in how they read records:
 * records have a compaction key (``compaction_key``): OFFSET_COMMIT by (group, topic,
   partition), GROUP_METADATA by group, TRANSACTION_STATE by transactional id, TOPIC by
   topic name, the CONSUMER_GROUP_* records by type, group and (for the member records) member,
-  USER_SCRAM_CREDENTIAL by user and mechanism (both ``record_key`` only: the Spark report's
-  rows carry neither the member nor the user, so it counts them as kept). Markers and unknown types have none and are never dropped as superseded;
+  USER_SCRAM_CREDENTIAL by user and mechanism, ACL records by their seven binding fields
+  (these three ``record_key`` only: the Spark report's rows carry neither the member, the user
+  nor the binding, so it counts them as kept). Markers and unknown types have none and are
+  never dropped as superseded;
 * a keyed record survives if it is the latest of its key in the range, by log offset, among
   records of plain batches and of committed transactions (``LatestScan``, pass 1); records of
   aborted transactions are all dropped;
@@ -31,6 +33,7 @@ from collections.abc import Iterable
 
 from offsetlog.log.format import Attribute
 from offsetlog.log.records import (
+    ACL,
     COMMIT,
     CONSUMER_GROUP_TYPES,
     GROUP_METADATA,
@@ -39,6 +42,7 @@ from offsetlog.log.records import (
     TRANSACTION_MARKER,
     TRANSACTION_STATE,
     USER_SCRAM_CREDENTIAL,
+    acl_key,
     commit_key,
 )
 
@@ -74,6 +78,8 @@ def record_key(record) -> Key | None:
         return (rtype, key["group"], key.get("member"))
     if rtype == USER_SCRAM_CREDENTIAL:
         return (USER_SCRAM_CREDENTIAL, key["user"], key["mechanism"])
+    if rtype == ACL:
+        return (ACL, *acl_key(key))
     return None
 
 

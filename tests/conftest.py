@@ -48,4 +48,4 @@ def pytest_configure(config):
 from support.spark_fixtures import spark  # noqa: E402,F401
 
 # A real Apache Kafka broker, once per session (tests/kafka/ and the client matrix).
-from support.kafka_broker import kafka_broker, kafka_topics  # noqa: E402,F401
+from support.kafka_broker import kafka_acl_broker, kafka_broker, kafka_topics  # noqa: E402,F401

@@ -95,6 +95,7 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 9  # key (group, member) -> target partitions
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 10  # key (group, member) -> epochs, partitions
     USER_SCRAM_CREDENTIAL = 11  # key (user, mechanism) -> salt, iterations, stored/server keys
+    ACL = 12  # key (resource type, name, pattern type, principal, host, operation, permission)
 
 
 # Directory and file naming: see offsetlog.log.naming.

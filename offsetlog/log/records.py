@@ -41,6 +41,7 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = int(
     RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT)
 #: a SASL/SCRAM credential of the wire server (docs/FORMAT.md, docs/SECURITY.md)
 USER_SCRAM_CREDENTIAL = int(RecordType.USER_SCRAM_CREDENTIAL)
+ACL = int(RecordType.ACL)
 #: the consumer group protocol's record types, in the order that rebuilds a group
 CONSUMER_GROUP_TYPES = (CONSUMER_GROUP_METADATA, CONSUMER_GROUP_MEMBER_METADATA,
                         CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
@@ -53,7 +54,8 @@ CONSUMER_MEMBER_TYPES = frozenset({CONSUMER_GROUP_MEMBER_METADATA,
 
 #: Highest value version this code reads, per record type.
 MAX_VERSION = {OFFSET_COMMIT: 1, GROUP_METADATA: 0, TRANSACTION_MARKER: 0, TRANSACTION_STATE: 0,
-               TOPIC: 0, USER_SCRAM_CREDENTIAL: 0, **{t: 0 for t in CONSUMER_GROUP_TYPES}}
+               TOPIC: 0, USER_SCRAM_CREDENTIAL: 0, ACL: 0,
+               **{t: 0 for t in CONSUMER_GROUP_TYPES}}
 
 #: The OFFSET_COMMIT version written: key ``[group, topic, partition]`` and value ``[offset,
 #: commit_timestamp, metadata, leader_epoch, expire_timestamp]`` by position, trailing
@@ -74,6 +76,8 @@ KEY_FIELDS = {
     TRANSACTION_STATE: ("transactional_id",),
     TOPIC: ("topic",),
     USER_SCRAM_CREDENTIAL: ("user", "mechanism"),
+    ACL: ("resource_type", "name", "pattern_type", "principal", "host", "operation",
+          "permission"),
     **{t: ("group", "member") if t in CONSUMER_MEMBER_TYPES else ("group",)
        for t in CONSUMER_GROUP_TYPES},
 }
@@ -118,6 +122,9 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
         "iterations": None,  # required, >= 4096
         "stored_key": None,  # required, bytes: H(ClientKey) (RFC 5802)
         "server_key": None,  # required, bytes: HMAC(SaltedPassword, "Server Key")
+    },
+    ACL: {
+        "created_timestamp": None,  # required, epoch ms
     },
     # the consumer group protocol's records (offsetlog.group.consumer.group builds them)
     CONSUMER_GROUP_METADATA: {
@@ -312,6 +319,17 @@ def user_scram_credential(delta: int, user: str, mechanism: str, value: dict[str
     """A SCRAM credential of ``user`` for ``mechanism`` (docs/FORMAT.md,
     ``USER_SCRAM_CREDENTIAL``); None deletes it."""
     return (delta, USER_SCRAM_CREDENTIAL, 0, {"user": user, "mechanism": mechanism}, value)
+
+
+def acl(delta: int, binding: tuple, value: dict[str, Any] | None) -> Record:
+    """An ACL binding (docs/FORMAT.md, ``ACL``): ``binding`` is its seven key fields in
+    ``KEY_FIELDS`` order; None deletes it."""
+    return (delta, ACL, 0, dict(zip(KEY_FIELDS[ACL], binding)), value)
+
+
+def acl_key(key: dict) -> tuple:
+    """The seven fields of an ACL record's key, in ``KEY_FIELDS`` order."""
+    return tuple(key[f] for f in KEY_FIELDS[ACL])
 
 
 def consumer_group_record(delta: int, record_type: int, key: tuple, value: dict | None

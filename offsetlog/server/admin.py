@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 from offsetlog.errors import OffsetlogError
-from offsetlog.server import acl
+from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 from offsetlog.server.work import run_blocking
@@ -33,6 +33,11 @@ def list_groups(ctx: Context, call: Call, now_ms: int):
             if not states or state.lower() in states:
                 groups.append(dict(group_id=gid, protocol_type="consumer", group_state=state,
                                    group_type="consumer"))
+    if not authz.allowed(ctx, call, authz.DESCRIBE, authz.CLUSTER):
+        # Describe on the cluster lists every group; else those the caller may describe
+        shown = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.GROUP,
+                                    (g["group_id"] for g in groups))
+        groups = [g for g in groups if g["group_id"] in shown]
     return call.respond(error_code=E.NONE, groups=sorted(groups, key=lambda g: g["group_id"]))
 
 
@@ -40,8 +45,15 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
     b = call.body
     listed = None
     out = []
-    operations = acl.authorized(getattr(b, "include_authorized_operations", False), acl.GROUP)
+    asked = bool(getattr(b, "include_authorized_operations", False))
+    described = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.GROUP, b.groups)
+    denied = []
     for gid in b.groups:
+        if gid not in described:  # answered before the others, as Kafka does
+            denied.append(_dead(call, gid, E.GROUP_AUTHORIZATION_FAILED, authz.NOT_ASKED,
+                                state=""))
+            continue
+        operations = authz.operations(ctx, call, asked, authz.GROUP, gid)
         try:
             # "" is no group's id: described as an unknown one, as Kafka does
             d = ctx.store.describe_group(check_group_id(gid)) if gid else None
@@ -62,7 +74,7 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
                 # Kafka: state Dead (with the operations asked for, as for any group), and
                 # from v6 on GROUP_ID_NOT_FOUND
                 if call.version >= 6:  # KIP-1043: not found, its operations not computed
-                    out.append(_dead(call, gid, E.GROUP_ID_NOT_FOUND, acl.NOT_ASKED,
+                    out.append(_dead(call, gid, E.GROUP_ID_NOT_FOUND, authz.NOT_ASKED,
                                      f"no group {gid!r}"))
                 else:
                     out.append(_dead(call, gid, E.NONE, operations))
@@ -80,12 +92,12 @@ def describe_groups(ctx: Context, call: Call, now_ms: int):
                           member_assignment=m.assignment)
                      for m in d.members],
             authorized_operations=operations))
-    return call.respond(groups=out)
+    return call.respond(groups=denied + out)
 
 
 def _dead(call: Call, gid: str, code: int, operations: int,
-          message: str | None = None) -> dict:
-    return dict(error_code=code, group_id=gid, group_state="Dead", protocol_type="",
+          message: str | None = None, state: str = "Dead") -> dict:
+    return dict(error_code=code, group_id=gid, group_state=state, protocol_type="",
                 protocol_data="", members=(), authorized_operations=operations,
                 error_message=message)
 
@@ -93,12 +105,16 @@ def _dead(call: Call, gid: str, code: int, operations: int,
 def delete_groups(ctx: Context, call: Call, now_ms: int):
     names = list(call.body.groups_names)
     store = ctx.store
+    deletable = authz.allowed_names(ctx, call, authz.DELETE, authz.GROUP, names)
 
     def delete() -> list[dict]:
         known = {g for g, _, _ in store.list_groups()}
         out = []
         for gid in names:
             try:
+                if gid not in deletable:
+                    out.append(dict(group_id=gid, error_code=E.GROUP_AUTHORIZATION_FAILED))
+                    continue
                 check_group_id(gid)
                 if gid not in known:
                     code = E.GROUP_ID_NOT_FOUND
@@ -118,6 +134,12 @@ def create_topics(ctx: Context, call: Call, now_ms: int):
     validate_only = bool(getattr(b, "validate_only", False))
     default = ctx.config.num_partitions
     registry = ctx.topics
+    names = [t.name for t in b.topics]
+    if authz.allowed(ctx, call, authz.CREATE, authz.CLUSTER):
+        creatable = set(names)
+    else:
+        creatable = authz.allowed_names(ctx, call, authz.CREATE, authz.TOPIC, names)
+    describable = authz.allowed_names(ctx, call, authz.DESCRIBE_CONFIGS, authz.TOPIC, names)
 
     def create() -> list[dict]:
         out = []
@@ -125,7 +147,13 @@ def create_topics(ctx: Context, call: Call, now_ms: int):
             n = default if t.num_partitions == -1 else int(t.num_partitions)
             answer = dict(name=t.name, topic_id=None, error_code=E.NONE, error_message=None,
                           num_partitions=n, replication_factor=1, configs=())
-            if t.assignments:
+            if t.name not in describable and t.name in creatable:
+                # Kafka: created, its configs not shown
+                answer["topic_config_error_code"] = E.TOPIC_AUTHORIZATION_FAILED
+            if t.name not in creatable:
+                answer.update(error_code=E.TOPIC_AUTHORIZATION_FAILED,
+                              error_message="Authorization failed.")
+            elif t.assignments:
                 answer.update(error_code=E.INVALID_REQUEST,
                               error_message="replica assignments are not supported")
             elif n < 1:

@@ -11,10 +11,12 @@ clients fall back to the earlier versions.
 from __future__ import annotations
 
 from offsetlog.server import (
+    acl_apis,
     admin,
     configs,
     consumer_groups,
     data,
+    gate,
     groups,
     offsets,
     txn,
@@ -22,18 +24,43 @@ from offsetlog.server import (
     users,
 )
 from offsetlog.server import errors as E
+from offsetlog.server.apis_keys import (
+    ADD_OFFSETS_TO_TXN,
+    ALTER_USER_SCRAM_CREDENTIALS,
+    API_VERSIONS,
+    CONSUMER_GROUP_DESCRIBE,
+    CONSUMER_GROUP_HEARTBEAT,
+    CREATE_ACLS,
+    CREATE_TOPICS,
+    DELETE_ACLS,
+    DELETE_GROUPS,
+    DESCRIBE_ACLS,
+    DESCRIBE_CONFIGS,
+    DESCRIBE_GROUPS,
+    DESCRIBE_PRODUCERS,
+    DESCRIBE_TRANSACTIONS,
+    DESCRIBE_USER_SCRAM_CREDENTIALS,
+    END_TXN,
+    FETCH,
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    INIT_PRODUCER_ID,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_GROUPS,
+    LIST_OFFSETS,
+    LIST_TRANSACTIONS,
+    METADATA,
+    OFFSET_COMMIT,
+    OFFSET_DELETE,
+    OFFSET_FETCH,
+    PRODUCE,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SYNC_GROUP,
+    TXN_OFFSET_COMMIT,
+)
 from offsetlog.server.context import Call, Context
-
-PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS = 15, 16, 18, 19
-INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 25, 26, 28
-DESCRIBE_CONFIGS, DELETE_GROUPS, OFFSET_DELETE = 32, 42, 47
-DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
-CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 
 
 def api_versions(ctx: Context, call: Call, now_ms: int):
@@ -64,6 +91,9 @@ APIS = {
     ADD_OFFSETS_TO_TXN: (0, 3, txn.add_offsets_to_txn),
     END_TXN: (0, 4, txn.end_txn),
     TXN_OFFSET_COMMIT: (0, 4, txn.txn_offset_commit),
+    DESCRIBE_ACLS: (1, 3, acl_apis.describe_acls),
+    CREATE_ACLS: (1, 3, acl_apis.create_acls),
+    DELETE_ACLS: (1, 3, acl_apis.delete_acls),
     DESCRIBE_CONFIGS: (1, 4, configs.describe_configs),
     DELETE_GROUPS: (0, 2, admin.delete_groups),
     DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0, users.describe_user_scram_credentials),
@@ -92,4 +122,8 @@ def handle(ctx: Context, call: Call, now_ms: int):
     or None when Kafka sends none (Produce with acks=0)."""
     if call.api_key == PRODUCE and call.body.acks == 0:
         return None
+    if ctx.acl is not None:  # the whole request's permission (docs/SECURITY.md)
+        refused = gate.check(ctx, call)
+        if refused is not None:
+            return refused
     return APIS[call.api_key][2](ctx, call, now_ms)

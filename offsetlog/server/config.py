@@ -31,6 +31,22 @@ def _int(low: int, high: int | None = None):
     return parse
 
 
+#: the authorizers ``authorizer.class.name`` accepts: Kafka's (the KRaft one and the ZooKeeper
+#: one it replaced), both meaning offsetlog's own (offsetlog.acl); "" is none
+AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+               "kafka.security.authorizer.AclAuthorizer", "")
+
+
+def _authorizer(text: str) -> str:
+    if text not in AUTHORIZERS:
+        raise ValueError("the authorizers are " + ", ".join(a for a in AUTHORIZERS if a))
+    return text
+
+
+def _text(text: str) -> str:
+    return text
+
+
 def _names(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     if not names or any(n not in ("uniform", "range") for n in names):
@@ -62,6 +78,10 @@ PROPERTIES = {
     # capped (Kafka is not): each is a thread of this process, and past a few they only
     # wait longer for the GIL
     "num.io.threads": ("num_io_threads", _int(1, 256)),
+    # ACLs (docs/SECURITY.md)
+    "authorizer.class.name": ("authorizer", _authorizer),
+    "super.users": ("super_users", _text),
+    "allow.everyone.if.no.acl.found": ("allow_everyone_if_no_acl", _bool),
 }
 
 
@@ -109,6 +129,13 @@ class ServerConfig:
     num_io_threads: int = 8
     #: listeners, TLS, SASL and connection limits (security_config.py, docs/SECURITY.md)
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    #: authorizer.class.name: "" (none: every request is allowed, the ACL APIs answer
+    #: SECURITY_DISABLED) or Kafka's StandardAuthorizer, checking ACLs per request
+    authorizer: str = ""
+    #: super.users: principals (``User:NAME``) separated by semicolons, allowed everything
+    super_users: str = ""
+    #: allow.everyone.if.no.acl.found: allow an action on a resource no ACL applies to
+    allow_everyone_if_no_acl: bool = False
     #: the settings given, by Kafka name (for the startup log)
     given: dict = field(default_factory=dict, compare=False)
 

@@ -11,6 +11,7 @@ topic answers an empty list, an unknown one UNKNOWN_TOPIC_OR_PARTITION. Other re
 
 from __future__ import annotations
 
+from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.config import PROPERTIES, ServerConfig
 from offsetlog.server.context import NODE_ID, Call, Context
@@ -20,7 +21,7 @@ TOPIC, BROKER = 2, 4
 #: DescribeConfigs config sources
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 #: DescribeConfigs config types (v3+)
-BOOLEAN, INT, LONG = 1, 3, 5
+BOOLEAN, STRING, INT, LONG = 1, 2, 3, 5
 
 #: the settings Kafka declares LONG (the rest are INT, or BOOLEAN for a bool field)
 _LONGS = {"offsets.retention.check.interval.ms", "connections.max.idle.ms"}
@@ -35,6 +36,8 @@ def broker_configs(config: ServerConfig, log_partitions: int) -> list[tuple[str,
         value = getattr(config, field)
         if isinstance(value, bool):
             text, kind = ("true" if value else "false"), BOOLEAN
+        elif isinstance(value, str):
+            text, kind = value, STRING
         else:
             if value is None:  # group.max.size unlimited; the store's own partition count
                 value = log_partitions if field == "log_partitions" else _INT_MAX
@@ -48,8 +51,14 @@ def describe_configs(ctx: Context, call: Call, now_ms: int):
     b = call.body
     synonyms = bool(getattr(b, "include_synonyms", False))
     results = []
+    denied = []
     for r in b.resources:
         kind, name = int(r.resource_type), r.resource_name
+        refused = _denied(ctx, call, kind, name)
+        if refused:  # after the others, with the error's own message, as Kafka answers
+            denied.append(dict(error_code=refused[0], error_message=refused[1],
+                               resource_type=kind, resource_name=name, configs=()))
+            continue
         keys = None if r.configuration_keys is None else set(r.configuration_keys)
         code, message, configs = E.NONE, None, []
         if kind == BROKER:
@@ -72,4 +81,26 @@ def describe_configs(ctx: Context, call: Call, now_ms: int):
                 f"offsetlog has no configs of resource type {kind} (only brokers and topics)")
         results.append(dict(error_code=code, error_message=message, resource_type=kind,
                             resource_name=name, configs=configs))
-    return call.respond(results=results)
+    return call.respond(results=results + denied)
+
+
+#: ConfigResource types other than TOPIC and BROKER that Kafka authorizes
+_BROKER_LOGGER, _GROUP = 8, 32
+
+
+def _denied(ctx: Context, call: Call, kind: int, name: str) -> tuple[int, str] | None:
+    """Kafka's check of one resource: DescribeConfigs on the cluster (a broker), the topic
+    or the group; Describe on the cluster for a broker logger."""
+    if ctx.acl is None:
+        return None
+    if kind == BROKER and not authz.allowed(ctx, call, authz.DESCRIBE_CONFIGS, authz.CLUSTER):
+        return E.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    if kind == _BROKER_LOGGER and not authz.allowed(ctx, call, authz.DESCRIBE, authz.CLUSTER):
+        return E.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    if kind == TOPIC and not authz.allowed(ctx, call, authz.DESCRIBE_CONFIGS, authz.TOPIC,
+                                           name):
+        return E.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+    if kind == _GROUP and not authz.allowed(ctx, call, authz.DESCRIBE_CONFIGS, authz.GROUP,
+                                            name):
+        return E.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
+    return None

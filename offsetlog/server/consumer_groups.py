@@ -13,6 +13,7 @@ import sys
 
 from offsetlog.errors import OffsetlogError
 from offsetlog.group.errors import GroupIdNotFoundError
+from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.codec import build, ms, response_schema
 from offsetlog.server.context import Call, Context
@@ -105,7 +106,14 @@ def consumer_group_heartbeat(ctx: Context, call: Call, now_ms: int):
 def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
     b = call.body
     groups = []
+    asked = bool(getattr(b, "include_authorized_operations", False))
     for gid in b.group_ids:
+        if not authz.allowed(ctx, call, authz.DESCRIBE, authz.GROUP, gid):
+            groups.append(dict(error_code=E.GROUP_AUTHORIZATION_FAILED, error_message=None,
+                               group_id=gid, group_state="", group_epoch=0,
+                               assignment_epoch=0, assignor_name="", members=(),
+                               authorized_operations=NO_OPERATIONS))
+            continue
         try:
             group = ctx.store.consumer_groups.describe(gid)
         except Exception as e:
@@ -117,6 +125,17 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
         if group is None:
             groups.append(dict(error_code=GroupIdNotFoundError.code,
                                error_message=f"Group {gid} not found.", group_id=gid,
+                               group_state="", group_epoch=0, assignment_epoch=0,
+                               assignor_name="", members=(),
+                               authorized_operations=NO_OPERATIONS))
+            continue
+        topics = {t for m in group.members.values()
+                  for t in (*m.subscribed_topics, *(tp[0] for tp in m.assigned))}
+        hidden = topics - authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC, topics)
+        if hidden:  # Kafka: a group on topics the caller may not describe is not described
+            groups.append(dict(error_code=E.TOPIC_AUTHORIZATION_FAILED,
+                               error_message="The group has described topic(s) that the "
+                               "client is not authorized to describe.", group_id=gid,
                                group_state="", group_epoch=0, assignment_epoch=0,
                                assignor_name="", members=(),
                                authorized_operations=NO_OPERATIONS))
@@ -134,7 +153,7 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
             error_code=E.NONE, error_message=None, group_id=gid, group_state=group.state(),
             group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
             assignor_name=coordinator.preferred_assignor(group), members=members,
-            authorized_operations=NO_OPERATIONS))
+            authorized_operations=authz.operations(ctx, call, asked, authz.GROUP, gid)))
     return call.respond(groups=groups)
 
 

@@ -23,6 +23,9 @@ class Context:
     port: int
     #: transactional id -> its Transaction handle (offsetlog.transactions), from InitProducerId
     producers: dict = field(default_factory=dict)
+    #: the ACLs and the authorizer's settings (``authz.AclState``); None without an
+    #: authorizer (``authorizer.class.name`` unset): every request is allowed
+    acl: Any = None
     #: listener name -> the (host, port) Metadata and FindCoordinator answer to its clients
     addresses: dict = field(default_factory=dict)
 

@@ -40,6 +40,13 @@ RESOURCE_NOT_FOUND = int(ErrorCode.resource_not_found)
 DUPLICATE_RESOURCE = int(ErrorCode.duplicate_resource)
 UNACCEPTABLE_CREDENTIAL = int(ErrorCode.unacceptable_credential)
 
+# authorization (docs/SECURITY.md)
+TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.topic_authorization_failed)
+GROUP_AUTHORIZATION_FAILED = int(ErrorCode.group_authorization_failed)
+CLUSTER_AUTHORIZATION_FAILED = int(ErrorCode.cluster_authorization_failed)
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = int(ErrorCode.transactional_id_authorization_failed)
+SECURITY_DISABLED = int(ErrorCode.security_disabled)
+
 
 def code_of(error: BaseException | None) -> int:
     """Kafka's error code for an exception from the store (0 for None).

@@ -8,6 +8,7 @@ completes is a future like any other, and its connection keeps answering in requ
 from __future__ import annotations
 
 from offsetlog.group import MemberIdentity
+from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.codec import ms
 from offsetlog.server.context import NODE_ID, Call, Context
@@ -29,6 +30,12 @@ def find_coordinator(ctx: Context, call: Call, now_ms: int):
         if key_type not in (GROUP_KEY, TRANSACTION_KEY):
             answers.append(dict(key=key, error_code=E.INVALID_REQUEST, node_id=-1, host="",
                                 port=-1, error_message=f"key type {key_type} is not served"))
+        elif not authz.allowed(ctx, call, authz.DESCRIBE, *_KEY_RESOURCE[key_type], key):
+            code = _KEY_DENIED[key_type]
+            # Kafka's message: the error's own before v4, "" from v4
+            answers.append(dict(key=key, error_code=code, node_id=-1, host="", port=-1,
+                                error_message="" if call.version >= 4
+                                else _DENIED_MESSAGE[code]))
         else:
             # Kafka's message on success: the error's name before v4 (one key), "" from v4
             answers.append(dict(key=key, error_code=E.NONE, node_id=NODE_ID, host=host,
@@ -36,6 +43,15 @@ def find_coordinator(ctx: Context, call: Call, now_ms: int):
     if call.version >= 4:
         return call.respond(coordinators=answers)
     return call.respond(**answers[0])
+
+
+_KEY_RESOURCE = {GROUP_KEY: (authz.GROUP,), TRANSACTION_KEY: (authz.TRANSACTIONAL_ID,)}
+_KEY_DENIED = {GROUP_KEY: E.GROUP_AUTHORIZATION_FAILED,
+               TRANSACTION_KEY: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+#: Kafka's messages of the two errors (their exceptions' defaults)
+_DENIED_MESSAGE = {E.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+                   E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+                   "Transactional Id authorization failed."}
 
 
 def _error(outcome: Outcome):

@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 
+from offsetlog.server.authz import AclState
 from offsetlog.server.config import ConfigError, ServerConfig, parse_topic
 from offsetlog.server.connection import Connections
 from offsetlog.server.context import Context
@@ -173,6 +174,9 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
     if listeners is None:
         listeners = config.security.parsed_listeners((host, port))
     ctx = Context(store=store, config=config, topics=registry, host=host, port=port)
+    if config.authorizer:  # Kafka's ACLs, checked per request (docs/SECURITY.md)
+        ctx.acl = AclState(store, super_users=config.super_users,
+                           allow_if_no_acl=config.allow_everyone_if_no_acl)
     conns = Connections(ctx, workers, store.config.clock)
     acceptor = Acceptor(conns, config.security, listeners)
     bound = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from offsetlog.errors import IllegalGenerationError, OffsetlogError, UnstableOffsetCommitError
 from offsetlog.group.errors import GroupSubscribedToTopicError
-from offsetlog.server import consumer_groups
+from offsetlog.server import authz, consumer_groups
 from offsetlog.server import errors as E
 from offsetlog.server.codec import encoded
 from offsetlog.server.context import Call, Context
@@ -19,17 +19,25 @@ from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, utf16_length
 
 
-def checked_offsets(ctx: Context, topics) -> tuple[dict, dict]:
-    """``(offsets to commit, per-partition error codes)`` of a commit request's topics."""
+def checked_offsets(ctx: Context, topics, call: Call | None = None) -> tuple[dict, dict]:
+    """``(offsets to commit, per-partition error codes)`` of a commit request's topics; with
+    ``call``, a topic the caller may not Read is TOPIC_AUTHORIZATION_FAILED (Kafka's check,
+    before the topic's existence)."""
     good: dict = {}
     bad: dict = {}
     limit = ctx.store.config.metadata_max_bytes
+    readable = None
+    if call is not None and ctx.acl is not None:
+        readable = authz.allowed_names(ctx, call, authz.READ, authz.TOPIC,
+                                       (t.name for t in topics))
     for t in topics:
         for p in t.partitions:
             tp = TopicPartition(t.name, int(p.partition_index))
             metadata = p.committed_metadata or ""
             epoch = int(getattr(p, "committed_leader_epoch", -1))
-            if not ctx.topics.has_partition(t.name, tp.partition):
+            if readable is not None and t.name not in readable:
+                bad[tp] = E.TOPIC_AUTHORIZATION_FAILED
+            elif not ctx.topics.has_partition(t.name, tp.partition):
                 bad[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif utf16_length(metadata) > limit:
                 bad[tp] = E.OFFSET_METADATA_TOO_LARGE
@@ -45,13 +53,30 @@ def checked_offsets(ctx: Context, topics) -> tuple[dict, dict]:
     return good, bad
 
 
+#: codes Kafka's OffsetCommit (and TxnOffsetCommit, OffsetDelete) answers before asking the
+#: coordinator: its response builder holds these partitions first
+UP_FRONT = frozenset({E.TOPIC_AUTHORIZATION_FAILED, E.UNKNOWN_TOPIC_OR_PARTITION})
+
+
 def partition_answers(topics, codes: dict, default: int) -> list[dict]:
     """The response's topics: each requested partition with its code (``default`` when the
-    partition has none of its own), in request order."""
-    return [dict(name=t.name, partitions=[
-        dict(partition_index=p.partition_index,
-             error_code=codes.get(TopicPartition(t.name, int(p.partition_index)), default))
-        for p in t.partitions]) for t in topics]
+    partition has none of its own). In Kafka's order: its response builder takes the
+    partitions refused up front (``UP_FRONT``: not authorized, unknown) first, in request
+    order, then merges in what the coordinator answered, so a topic with such a partition
+    comes before the others, and in it those partitions before the rest (checked against
+    Kafka 4.4: tests/kafka/test_diff_offsets.py); otherwise request order."""
+    out = []
+    for t in topics:
+        parts = [dict(partition_index=p.partition_index,
+                      error_code=codes.get(TopicPartition(t.name, int(p.partition_index)),
+                                           default)) for p in t.partitions]
+        early = [codes.get(TopicPartition(t.name, int(p["partition_index"]))) in UP_FRONT
+                 for p in parts]
+        if any(early):
+            parts = ([p for p, e in zip(parts, early) if e]
+                     + [p for p, e in zip(parts, early) if not e])
+        out.append((not any(early), dict(name=t.name, partitions=parts)))
+    return [topic for _, topic in sorted(out, key=lambda x: x[0])]  # stable: request order
 
 
 def group_error(ctx: Context, group_id: str) -> int:
@@ -68,7 +93,7 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
     code = group_error(ctx, b.group_id)
     if code:
         return call.respond(topics=partition_answers(b.topics, {}, code))
-    good, bad = checked_offsets(ctx, b.topics)
+    good, bad = checked_offsets(ctx, b.topics, call)
     if not good:
         return call.respond(topics=partition_answers(b.topics, bad, E.NONE))
     store = ctx.store
@@ -129,8 +154,15 @@ def _all_committed(call: Call, topics):
 # -- OffsetFetch -------------------------------------------------------------------------
 
 def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
-                 member: tuple | None = None) -> tuple[list, int]:
-    """(topics of the answer, group error code) for one group."""
+                 member: tuple | None = None, call: Call | None = None) -> tuple[list, int]:
+    """(topics of the answer, group error code) for one group; with ``call`` and an
+    authorizer, the caller's permissions (Describe on the group and on each topic) apply."""
+    describable = None
+    if call is not None and ctx.acl is not None:
+        if not authz.allowed(ctx, call, authz.DESCRIBE, authz.GROUP, group_id):
+            return [], E.GROUP_AUTHORIZATION_FAILED
+        describable = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC,
+                                          {t.name for t in topics or ()})
     code = group_error(ctx, group_id)
     if code:
         return [], code
@@ -138,6 +170,11 @@ def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
         code = consumer_groups.offset_check(ctx, group_id, member[0], member[1], fetch=True)
         if code:
             return [], code
+    if describable is not None and topics is not None:
+        denied = [t for t in topics if t.name not in describable]
+        topics = [t for t in topics if t.name in describable]
+    else:
+        denied = []
     wanted = None if topics is None else [
         TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes]
     unstable: set = set()
@@ -147,6 +184,12 @@ def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
         except UnstableOffsetCommitError as e:
             unstable = set(e.partitions)
     committed = ctx.store.fetch(group_id, wanted)
+    if wanted is None and call is not None and ctx.acl is not None:
+        # every partition: only those of topics the caller may describe, as Kafka filters
+        shown = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC,
+                                    {tp.topic for tp in set(committed) | unstable})
+        committed = {tp: om for tp, om in committed.items() if tp.topic in shown}
+        unstable = {tp for tp in unstable if tp.topic in shown}
     # KIP-447: UNSTABLE_OFFSET_COMMIT per partition, the group's code stays 0 (librdkafka's
     # read_committed consumer retries on the partition error)
     if wanted is None:
@@ -161,6 +204,10 @@ def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
             else om.leader_epoch,
             metadata="" if om is None or tp in unstable else om.metadata,
             error_code=E.UNSTABLE_OFFSET_COMMIT if tp in unstable else E.NONE))
+    for t in denied:  # after the others, as Kafka answers them
+        by_topic.setdefault(t.name, []).extend(dict(
+            partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+            error_code=E.TOPIC_AUTHORIZATION_FAILED) for p in t.partition_indexes)
     return [dict(name=t, partitions=ps) for t, ps in by_topic.items()], E.NONE
 
 
@@ -173,10 +220,10 @@ def offset_fetch(ctx: Context, call: Call, now_ms: int):
             member = None
             if call.version >= 9:  # KIP-848: the member and its epoch
                 member = (getattr(g, "member_id", None), int(getattr(g, "member_epoch", -1)))
-            topics, code = _fetch_group(ctx, g.group_id, g.topics, stable, member)
+            topics, code = _fetch_group(ctx, g.group_id, g.topics, stable, member, call)
             groups.append(dict(group_id=g.group_id, topics=topics, error_code=code))
         return call.respond(groups=groups)
-    topics, code = _fetch_group(ctx, b.group_id, b.topics, stable)
+    topics, code = _fetch_group(ctx, b.group_id, b.topics, stable, call=call)
     if call.version < 2 and code:  # no group-level code before v2: on every partition
         for t in topics:
             for p in t["partitions"]:
@@ -193,10 +240,13 @@ def offset_delete(ctx: Context, call: Call, now_ms: int):
         return call.respond(error_code=code, topics=())
     codes: dict = {}
     wanted = []
+    readable = authz.allowed_names(ctx, call, authz.READ, authz.TOPIC, (t.name for t in b.topics))
     for t in b.topics:
         for p in t.partitions:
             tp = TopicPartition(t.name, int(p.partition_index))
-            if ctx.topics.has_partition(tp.topic, tp.partition):
+            if t.name not in readable:
+                codes[tp] = E.TOPIC_AUTHORIZATION_FAILED
+            elif ctx.topics.has_partition(tp.topic, tp.partition):
                 wanted.append(tp)
             else:
                 codes[tp] = E.UNKNOWN_TOPIC_OR_PARTITION

@@ -148,7 +148,7 @@ def txn_offset_commit(ctx: Context, call: Call, now_ms: int):
     code = group_error(ctx, b.group_id)
     if code:
         return call.respond(topics=partition_answers(b.topics, {}, code))
-    good, bad = checked_offsets(ctx, b.topics)
+    good, bad = checked_offsets(ctx, b.topics, call)
 
     def commit():
         txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import re
 
+from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
 from offsetlog.txn.state import ONGOING, PREPARED, STATES, TxnMetadata
@@ -56,6 +57,9 @@ def list_transactions(ctx: Context, call: Call, now_ms: int):
             continue
         if pattern and not pattern.fullmatch(meta.transactional_id):
             continue
+        if not authz.allowed(ctx, call, authz.DESCRIBE, authz.TRANSACTIONAL_ID,
+                             meta.transactional_id):
+            continue  # Kafka lists only the ids the caller may describe
         listed.append(dict(transactional_id=meta.transactional_id,
                            producer_id=meta.producer_id, transaction_state=kafka_state(meta)))
     return call.respond(error_code=E.NONE, unknown_state_filters=unknown,
@@ -65,6 +69,12 @@ def list_transactions(ctx: Context, call: Call, now_ms: int):
 def describe_transactions(ctx: Context, call: Call, now_ms: int):
     out = []
     for tid in call.body.transactional_ids:
+        if not authz.allowed(ctx, call, authz.DESCRIBE, authz.TRANSACTIONAL_ID, tid):
+            out.append(dict(error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                            transactional_id=tid, transaction_state="", transaction_timeout=0,
+                            transaction_start_time=_time(-1), producer_id=-1,
+                            producer_epoch=-1, topics=()))
+            continue
         meta = ctx.store.transaction_state(tid)
         if meta is None:
             out.append(dict(error_code=E.TRANSACTIONAL_ID_NOT_FOUND, transactional_id=tid,
@@ -87,9 +97,16 @@ def describe_producers(ctx: Context, call: Call, now_ms: int):
     """The active producers of topic partitions: a registered topic's have none (no
     producer writes messages here); an unknown partition is UNKNOWN_TOPIC_OR_PARTITION."""
     topics = []
+    readable = authz.allowed_names(ctx, call, authz.READ, authz.TOPIC,
+                                   (t.name for t in call.body.topics))
     for t in call.body.topics:
         parts = []
         for p in t.partition_indexes:
+            if t.name not in readable:
+                parts.append(dict(partition_index=p, error_code=E.TOPIC_AUTHORIZATION_FAILED,
+                                  error_message="Topic authorization failed.",
+                                  active_producers=()))
+                continue
             known = ctx.topics.has_partition(t.name, int(p))
             parts.append(dict(partition_index=p,
                               error_code=E.NONE if known else E.UNKNOWN_TOPIC_OR_PARTITION,

@@ -27,7 +27,7 @@ from offsetlog.log import dirlock
 from offsetlog.log import records as rec
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
 from offsetlog.recovery.report import RecoveryReport
-from offsetlog.store import background, deferred
+from offsetlog.store import acls, background, deferred
 from offsetlog.store.cleaning import Cleaning
 from offsetlog.store.commit_queue import Commit, PartitionWriter, QueueItem
 from offsetlog.store.config import StoreConfig, open_signature, system_clock_ms
@@ -101,6 +101,7 @@ class OffsetStore(GroupAndTransactionCalls):
         self.consumer_groups = self._groups.consumer  # KIP-848 (store/consumer_groups.py)
         #: the wire server's topics and SASL/SCRAM credentials (store/registries.py)
         self.registries = Registries(core)
+        self.acls = acls.Acls(core)  # Kafka's ACL bindings, as ACL records (store/acls.py)
         self._background_stop = threading.Event()  # stops the store's periodic passes
         # before the cleaner starts (it asks for the snapshots' tombstone floor) and before
         # anything is written (the roll-forward below)
@@ -362,7 +363,6 @@ class OffsetStore(GroupAndTransactionCalls):
         for part in self._parts:
             if not part.table.offsets:
                 continue
-
             item = QueueItem(None, now, deferred=deferred.expiry(part.coordinator, now, retention))
             self._writer.submit_sync(part, item, None)
             total += sum(1 for r in item.records or () if r[1] == rec.OFFSET_COMMIT)

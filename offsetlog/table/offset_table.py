@@ -29,6 +29,7 @@ from offsetlog.errors import UnsupportedVersionError
 from offsetlog.log._native import apply_fields, apply_records, offsets_from_flat
 from offsetlog.log.format import Attribute, RecordType
 from offsetlog.log.records import (
+    ACL,
     COMMIT,
     CONSUMER_GROUP_TYPES,
     GROUP_METADATA,
@@ -39,6 +40,7 @@ from offsetlog.log.records import (
     TRANSACTION_STATE,
     USER_SCRAM_CREDENTIAL,
     Record,
+    acl_key,
     check_version,
     commit_entry,
     commit_key,
@@ -57,7 +59,7 @@ Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_times
 
 class OffsetTable:
     __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn", "topics",
-                 "consumer_groups", "scram_credentials")
+                 "consumer_groups", "scram_credentials", "acls")
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
@@ -76,6 +78,9 @@ class OffsetTable:
         #: (user, mechanism) -> the value of its latest USER_SCRAM_CREDENTIAL record (the wire
         #: server's SASL/SCRAM credentials)
         self.scram_credentials: dict[tuple[str, str], dict] = {}
+        #: ACL binding (its seven key fields, offsetlog.log.records.KEY_FIELDS) -> the value
+        #: of its latest ACL record (interpreted by offsetlog.acl)
+        self.acls: dict[tuple, dict] = {}
 
     def apply_batches(self, batches) -> None:
         """Apply batches in order: the single entry point for state changes.
@@ -233,6 +238,11 @@ class OffsetTable:
                 self.scram_credentials.pop(k, None)
             else:
                 self.scram_credentials[k] = value
+        elif rtype == ACL:
+            if value is None:
+                self.acls.pop(acl_key(key), None)
+            else:
+                self.acls[acl_key(key)] = value
         elif rtype in CONSUMER_GROUP_TYPES:
             k = (rtype, key["group"], key.get("member"))
             if value is None:
@@ -251,11 +261,11 @@ class OffsetTable:
     #: ``from_snapshot_state`` refuses it (the caller replays the log instead).
     SNAPSHOT_SECTIONS = frozenset({"next_offset", "records_applied", "topics", "offsets",
                                    "group_metadata", "transactions", "topic_registry",
-                                   "consumer_groups", "user_scram_credentials"})
+                                   "consumer_groups", "user_scram_credentials", "acls"})
     #: sections a snapshot may lack: written by a version without them, whose log cannot
     #: hold their records either, so they are empty
     OPTIONAL_SECTIONS = frozenset({"topic_registry", "consumer_groups",
-                                   "user_scram_credentials"})
+                                   "user_scram_credentials", "acls"})
 
     def snapshot_state(self) -> dict:
         """The table's whole state as a dict of named sections of msgpack-able values
@@ -296,6 +306,8 @@ class OffsetTable:
             # likewise only when there are any
             state["user_scram_credentials"] = [[*k, v] for k, v
                                                in self.scram_credentials.items()]
+        if self.acls:  # the same: only when there are any
+            state["acls"] = [[*k, v] for k, v in self.acls.items()]
         return state
 
     @classmethod
@@ -337,6 +349,9 @@ class OffsetTable:
                                      in state.get("consumer_groups", [])}
             table.scram_credentials = {(u, m): v for u, m, v
                                        in state.get("user_scram_credentials", [])}
+            table.acls = {tuple(a[:7]): a[7] for a in state.get("acls", [])}
+            if any(len(a) != 8 for a in state.get("acls", [])):
+                raise ValueError("an acls entry of other than 8 fields")
         except (TypeError, IndexError, KeyError, AttributeError, ValueError) as e:
             raise ValueError(f"malformed snapshot state: {e!r}") from None
         return table
@@ -374,5 +389,7 @@ class OffsetTable:
             out["consumer_groups"] = dict(self.consumer_groups)
         if self.scram_credentials:
             out["scram_credentials"] = dict(self.scram_credentials)
+        if self.acls:
+            out["acls"] = dict(self.acls)
         return out
 

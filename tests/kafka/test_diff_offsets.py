@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from support.kafka_diff import Req, at, compare
-from support.kafka_steps import commit, describe, fetch, formed, leave, ref
+from support.kafka_steps import commit, commit_body, describe, fetch, formed, leave, ref
 
 COMMIT_VERSIONS = range(2, 10)
 FETCH_VERSIONS = range(1, 10)
@@ -253,3 +253,23 @@ def test_fetch_of_several_groups_at_once(targets, gid, v):
                  dict(group_id=g, member_id=None, member_epoch=-1, topics=t)
                  for g, t in ((gid, ts), (other, None), (unknown, ts))]))]
     compare(*targets, steps)
+
+
+@pytest.mark.parametrize("v", [2, 8, 9])
+def test_commit_answer_order_with_refused_partitions(targets, gid, v):
+    """Kafka answers the partitions it refuses before asking its coordinator (an unknown
+    topic or partition) first, topic by topic, then merges in the coordinator's answers (a
+    metadata too long among them) in request order."""
+    parts = [dict(partition_index=0, committed_offset=5, committed_leader_epoch=-1,
+                  committed_metadata="ok", commit_timestamp=-1),
+             dict(partition_index=9, committed_offset=1, committed_leader_epoch=-1,
+                  committed_metadata="", commit_timestamp=-1),
+             dict(partition_index=1, committed_offset=1, committed_leader_epoch=-1,
+                  committed_metadata="x" * 4097, commit_timestamp=-1)]
+    body = commit_body(gid)
+    body["topics"] = [dict(name="events", partitions=parts[:1]),
+                      dict(name="orders", partitions=parts),
+                      dict(name="no-such-topic", partitions=parts[:1])]
+    compare(*targets, [Req(8, v, body)], check=expect(
+        _0__topics__0__name="orders", _0__topics__0__partitions__0__partition_index=9,
+        _0__topics__2__name="events"))

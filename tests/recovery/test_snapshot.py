@@ -411,5 +411,5 @@ def test_header_constants_match_the_doc():
     assert sorted(OffsetTable.SNAPSHOT_SECTIONS) == sorted(
         s for s in ("next_offset", "records_applied", "topics", "offsets", "group_metadata",
                     "transactions", "topic_registry", "consumer_groups",
-                    "user_scram_credentials")
+                    "user_scram_credentials", "acls")
         if f"| `{s}` |" in doc)

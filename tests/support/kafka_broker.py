@@ -78,3 +78,20 @@ def kafka_topics(kafka_broker):
 
     yield ensure
     admin.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_acl_broker():
+    """A second broker, with Kafka's StandardAuthorizer (``KafkaBroker(authorizer=True)``):
+    PLAINTEXT clients are ``User:ANONYMOUS``; ``admin_socket()`` is the super user's."""
+    try:
+        check_available()
+    except KafkaUnavailable as e:
+        _unavailable(str(e))
+    broker = KafkaBroker(authorizer=True)
+    try:
+        broker.start()
+    except KafkaUnavailable as e:
+        _unavailable(str(e))
+    yield broker
+    broker.stop()
