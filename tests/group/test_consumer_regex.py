@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
-from offsetlog.group.consumer import regex
+from offsetlog.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, regex
 from offsetlog.group.consumer.errors import InvalidRegularExpressionError, InvalidRequestError
 
 TOPICS = {"orders-eu": 2, "orders-us": 1, "payments": 3}
