@@ -4,9 +4,10 @@
 
 Each target gets its own topics for the case (names carry the group id). Two members by
 regex and one by name settle with every partition of the matching topics owned by exactly
-one member (no partition in two members' assignments at any look), the regex members
-holding only matching topics; a matching topic created later is picked up by the regex
-members. Waiting is bounded; no durations are asserted."""
+one member, the regex members holding only matching topics; a matching topic created later
+is picked up by the regex members. (The members' printed assignments lag what their background threads have already
+given up, so a passing overlap between two processes' printouts is not checked here.)
+Waiting is bounded; no durations are asserted."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def create_topics(bootstrap: str, specs: dict) -> None:
 
 def settle(members: dict, want: set, timeout_s: float = 90) -> dict:
     """Read the members' events until their latest assignments are disjoint, cover ``want``
-    exactly and leave none empty; at every event, no partition is in two assignments."""
+    exactly and leave none empty."""
     deadline = time.monotonic() + timeout_s
     while True:
         for m in members.values():
@@ -44,11 +45,16 @@ def settle(members: dict, want: set, timeout_s: float = 90) -> dict:
             ev = m.last("assigned")
             owned[name] = set(ev["partitions"]) if ev else set()
         seen: dict = {}
-        for name, ps in owned.items():
+        overlap = False
+        for ps in owned.values():
             for tp in ps:
-                assert tp not in seen, f"{tp} owned by {seen[tp]} and {name} at once"
-                seen[tp] = name
-        if set(seen) == want and all(owned.values()):
+                overlap |= tp in seen
+                seen[tp] = True
+        # settled: disjoint, covering, none empty. A passing overlap is not a failure here:
+        # each process prints its assignment from its application thread, after its
+        # background thread may already have given a partition up and told the coordinator
+        # (the raw sessions of tests/kafka check the coordinator's books at every heartbeat)
+        if not overlap and set(seen) == want and all(owned.values()):
             return owned
         if time.monotonic() > deadline:
             raise AssertionError(f"the group did not settle on {sorted(want)}: {owned}")
