@@ -134,6 +134,7 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
     CONSUMER_GROUP_MEMBER_METADATA: {
         "instance_id": None, "rack_id": None, "client_id": "", "client_host": "",
         "subscribed_topic_names": [], "server_assignor": None, "rebalance_timeout_ms": -1,
+        "subscribed_topic_regex": None,  # RE2 syntax; written only when the member has one
     },
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: {
         "assignment_epoch": None,  # required

@@ -21,7 +21,7 @@ TOPIC, BROKER = 2, 4
 #: DescribeConfigs config sources
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 #: DescribeConfigs config types (v3+)
-BOOLEAN, STRING, INT, LONG = 1, 2, 3, 5
+BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
 
 #: the settings Kafka declares LONG (the rest are INT, or BOOLEAN for a bool field)
 _LONGS = {"offsets.retention.check.interval.ms", "connections.max.idle.ms"}
@@ -38,6 +38,8 @@ def broker_configs(config: ServerConfig, log_partitions: int) -> list[tuple[str,
             text, kind = ("true" if value else "false"), BOOLEAN
         elif isinstance(value, str):
             text, kind = value, STRING
+        elif isinstance(value, (tuple, list)):  # group.consumer.assignors
+            text, kind = ",".join(map(str, value)), LIST
         else:
             if value is None:  # group.max.size unlimited; the store's own partition count
                 value = log_partitions if field == "log_partitions" else _INT_MAX

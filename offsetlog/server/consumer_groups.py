@@ -65,8 +65,6 @@ def consumer_group_heartbeat(ctx: Context, call: Call, now_ms: int):
         return call.respond(error_code=code, error_message=message, member_id=None,
                             member_epoch=0, heartbeat_interval=0, assignment=None)
 
-    if getattr(b, "subscribed_topic_regex", None):  # librdkafka sends "" for none
-        return error(E.INVALID_REQUEST, "SubscribedTopicRegex is not supported yet.")
     if b.group_id and _classic_group_in_the_way(ctx, b.group_id):
         return error(GroupIdNotFoundError.code, f"Group {b.group_id} is not a consumer group.")
     rebalance = ms(b.rebalance_timeout)
@@ -78,7 +76,8 @@ def consumer_group_heartbeat(ctx: Context, call: Call, now_ms: int):
             b.group_id, topics=topics, member_id=b.member_id, member_epoch=b.member_epoch,
             instance_id=b.instance_id, rack_id=b.rack_id,
             rebalance_timeout_ms=-1 if rebalance is None else rebalance,
-            subscribed_topic_names=names, server_assignor=b.server_assignor,
+            subscribed_topic_names=names, subscribed_topic_regex=b.subscribed_topic_regex,
+            server_assignor=b.server_assignor,
             owned=_owned(ctx, b.topic_partitions), client_id=call.client_id,
             client_host=call.client_host, member_id_required=call.version >= 1)
     except Exception as e:
@@ -144,7 +143,8 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
         members = [dict(
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
             member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
-            subscribed_topic_names=list(m.subscribed_topics), subscribed_topic_regex="",
+            subscribed_topic_names=list(m.subscribed_topics),
+            subscribed_topic_regex=m.subscribed_topic_regex or "",
             assignment=dict(topic_partitions=_partitions_by_id(ctx, m.assigned)),
             target_assignment=dict(topic_partitions=_partitions_by_id(
                 ctx, group.targets.get(m.member_id, frozenset()))),

@@ -31,10 +31,13 @@ def metadata(ctx: Context, call: Call, now_ms: int):
     if b.topics is None or (call.version == 0 and not b.topics):
         names = list(registry.topics)  # all topics
     else:
-        names = [t.name for t in b.topics if t.name is not None]
-        # by id (v10+; KIP-848 clients look up the topics of their assignment so)
-        names += [registry.by_id.get(t.topic_id.bytes, t.topic_id) for t in b.topics
-                  if t.name is None and getattr(t, "topic_id", None) is not None]
+        # by id (v10+; KIP-848 clients look up the topics of their assignment so): a topic
+        # with a non-zero id and no name, null (librdkafka) or "" (the Java client)
+        by_id = [t for t in b.topics if not t.name
+                 and getattr(t, "topic_id", None) is not None and t.topic_id.int != 0]
+        taken = {id(t) for t in by_id}
+        names = [t.name for t in b.topics if t.name is not None and id(t) not in taken]
+        names += [registry.by_id.get(t.topic_id.bytes, t.topic_id) for t in by_id]
     allow = getattr(b, "allow_auto_topic_creation", True) and ctx.config.auto_create_topics
     unknown_ids = [n for n in names if isinstance(n, uuid.UUID)]
     names = [n for n in names if not isinstance(n, uuid.UUID)]

@@ -175,3 +175,27 @@ def test_list_and_describe_groups_show_the_type(targets, gid):
         _0__0__group_type="consumer", _0__0__protocol_type="consumer", _1=[],
         _2__groups__0__group_state="Dead", _3__0__instance_id="I",
         _3__0__subscribed_topic_names=["orders"], _3__0__member_type=1))
+
+
+def test_metadata_by_topic_id_with_an_empty_name(targets):
+    """The Java client (4.4) on the consumer protocol looks up its assignment's topics by id
+    with the name "" (librdkafka sends null): both are a lookup by id, on Kafka and here."""
+    import socket
+
+    from support.wire_raw import call
+
+    answers = []
+    for port in targets:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            tid = call(sock, 3, 12, topics=[dict(name="orders", topic_id=None)],
+                       allow_auto_topic_creation=False,
+                       include_topic_authorized_operations=False).topics[0].topic_id
+            got = []
+            for name in ("", None):
+                r = call(sock, 3, 12, topics=[dict(name=name, topic_id=tid)],
+                         allow_auto_topic_creation=False,
+                         include_topic_authorized_operations=False)
+                got.append([(int(t.error_code), t.name, t.topic_id == tid, len(t.partitions))
+                            for t in r.topics])
+            answers.append(got)
+    assert answers[0] == answers[1] == [[(0, "orders", True, 4)]] * 2

@@ -38,6 +38,11 @@ def test_confluent_describes_the_broker_and_topics(configured):
     assert broker["num.io.threads"].value == "8"  # Kafka's default
     assert broker["offsets.topic.num.partitions"].value == "50"  # the store's own count
     assert broker["group.max.size"].value == str(2 ** 31 - 1)  # Kafka's "no limit"
+    # the consumer group protocol's settings (KIP-848), Kafka's defaults
+    assert {k: v.value for k, v in broker.items() if k.startswith("group.consumer.")} == {
+        "group.consumer.session.timeout.ms": "45000",
+        "group.consumer.heartbeat.interval.ms": "5000",
+        "group.consumer.max.size": str(2 ** 31 - 1), "group.consumer.assignors": "uniform,range"}
     assert all(entry.is_read_only for entry in broker.values())
     assert describe(ResourceType.TOPIC, "orders") == {}
     with pytest.raises(Exception) as unknown:

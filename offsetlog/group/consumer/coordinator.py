@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from offsetlog.errors import FencedInstanceIdError, OffsetlogError, UnknownMemberIdError
+from offsetlog.group.consumer import regex
 from offsetlog.group.consumer.assignors import ASSIGNORS, AssignorMember
 from offsetlog.group.consumer.config import ConsumerGroupConfig
 from offsetlog.group.consumer.errors import (
@@ -133,11 +134,13 @@ class ConsumerGroupCoordinator:
                   topics: Mapping[str, int], now_ms: int, instance_id: str | None = None,
                   rack_id: str | None = None, rebalance_timeout_ms: int = -1,
                   subscribed_topic_names: Iterable[str] | None = None,
+                  subscribed_topic_regex: str | None = None,
                   server_assignor: str | None = None, owned: Iterable | None = None,
                   client_id: str = "", client_host: str = "",
                   member_id_required: bool = True) -> ConsumerResult:
         """One ConsumerGroupHeartbeat. ``topics`` is every existing topic's partition count;
         ``owned`` the ``(topic, partition)`` pairs the member says it owns (None: not said).
+        ``subscribed_topic_regex``: None leaves the member's as it is, "" removes it.
         ``member_id_required``: from v1 the client names itself even when joining."""
         out = ConsumerResult()
         self._fire(now_ms, out.records)
@@ -147,15 +150,15 @@ class ConsumerGroupCoordinator:
         records: list[tuple] = []
         try:
             self._check_request(group_id, member_id, member_epoch, instance_id, rack_id,
-                                rebalance_timeout_ms, subs, server_assignor, owned_set,
-                                member_id_required)
+                                rebalance_timeout_ms, subs, subscribed_topic_regex,
+                                server_assignor, owned_set, member_id_required)
             if member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
                 response = self._leave(group_id, member_id, member_epoch, instance_id, records)
             else:
                 response = self._heartbeat(
                     group_id, member_id, member_epoch, topics, instance_id, rack_id,
-                    rebalance_timeout_ms, subs, server_assignor, owned_set, client_id,
-                    client_host, records)
+                    rebalance_timeout_ms, subs, subscribed_topic_regex, server_assignor,
+                    owned_set, client_id, client_host, records)
         except OffsetlogError as e:
             out.response = ConsumerHeartbeatResponse(error=e)
             return out
@@ -164,7 +167,7 @@ class ConsumerGroupCoordinator:
         return out
 
     def _check_request(self, group_id, member_id, member_epoch, instance_id, rack_id,
-                       rebalance_timeout_ms, subs, server_assignor, owned,
+                       rebalance_timeout_ms, subs, regex_, server_assignor, owned,
                        member_id_required) -> None:
         if not group_id:
             raise InvalidRequestError("GroupId can't be empty.")
@@ -179,8 +182,10 @@ class ConsumerGroupCoordinator:
                 raise InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
             if owned is None or owned:
                 raise InvalidRequestError("TopicPartitions must be empty when (re-)joining.")
-            if subs is None:
-                raise InvalidRequestError("SubscribedTopicNames must be set in first request.")
+            if subs is None and regex_ is None:
+                raise InvalidRequestError(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                    "(re-)joining.")
         elif member_epoch == LEAVE_STATIC_EPOCH:
             if instance_id is None:
                 raise InvalidRequestError("InstanceId can't be null.")
@@ -192,8 +197,8 @@ class ConsumerGroupCoordinator:
                 f"{', '.join(self.config.assignors)}.")
 
     def _heartbeat(self, group_id, member_id, member_epoch, topics, instance_id, rack_id,
-                   rebalance_timeout_ms, subs, server_assignor, owned, client_id, client_host,
-                   records) -> ConsumerHeartbeatResponse:
+                   rebalance_timeout_ms, subs, regex_, server_assignor, owned, client_id,
+                   client_host, records) -> ConsumerHeartbeatResponse:
         group = self.groups.get(group_id)
         if group is None:
             if member_epoch != 0:
@@ -212,6 +217,11 @@ class ConsumerGroupCoordinator:
         else:
             member, replaced = self._static_member(group, member_id, member_epoch,
                                                    instance_id, owned)
+        regex_given = regex_ is not None
+        if regex_given:
+            regex_ = regex_ or None  # "": no regex
+            if regex_ is not None and regex_ != member.subscribed_topic_regex:
+                regex.check(regex_)
         # from here on the request is valid: change the group
         self.groups[group_id] = group
         if replaced is not None:
@@ -233,13 +243,16 @@ class ConsumerGroupCoordinator:
             server_assignor=(server_assignor if server_assignor is not None
                              else member.server_assignor),
             subscribed_topics=subs if subs is not None else member.subscribed_topics,
+            subscribed_topic_regex=regex_ if regex_given else member.subscribed_topic_regex,
             client_id=client_id, client_host=client_host)
         bump = False
         if updated.metadata() != member.metadata() or member_id not in group.members:
             records.append(member_record(group_id, updated))
-            bump = updated.subscribed_topics != member.subscribed_topics
+            bump = (updated.subscribed_topics != member.subscribed_topics
+                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)
         group.put_member(updated)
-        metadata = {t: topics[t] for t in sorted(group.subscribed_topics()) if t in topics}
+        metadata = {t: topics[t] for t in sorted(group.subscribed_topics(topics))
+                    if t in topics}
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
             bump = True
@@ -264,8 +277,9 @@ class ConsumerGroupCoordinator:
                 self._timers.cancel((REBALANCE, group_id, member_id))
         self._timers.schedule((SESSION, group_id, member_id),
                               self._now + self.config.session_timeout_ms)
-        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and subs is not None
-                                     and owned is not None)
+        full = member_epoch == 0 or (
+            rebalance_timeout_ms != -1 and owned is not None
+            and (subs is not None or regex_given))
         return ConsumerHeartbeatResponse(
             member_id=member_id, member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
@@ -306,8 +320,7 @@ class ConsumerGroupCoordinator:
 
     def _assign(self, group: ConsumerGroup, records: list) -> None:
         assignor = self.preferred_assignor(group)
-        specs = {mid: AssignorMember(mid, frozenset(m.subscribed_topics), m.instance_id,
-                                     m.rack_id)
+        specs = {mid: AssignorMember(mid, group.member_topics(m), m.instance_id, m.rack_id)
                  for mid, m in group.members.items()}
         new = ASSIGNORS[assignor](specs, group.subscription_metadata, group.targets)
         for mid in sorted(new):

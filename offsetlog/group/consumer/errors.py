@@ -38,3 +38,9 @@ class StaleMemberEpochError(OffsetlogError):
     (STALE_MEMBER_EPOCH)."""
 
     code = 113
+
+
+class InvalidRegularExpressionError(OffsetlogError):
+    """A member's SubscribedTopicRegex does not compile (INVALID_REGULAR_EXPRESSION)."""
+
+    code = 128

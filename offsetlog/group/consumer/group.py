@@ -12,8 +12,10 @@ records in order rebuilds its groups exactly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from offsetlog.group.consumer import regex
 from offsetlog.group.consumer.member import (
     NOTHING,
     STABLE,
@@ -72,8 +74,30 @@ class ConsumerGroup:
         owner = self.owners.get(tp)
         return -1 if owner is None else self.members[owner].member_epoch
 
-    def subscribed_topics(self) -> set[str]:
-        return {t for m in self.members.values() for t in m.subscribed_topics}
+    def regexes(self) -> set[str]:
+        return {m.subscribed_topic_regex for m in self.members.values()
+                if m.subscribed_topic_regex}
+
+    def subscribed_topics(self, topics: Iterable[str] | None = None) -> set[str]:
+        """The topics some member subscribes to, by name or by regex. A regex is resolved
+        against ``topics`` (the topics that exist), or, when not given, against the topics of
+        the subscription metadata (those that existed, and were subscribed, at the last group
+        epoch): a regex's resolution is not kept apart, it follows from these."""
+        out = {t for m in self.members.values() for t in m.subscribed_topics}
+        regexes = self.regexes()
+        if regexes:
+            names = list(self.subscription_metadata if topics is None else topics)
+            for r in regexes:
+                out |= regex.resolve(r, names)
+        return out
+
+    def member_topics(self, member: ConsumerMember) -> frozenset[str]:
+        """A member's topics as of the subscription metadata: its names and its regex's
+        matches."""
+        out = frozenset(member.subscribed_topics)
+        if member.subscribed_topic_regex:
+            out |= regex.resolve(member.subscribed_topic_regex, self.subscription_metadata)
+        return out
 
     # -- changes -------------------------------------------------------------------------
 
@@ -121,6 +145,7 @@ class ConsumerGroup:
                 old, instance_id=value["instance_id"], rack_id=value["rack_id"],
                 client_id=value["client_id"], client_host=value["client_host"],
                 subscribed_topics=tuple(value["subscribed_topic_names"]),
+                subscribed_topic_regex=value.get("subscribed_topic_regex"),
                 server_assignor=value["server_assignor"],
                 rebalance_timeout_ms=value["rebalance_timeout_ms"]))
         elif kind == TARGET_MEMBER:

@@ -40,6 +40,7 @@ class ConsumerMember:
     client_id: str = ""
     client_host: str = ""
     subscribed_topics: tuple[str, ...] = ()  # sorted, no repeats
+    subscribed_topic_regex: str | None = None  # RE2 syntax (``regex``); None: none
     server_assignor: str | None = None
     rebalance_timeout_ms: int = -1
     # the current assignment (Kafka's ConsumerGroupCurrentMemberAssignment)
@@ -50,11 +51,14 @@ class ConsumerMember:
     pending_revocation: frozenset = NOTHING
 
     def metadata(self) -> dict:
-        return {"instance_id": self.instance_id, "rack_id": self.rack_id,
-                "client_id": self.client_id, "client_host": self.client_host,
-                "subscribed_topic_names": list(self.subscribed_topics),
-                "server_assignor": self.server_assignor,
-                "rebalance_timeout_ms": self.rebalance_timeout_ms}
+        out = {"instance_id": self.instance_id, "rack_id": self.rack_id,
+               "client_id": self.client_id, "client_host": self.client_host,
+               "subscribed_topic_names": list(self.subscribed_topics),
+               "server_assignor": self.server_assignor,
+               "rebalance_timeout_ms": self.rebalance_timeout_ms}
+        if self.subscribed_topic_regex is not None:  # left out when none: older readers
+            out["subscribed_topic_regex"] = self.subscribed_topic_regex
+        return out
 
     def current_assignment(self) -> dict:
         return {"member_epoch": self.member_epoch,
