@@ -132,6 +132,25 @@ def _consumer_group_heartbeat(ctx: Context, call: Call):
                         member_epoch=0, heartbeat_interval=0, assignment=None)
 
 
+def _describe_user_scram_credentials(ctx: Context, call: Call):
+    if authz.allowed(ctx, call, authz.DESCRIBE, CLUSTER):
+        return None
+    # Kafka answers one result, of no user, besides the request's error
+    return call.respond(error_code=E.CLUSTER_AUTHORIZATION_FAILED, error_message=None,
+                        results=[dict(user="", error_code=E.CLUSTER_AUTHORIZATION_FAILED,
+                                      error_message=None, credential_infos=())])
+
+
+def _alter_user_scram_credentials(ctx: Context, call: Call):
+    if authz.allowed(ctx, call, authz.ALTER, CLUSTER):
+        return None
+    b = call.body
+    users = dict.fromkeys(c.name for c in [*b.deletions, *b.upsertions])
+    return call.respond(results=[dict(user=u, error_code=E.CLUSTER_AUTHORIZATION_FAILED,
+                                      error_message="Cluster authorization failed.")
+                                 for u in users])
+
+
 _GATES = {
     K.OFFSET_COMMIT: _offset_commit,
     K.OFFSET_FETCH: _offset_fetch,
@@ -145,4 +164,6 @@ _GATES = {
     K.TXN_OFFSET_COMMIT: _txn_offset_commit,
     K.OFFSET_DELETE: _offset_delete,
     K.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
+    K.DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_user_scram_credentials,
+    K.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
 }

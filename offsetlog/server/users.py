@@ -57,7 +57,7 @@ def describe_user_scram_credentials(ctx: Context, call: Call, now_ms: int):
             else:
                 results.append(dict(user=name, error_code=E.NONE, error_message=None,
                                     credential_infos=by_user[name]))
-    return call.respond(error_code=E.NONE, error_message=None, results=results)
+    return call.respond(error_code=E.NONE, error_message="", results=results)
 
 
 def _check(change, deletion: bool) -> tuple[int, str | None]:

@@ -349,3 +349,20 @@ def test_consumer_group_describe_of_a_group_on_topics_not_describable(acl_target
               ([allow(G, gid, O.DESCRIBE)], [describe])]
     compare_phases(*acl_targets, phases, view=lambda a: at(a, "1.groups"),
                    check=lambda a: "TOPIC_AUTHORIZATION_FAILED" in repr(a))
+
+
+# -- SCRAM credentials (docs/SECURITY.md) ----------------------------------------------------
+
+def test_scram_credential_apis_need_the_cluster(acl_targets):
+    """DescribeUserScramCredentials needs Describe on the cluster and AlterUserScramCredentials
+    Alter on it: without them, every user of the request is refused (and nothing altered)."""
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    steps = [Req(50, 0, dict(users=[dict(name=user)])),
+             Req(51, 0, dict(deletions=[dict(name=user, mechanism=1)], upsertions=[]))]
+    compare_phases(*acl_targets, [([], steps),
+                                  ([allow(C, "kafka-cluster", O.DESCRIBE),
+                                    allow(C, "kafka-cluster", O.ALTER)], steps)],
+                   check=errors_at(_0__results__0__error_code="CLUSTER_AUTHORIZATION_FAILED",
+                                   _1__results__0__error_code="CLUSTER_AUTHORIZATION_FAILED",
+                                   _2__results__0__error_code="RESOURCE_NOT_FOUND",
+                                   _3__results__0__error_code="RESOURCE_NOT_FOUND"))

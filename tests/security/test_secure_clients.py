@@ -41,7 +41,9 @@ def kp_join_and_commit(conf, group_id, offset=5):
     c = KafkaConsumer("orders", group_id=group_id, enable_auto_commit=False,
                       session_timeout_ms=6000, heartbeat_interval_ms=500, **conf)
     try:
-        deadline = time.monotonic() + 30
+        # kafka-python's join can take long on a loaded machine (its metadata refresh and
+        # heartbeat threads share the GIL with the test's): a generous deadline, left early
+        deadline = time.monotonic() + 90
         while not c.assignment() and time.monotonic() < deadline:
             c.poll(200)
         assert c.assignment(), "no assignment"
