@@ -282,15 +282,30 @@ fn apply_python_record<'py>(py: Python<'py>, offsets: &Bound<'py, PyDict>,
         if int_of(&offset).is_none() || int_of(&timestamp).is_none() {
             return Ok(false);
         }
-        let entry = PyTuple::new(py, [offset, empty.clone().into_any(), py.None().into_bound(py),
-                                      timestamp, py.None().into_bound(py)])?;
-        untrack(&entry);
-        Some(entry)
+        Some(plain_entry(py, offset, timestamp, empty)?)
     };
-    let tp = PyTuple::new(py, [intern.call1((topic,))?, partition])?;
-    untrack(&tp);
-    put(py, offsets, &group, None, &tp, entry)?;
+    put(py, offsets, &group, None, &interned_key(topic, partition, intern)?, entry)?;
     Ok(true)
+}
+
+/// The table entry of a plain `[offset, commit_timestamp]` value: `(offset, "", None,
+/// commit_timestamp, None)` of the value's own ints, hidden from the GC (`untrack`).
+pub(crate) fn plain_entry<'py>(py: Python<'py>, offset: Bound<'py, PyAny>,
+                               timestamp: Bound<'py, PyAny>, empty: &Bound<'py, PyString>)
+                               -> PyResult<Bound<'py, PyTuple>> {
+    let entry = PyTuple::new(py, [offset, empty.clone().into_any(), py.None().into_bound(py),
+                                  timestamp, py.None().into_bound(py)])?;
+    untrack(&entry);
+    Ok(entry)
+}
+
+/// The table key `(topic, partition)`, the topic interned by `intern` (`sys.intern`) as the
+/// Python table interns it, hidden from the GC (`untrack`).
+pub(crate) fn interned_key<'py>(topic: Bound<'py, PyAny>, partition: Bound<'py, PyAny>,
+                                intern: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+    let tp = PyTuple::new(topic.py(), [intern.call1((topic,))?, partition])?;
+    untrack(&tp);
+    Ok(tp)
 }
 
 /// An exact int (not a bool) that fits an i64.

@@ -117,11 +117,8 @@ pub fn apply_fields(py: Python<'_>, offsets: &Bound<'_, PyDict>, fields: &Bound<
         {
             return Ok(i);
         }
-        let entry = PyTuple::new(py, [offset, empty.clone().into_any(),
-                                      py.None().into_bound(py), ts, py.None().into_bound(py)])?;
-        apply::untrack(&entry);
-        let tp = PyTuple::new(py, [intern.call1((topic,))?, partition])?;
-        apply::untrack(&tp);
+        let entry = apply::plain_entry(py, offset, ts, &empty)?;
+        let tp = apply::interned_key(topic, partition, intern)?;
         apply::put(py, offsets, &group, None, &tp, Some(entry))?;
     }
     Ok(n)
