@@ -25,7 +25,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-fn triples<'py>(fields: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PySequence>, usize)> {
+pub(crate) fn triples<'py>(fields: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PySequence>, usize)> {
     let seq = fields.cast::<PySequence>()?.clone();
     let n = seq.len()?;
     if n % 3 != 0 {
@@ -37,8 +37,8 @@ fn triples<'py>(fields: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PySequence>,
 /// One batch (not transactional) of the commit calls in `calls` (a sequence of flat field
 /// sequences), numbered from 0 at `base_offset`, stamped `timestamp`.
 #[pyfunction]
-fn frame_fields<'py>(py: Python<'py>, base_offset: i64, timestamp: i64,
-                     calls: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+pub fn frame_fields<'py>(py: Python<'py>, base_offset: i64, timestamp: i64,
+                         calls: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let calls = calls.cast::<PySequence>()?;
     let mut all = Vec::new();
     let mut count = 0usize;
@@ -47,6 +47,13 @@ fn frame_fields<'py>(py: Python<'py>, base_offset: i64, timestamp: i64,
         count += n;
         all.push(seq);
     }
+    frame_calls(py, base_offset, timestamp, &all, count)
+}
+
+/// `frame_fields` of calls already split into their field sequences (`count` triples in all).
+pub(crate) fn frame_calls<'py>(py: Python<'py>, base_offset: i64, timestamp: i64,
+                               all: &[Bound<'py, PySequence>], count: usize)
+                               -> PyResult<Bound<'py, PyBytes>> {
     if count == 0 {
         return Err(PyValueError::new_err("a batch holds at least one record"));
     }
@@ -57,7 +64,7 @@ fn frame_fields<'py>(py: Python<'py>, base_offset: i64, timestamp: i64,
     // the payload: an array of `[delta, type, version, key, value]` records
     let _ = enc::write_array_len(&mut buf, record_count);
     let mut delta = 0u64;
-    for seq in &all {
+    for seq in all {
         let n = seq.len()?;
         for i in (0..n).step_by(3) {
             let _ = enc::write_array_len(&mut buf, 5);

@@ -2,8 +2,9 @@
 //! Rust"). Python keeps the policies (what a torn tail or corruption means, salvage, when to
 //! sync); this crate holds the bytes: a batch's framing and CRCs (`batch`), its payload's
 //! msgpack (`msgpack`), the loops that read a segment's batches (`scan`), and the
-//! live path's commit calls framed and applied from their fields (`commits`), and the
-//! durable write of a round, its wait without the GIL (`write`).
+//! live path's commit calls framed and applied from their fields (`commits`), the
+//! durable write of a round, its wait without the GIL (`write`), and the lone commit's pass
+//! with the usual durable write (`lone`).
 //!
 //! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
@@ -17,6 +18,7 @@ use pyo3::prelude::*;
 pub mod apply;
 pub mod batch;
 mod commits;
+mod lone;
 pub mod msgpack;
 mod scan;
 mod snapshot;
@@ -35,5 +37,6 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(snapshot::decode_snapshot_body, m)?)?;
     commits::register(m)?;
     write::register(m)?;
+    lone::register(m)?;
     scan::register(m)
 }

@@ -21,12 +21,31 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyfunction]
 pub fn pwrite_dsync(py: Python<'_>, fd: i32, data: &Bound<'_, PyBytes>, offset: i64)
                     -> PyResult<usize> {
-    let buf: &[u8] = data.as_bytes();
-    let result = py.detach(|| loop {
+    write_dsync(py, fd, data.as_bytes(), offset).map_err(os_error)
+}
+
+/// The `OSError` Python's own `os` functions raise for `error`: `errno` and `strerror` set
+/// (and the subclass Python picks for that errno), which `segment` reads to tell a refused
+/// `RWF_DSYNC` (EOPNOTSUPP, ENOSYS, EINVAL) from a failed write. PyO3's own conversion
+/// keeps only the message.
+pub(crate) fn os_error(error: std::io::Error) -> PyErr {
+    let Some(code) = error.raw_os_error() else { return error.into() };
+    let text = error.to_string();
+    let strerror = text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_owned();
+    pyo3::exceptions::PyOSError::new_err((code, strerror))
+}
+
+/// `pwrite_dsync`'s system call, for the callers in this crate (`lone`).
+#[cfg(target_os = "linux")]
+pub(crate) fn write_dsync(py: Python<'_>, fd: i32, buf: &[u8], offset: i64)
+                          -> std::io::Result<usize> {
+    // (a slice of usize length fits the iovec; the kernel caps one write at 2 GiB anyway)
+    py.detach(|| loop {
         let iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
-        // SAFETY: `iov` points at `buf`, the contents of a `bytes` object, which is immutable
-        // and kept alive by the caller's reference for the whole call (the GIL is released,
-        // but nothing can change or free it); the kernel only reads those `iov_len` bytes.
+        // SAFETY: `iov` points at `buf`, borrowed for the whole call; the callers pass the
+        // contents of a `bytes` object, which is immutable and kept alive by their reference
+        // (the GIL is released, but nothing can change or free it); the kernel only reads
+        // those `iov_len` bytes.
         let n = unsafe { libc::pwritev2(fd, &iov, 1, offset, libc::RWF_DSYNC) };
         if n >= 0 {
             return Ok(n as usize);
@@ -35,6 +54,5 @@ pub fn pwrite_dsync(py: Python<'_>, fd: i32, data: &Bound<'_, PyBytes>, offset: 
         if error.kind() != std::io::ErrorKind::Interrupted {
             return Err(error);
         }
-    });
-    Ok(result?)
+    })
 }

@@ -300,14 +300,9 @@ class SegmentFile:
         it to ``append`` + ``sync`` for good; an error after it once worked is a real one. A
         short write is finished with ``write_all`` + ``_sync``.
         """
-        if self.dsync and self.size + len(data) <= self.allocated:
-            # The usual call on the commit path (RWF_DSYNC known to work, the space reserved):
-            # begin_durable's work is nothing but the position, so it is done here, a call
-            # fewer around each commit's write.
-            at = self.size
-            self.positioned = False
-        else:
-            at = self.begin_durable(data)
+        # (the usual call on the commit path, RWF_DSYNC known to work and the space reserved,
+        # is made without this method: partition_log.write_durable)
+        at = self.begin_durable(data)
         if at is None:
             # (an empty RWF_DSYNC write syncs nothing: the kernel syncs what the call wrote)
             self.append(data)

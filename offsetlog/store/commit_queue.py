@@ -17,7 +17,7 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable
 
 from offsetlog.log.framing import encode_payload, frame_fields, frame_payload
-from offsetlog.log.partition_log import PartitionLog
+from offsetlog.log.partition_log import PartitionLog, write_durable
 from offsetlog.log.records import records_from_fields
 from offsetlog.store.futures import running_future
 from offsetlog.table import OffsetTable
@@ -266,7 +266,7 @@ def write_round(part: PartitionWriter, rnd: Round, data) -> None:
         return
     try:
         if rnd.sync:
-            part.log.append_durable(data, rnd.base)  # one pwritev(RWF_DSYNC) if it can
+            write_durable(part.log, data, rnd.base)  # one pwritev(RWF_DSYNC) if it can
         elif data:
             part.log.append(data, rnd.base)
     except Exception as e:  # OSError: the log's state is unknown

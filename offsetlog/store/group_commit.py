@@ -55,7 +55,6 @@ from offsetlog.store.commit_queue import (
     round_bytes,
     write_round,
 )
-from offsetlog.store.lone_commit import commit_lone
 from offsetlog.store.write_pool import WRITE_THREADS
 
 log = logging.getLogger("offsetlog.store.group_commit")
@@ -124,28 +123,15 @@ class GroupCommitter:
             lead, group, waiter = self._enqueue(part, item, deadline)
         return self._await(part, item, deadline, timeout, lead, group, waiter)
 
-    def commit_sync(self, part: PartitionWriter, fields: tuple, nbytes: int, timestamp: int,
-                    timeout: float | None, precheck: Callable[[], None]) -> None:
-        """A ``commit_sync`` call's checked offsets (``CommitRouter.check``'s fields): written
-        and applied in one pass when its partition is idle (``lone_commit``), else queued as a
-        ``Commit`` (``submit_sync``); returns once applied."""
-        with part.lock:
-            if self.closing or self.failure is not None:
-                self.check_usable()
-            precheck()
-            # Alone in its partition: nothing queued, no leader, the async writer not
-            # scheduled, no one waiting for exclusive use. It leads itself, in one pass.
-            lone = not (part.queue or part.leader_active or part.exclusive_waiting
-                        or part.async_scheduled)
-            if lone:
-                part.leader_active = True
-            else:
-                deadline = None if timeout is None else time.monotonic() + timeout
-                item = Commit(fields, nbytes, timestamp)
-                lead, group, waiter = self._enqueue(part, item, deadline)
-        if lone:
-            return commit_lone(self, part, fields, timestamp)
-        return self._await(part, item, deadline, timeout, lead, group, waiter)
+    def _queue_sync(self, part: PartitionWriter, fields: tuple, nbytes: int, timestamp: int,
+                    timeout: float | None) -> tuple:
+        """Queue a ``commit_sync`` call that found its partition busy (``part.lock`` held,
+        its checks passed; called by ``lone_commit.commit_lone``, which found it busy):
+        ``_await``'s arguments after ``part``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        item = Commit(fields, nbytes, timestamp)
+        lead, group, waiter = self._enqueue(part, item, deadline)
+        return item, deadline, timeout, lead, group, waiter
 
     def _enqueue(self, part: PartitionWriter, item: QueueItem, deadline: float | None):
         """Queue ``item`` (``part.lock`` held, its checks passed) and lead at once if no one

@@ -3,12 +3,19 @@ pass, without the group-commit protocol's machinery.
 
 This is ``offsetlog.store.group_commit``'s most common case: a ``commit_sync`` that finds its
 partition idle (nothing queued, no leader, the async writer not scheduled, no one waiting for
-exclusive use) would lead a round of one. Here it takes the leadership in the same lock hold
+exclusive use) would lead a round of one. Instead it takes the leadership in the same lock hold
 that ran its fencing check and skips what a round of many needs (a queue item in the queue,
 a ``Round``, the records built from its fields, wake-ups, futures): its offsets are framed
-straight from the fields the router checked (``framing.frame_fields``, native) and, once durable,
-applied from them (``OffsetTable.apply_commit_calls``). On the disks measured that took the
-Python around one commit's ``pwritev(RWF_DSYNC)`` from about 25 us to about 15 (bench/RESULTS.md).
+straight from the fields the router checked and, once durable, applied from them
+(``OffsetTable.apply_commit_calls``).
+
+``OffsetStore.commit_sync`` calls ``commit_lone`` (native/src/lone.rs) for every call with
+offsets to write: the decision (lone, or queued and awaited through ``GroupCommitter``), the
+framing, the write (``_native.append_durable``: one ``pwritev2(RWF_DSYNC)`` with the GIL
+released) and the apply, on the same Python objects the protocol keeps (the partition's lock
+and flags, its log and table). That took the Python around one commit's write from about 15 us
+to about N (bench/RESULTS.md). What is here is its failure path, ``failed``, and the hook it
+frames with (``frame_fields``, which tests replace to inject a failure).
 
 The guarantees are the protocol's, for the same reasons:
 
@@ -23,51 +30,29 @@ The guarantees are the protocol's, for the same reasons:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from offsetlog.errors import StoreFailedError
+from offsetlog.log._native import commit_lone
 from offsetlog.log.framing import frame_fields
 from offsetlog.store.commit_queue import PartitionWriter
 
+__all__ = ["commit_lone", "failed", "frame_fields"]
 
-def commit_lone(writer: Any, part: PartitionWriter, fields: tuple, timestamp: int) -> None:
-    """Write a commit call's ``fields`` (``CommitRouter.check``'s, stamped ``timestamp``),
-    durable under ``fsync="always"``, and apply them, for ``writer`` (the store's
-    ``GroupCommitter``), with ``part``'s leadership taken by the caller (``part.leader_active``
-    set in the lock hold that found the partition idle and ran the call's fencing check);
-    gives the leadership up.
 
-    :raises StoreFailedError: the write or the apply failed (the store is poisoned)
-    """
-    log = part.log
-    base = log.next_offset
-    after = base + len(fields) // 3
-    error: BaseException | None = None
-    what = "write to"
-    try:
-        data = frame_fields(base, timestamp, (fields,))
-        if writer.fsync_always:
-            log.append_durable(data, after)  # one pwritev(RWF_DSYNC) where it can
-        else:
-            log.append(data, after)
-    except BaseException as e:  # OSError: what is on disk is unknown; or an interrupt
-        error = e
+def failed(writer: Any, part: PartitionWriter, error: BaseException, what: str) -> NoReturn:
+    """A lone commit's frame, write or apply raised ``error``: poison the store (the next
+    commit would be given offsets the log may already hold), give ``part``'s leadership up,
+    hand on what queued meanwhile, and raise (``StoreFailedError``, or ``error`` itself for a
+    ``KeyboardInterrupt`` and the like: the store is poisoned all the same)."""
     with part.lock:
         try:
-            if error is None:
-                try:
-                    part.table.apply_commit_calls(base, (fields,))
-                except Exception as e:  # durable, but the table no longer follows the log
-                    error, what = e, "applying a round of"
-            if error is not None:
-                # the next commit would be given offsets the log may already hold
-                writer.poison(error)
+            writer.poison(error)
         finally:
             part.leader_active = False
             if part.queue or part.idle_waiters:  # (hand_on has nothing to do otherwise)
                 writer.hand_on(part)
-    if error is not None:
-        if not isinstance(error, Exception):
-            raise error  # KeyboardInterrupt and the like: the store is poisoned all the same
-        raise StoreFailedError(f"{what} log partition {part.index} failed: {error!r}",
-                               cause=error)
+    if not isinstance(error, Exception):
+        raise error
+    raise StoreFailedError(f"{what} log partition {part.index} failed: {error!r}",
+                           cause=error)

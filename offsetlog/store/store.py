@@ -34,6 +34,7 @@ from offsetlog.store.config import StoreConfig, open_signature, system_clock_ms
 from offsetlog.store.futures import failed_future, resolved_future
 from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.store.groups import Groups
+from offsetlog.store.lone_commit import commit_lone
 from offsetlog.store.opening import open_directory
 from offsetlog.store.part import StoreCore
 from offsetlog.store.registries import Registries
@@ -211,7 +212,7 @@ class OffsetStore(GroupAndTransactionCalls):
         part, fields, nbytes, now, precheck = self._router.check(
             group_id, offsets, generation_id, member_id, group_instance_id)
         if fields:
-            self._writer.commit_sync(part, fields, nbytes, now, timeout, precheck)
+            commit_lone(self._writer, part, fields, nbytes, now, timeout, precheck)
         else:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 self._writer.check_usable()

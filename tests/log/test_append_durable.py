@@ -207,3 +207,26 @@ def test_the_crash_childs_sync_log_counts_a_combined_write_as_synced(tmp_path, m
     if combined is not None:
         assert len(combined.calls) == 8
     store.close()
+
+
+@needs_dsync
+def test_the_native_write_raises_oserror_with_its_errno(tmp_path):
+    """``pwrite_dsync``'s failures are ``OSError``s with ``errno`` set, as ``os.pwritev``'s
+    are: ``end_durable`` tells a refused ``RWF_DSYNC`` (EOPNOTSUPP, ENOSYS, EINVAL: fall back
+    to write + fdatasync) from a failed write (poison the store) by it."""
+    path = tmp_path / "f"
+    path.write_bytes(b"")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(OSError) as err:
+            segment._write_dsync(fd, b"data", 0)
+        assert err.value.errno == errno.EBADF and err.value.strerror
+    finally:
+        os.close(fd)
+    fd = os.open(path, os.O_WRONLY)
+    try:  # (an offset below -1 is invalid: -1 would mean the file position)
+        with pytest.raises(OSError) as err:
+            segment._write_dsync(fd, b"data", -2)
+        assert err.value.errno == errno.EINVAL and segment._refused(err.value)
+    finally:
+        os.close(fd)

@@ -16,7 +16,7 @@ from offsetlog import TopicPartition as TP
 from offsetlog.log import segment
 from offsetlog.log.framing import encode_batch, frame_fields
 from offsetlog.log.records import offset_commit_fields, records_from_fields
-from offsetlog.store import lone_commit
+from offsetlog.store.group_commit import GroupCommitter
 from offsetlog.table import OffsetTable
 
 topics = st.sampled_from(["a", "orders", "payments-eu", "t\u00e9"])
@@ -75,21 +75,20 @@ def test_a_commit_sync_alone_in_its_partition_takes_the_lone_path(tmp_path, monk
     """The usual commit_sync (nothing else in its partition) is written and applied by the
     lone path; a transaction's offsets and a queued partition are not."""
     taken = []
-    real = lone_commit.commit_lone
+    real = GroupCommitter._queue_sync
 
-    def counting(writer, part, fields, timestamp):
+    def counting(self, part, fields, *rest):  # the queued path, taken when not alone
         taken.append(fields)
-        return real(writer, part, fields, timestamp)
+        return real(self, part, fields, *rest)
 
-    import offsetlog.store.group_commit as gc
-    monkeypatch.setattr(gc, "commit_lone", counting)
+    monkeypatch.setattr(GroupCommitter, "_queue_sync", counting)
     with OffsetStore.open(str(tmp_path), partitions=1, fsync="always") as store:
         store.commit_sync("g", {TP("t", 0): 5, TP("t", 1): OAM(7, "m", 3)})
-        assert len(taken) == 1
+        assert taken == []  # alone: not queued
         assert store.fetch("g") == {TP("t", 0): OAM(5), TP("t", 1): OAM(7, "m", 3)}
         with store.init_transactions("tx") as txn:
             txn.commit_offsets("g", {TP("t", 2): 9})
-        assert len(taken) == 1  # a transaction's offsets go through the queue
+        assert taken == []  # (a transaction's offsets are queued otherwise: not a commit_sync)
         assert store.fetch("g")[TP("t", 2)] == OAM(9)
     with OffsetStore.open(str(tmp_path), partitions=1) as again:
         assert again.fetch("g")[TP("t", 1)] == OAM(7, "m", 3)
@@ -142,3 +141,61 @@ def test_commits_queued_behind_a_lone_commit_are_handed_on(tmp_path, monkeypatch
         assert store.fetch("g") == {TP("t", 0): OAM(2), TP("t", 1): OAM(3)}
     with OffsetStore.open(str(tmp_path), partitions=1) as again:
         assert again.fetch("g") == {TP("t", 0): OAM(2), TP("t", 1): OAM(3)}
+
+
+def test_the_usual_durable_write_is_made_natively(tmp_path, monkeypatch):
+    """Once RWF_DSYNC worked on the active segment, a commit's write into its reserved space
+    is the native one (partition_log.write_durable): the segment's Python write path is not
+    entered; a replaced ``_write_dsync`` hook (a test's fault injection) sends every write
+    back through it."""
+    from offsetlog.log.segment import SegmentFile
+
+    entered = []
+    real = SegmentFile.begin_durable
+
+    def counting(self, data):
+        entered.append(len(data))
+        return real(self, data)
+
+    monkeypatch.setattr(SegmentFile, "begin_durable", counting)
+    with OffsetStore.open(str(tmp_path), partitions=1, fsync="always") as store:
+        store.commit_sync("g", {TP("t", 0): 0})  # the segment's first write: RWF_DSYNC tried
+        if not store._writer.partitions[0].log._active.dsync:
+            pytest.skip("RWF_DSYNC refused on this filesystem: every write is write + sync")
+        first = len(entered)
+        for n in range(1, 50):
+            store.commit_sync("g", {TP("t", 0): n})
+        assert len(entered) == first
+        monkeypatch.setattr(segment, "_write_dsync", segment._write_dsync.__call__)
+        store.commit_sync("g", {TP("t", 0): 50})
+        assert len(entered) == first + 1
+    with OffsetStore.open(str(tmp_path), partitions=1) as again:
+        assert again.fetch("g") == {TP("t", 0): OAM(50)}
+
+
+def test_a_failed_native_write_fails_the_call_and_poisons_the_store(tmp_path):
+    """The native write's own error (no hook replaced): the active segment's fd is made
+    read-only under it, so its ``pwritev2`` fails with EBADF; the call fails, nothing is
+    applied, the store is poisoned, and what was acknowledged before reopens."""
+    import errno
+    import os
+
+    with OffsetStore.open(str(tmp_path), partitions=1, fsync="always") as store:
+        store.commit_sync("g", {TP("t", 0): 1})
+        active = store._writer.partitions[0].log._active
+        if not active.dsync:
+            pytest.skip("RWF_DSYNC refused on this filesystem: every write is write + sync")
+        store.commit_sync("g", {TP("t", 0): 2})
+        read_only = os.open(active.path, os.O_RDONLY)
+        try:
+            os.dup2(read_only, active.fd)
+        finally:
+            os.close(read_only)
+        with pytest.raises(StoreFailedError) as err:
+            store.commit_sync("g", {TP("t", 0): 3})
+        assert isinstance(err.value.cause, OSError) and err.value.cause.errno == errno.EBADF
+        assert store.fetch("g") == {TP("t", 0): OAM(2)}
+        with pytest.raises(StoreFailedError):
+            store.commit_sync("h", {TP("t", 0): 4})
+    with OffsetStore.open(str(tmp_path), partitions=1) as again:
+        assert again.fetch("g") == {TP("t", 0): OAM(2)}
