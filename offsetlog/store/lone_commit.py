@@ -13,9 +13,9 @@ straight from the fields the router checked and, once durable, applied from them
 offsets to write: the decision (lone, or queued and awaited through ``GroupCommitter``), the
 framing, the write (``_native.append_durable``: one ``pwritev2(RWF_DSYNC)`` with the GIL
 released) and the apply, on the same Python objects the protocol keeps (the partition's lock
-and flags, its log and table). That took the Python around one commit's write from about 15 us
-to about N (bench/RESULTS.md). What is here is its failure path, ``failed``, and the hook it
-frames with (``frame_fields``, which tests replace to inject a failure).
+and flags, its log and table): about 8% fewer instructions per commit than the same steps in
+Python (docs/DESIGN.md, "Python and Rust"). What is here is its failure path, ``failed``, and
+the hook it frames with (``frame_fields``, which tests replace to inject a failure).
 
 The guarantees are the protocol's, for the same reasons:
 
