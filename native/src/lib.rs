@@ -22,6 +22,7 @@ mod lone;
 pub mod msgpack;
 mod scan;
 mod snapshot;
+mod state;
 mod write;
 
 #[pymodule]
@@ -38,5 +39,6 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     commits::register(m)?;
     write::register(m)?;
     lone::register(m)?;
+    state::register(m)?;
     scan::register(m)
 }

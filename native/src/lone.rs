@@ -3,14 +3,15 @@
 //! released only for its `pwritev2(RWF_DSYNC)`. And `append_durable`, the durable write of a
 //! group-commit round, which rounds and lone commits share.
 //!
-//! The state stays where the Python protocol keeps it (the `PartitionWriter`'s lock and flags,
-//! the `PartitionLog`'s active `SegmentFile`, the `OffsetTable`): this module reads and sets
-//! it as `lone_commit.py` did, so rounds, the async writer and the tests see one protocol. What
-//! it saves is the interpreter's work between the steps (about half of a commit's Python,
-//! bench/RESULTS.md). Every case off the usual path is left to the Python that handles it:
-//! a partition that is not idle (`queue`), a write that needs a new segment, a reserve, a
-//! first `RWF_DSYNC` try or a fault-injection hook (`PartitionLog.append_durable`), and any
-//! failure (`lone_commit.failed`).
+//! The state is the one the Python protocol uses, held natively (`state`: the partition's
+//! lock, queue and flags, the log's next offset, the active segment's position and reserve,
+//! the table's offsets): this module reads and sets it in the same lock holds and order as the
+//! protocol's Python does, so rounds, the async writer and the tests see one protocol. What it
+//! saves is the interpreter's work between the steps (31,400 -> 22,800 instructions per
+//! `commit_sync`, docs/DESIGN.md). Every case off the usual path is left to the Python that
+//! handles it: a partition that is not idle (`GroupCommitter._queue_sync`), a write that
+//! needs a new segment, a reserve, a first `RWF_DSYNC` try or a fault-injection hook
+//! (`PartitionLog.append_durable`), and any failure (`lone_commit.failed`).
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -18,6 +19,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyModule, PyTuple};
 
 use crate::commits;
+use crate::state::{LogState, PartitionState, SegmentState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_lone, m)?)?;
@@ -68,13 +70,17 @@ fn refs(py: Python<'_>) -> PyResult<&Refs> {
 /// `lone_commit.failed`, which poisons the store, gives up the leadership and raises.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // OffsetStore.commit_sync's call, as it has it
-pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Bound<'py, PyAny>,
+pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
+                        part: &Bound<'py, PartitionState>,
                         fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
                         timeout: &Bound<'py, PyAny>, precheck: &Bound<'py, PyAny>)
                         -> PyResult<()> {
     let refs = refs(py)?;
-    let lock = part.getattr(intern!(py, "lock"))?;
-    lock.call_method0(intern!(py, "acquire"))?;
+    let (acquire, release) = {
+        let p = part.borrow();
+        (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
+    };
+    acquire.call0()?;
     let decided = decide(py, writer, part, precheck).and_then(|lone| {
         if lone {
             Ok(None)
@@ -83,9 +89,9 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Boun
             writer.call_method1(intern!(py, "_queue_sync"), args).map(Some)
         }
     });
-    lock.call_method0(intern!(py, "release"))?;
+    release.call0()?;
     if let Some(queued) = decided? {
-        let mut args = vec![part.clone()];
+        let mut args = vec![part.clone().into_any()];
         args.extend(queued.try_iter()?.collect::<PyResult<Vec<_>>>()?);
         writer.call_method1(intern!(py, "_await"), PyTuple::new(py, args)?)?;
         return Ok(());
@@ -95,8 +101,8 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Boun
     // give it up.
     // (from here on every error goes to the failure path, which gives the leadership up)
     let written = (|| -> PyResult<i64> {
-        let log = part.getattr(intern!(py, "log"))?;
-        let base: i64 = log.getattr(intern!(py, "next_offset"))?.extract()?;
+        let log = part.borrow().log.clone_ref(py).into_bound(py);
+        let base = log.cast::<LogState>()?.borrow().next_offset;
         let (seq, n) = commits::triples(fields)?;
         let after = base + n as i64;
         let frame = refs.lone.bind(py).getattr(intern!(py, "frame_fields"))?;
@@ -113,13 +119,12 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Boun
         Ok(base)
     })();
     let base = written.map_err(|e| failed(py, refs, writer, part, e, "write to"))?;
-    lock.call_method0(intern!(py, "acquire"))?;
-    let ended = part
-        .getattr(intern!(py, "table"))
-        .and_then(|table| table.call_method1(intern!(py, "apply_commit_calls"),
-                                            (base, (fields,))))
+    acquire.call0()?;
+    let table = part.borrow().table.clone_ref(py).into_bound(py);
+    let ended = table
+        .call_method1(intern!(py, "apply_commit_calls"), (base, (fields,)))
         .and_then(|_| end_leadership(py, writer, part));
-    lock.call_method0(intern!(py, "release"))?;
+    release.call0()?;
     // (durable, but the table no longer follows the log: the failure path poisons the store,
     // and ends the leadership if that is what failed)
     ended.map_err(|e| failed(py, refs, writer, part, e, "applying a round of"))
@@ -127,7 +132,7 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Boun
 
 /// Under `part.lock`: the store usable, the fencing check passed, and whether the partition is
 /// idle; if it is, its leadership is taken.
-fn decide(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PyAny>,
+fn decide(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionState>,
           precheck: &Bound<'_, PyAny>) -> PyResult<bool> {
     if writer.getattr(intern!(py, "closing"))?.is_truthy()?
         || !writer.getattr(intern!(py, "failure"))?.is_none()
@@ -135,23 +140,26 @@ fn decide(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PyAny>,
         writer.call_method0(intern!(py, "check_usable"))?;
     }
     precheck.call0()?;
-    for busy in [intern!(py, "queue"), intern!(py, "leader_active"),
-                 intern!(py, "exclusive_waiting"), intern!(py, "async_scheduled")] {
-        if part.getattr(busy)?.is_truthy()? {
-            return Ok(false);
-        }
+    let mut p = part.borrow_mut();
+    // (a deque's truth runs no Python code)
+    if p.leader_active || p.async_scheduled || p.exclusive_waiting != 0
+        || p.queue.bind(py).is_truthy()?
+    {
+        return Ok(false);
     }
-    part.setattr(intern!(py, "leader_active"), true)?;
+    p.leader_active = true;
     Ok(true)
 }
 
 /// Give the leadership up (`part.lock` held) and hand on what queued meanwhile.
-fn end_leadership(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PyAny>)
+fn end_leadership(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionState>)
                   -> PyResult<()> {
-    part.setattr(intern!(py, "leader_active"), false)?;
-    if part.getattr(intern!(py, "queue"))?.is_truthy()?
-        || part.getattr(intern!(py, "idle_waiters"))?.is_truthy()?
-    {
+    let hand_on = {
+        let mut p = part.borrow_mut();
+        p.leader_active = false;
+        p.idle_waiters != 0 || p.queue.bind(py).is_truthy()?
+    };
+    if hand_on {
         writer.call_method1(intern!(py, "hand_on"), (part,))?;
     }
     Ok(())
@@ -159,7 +167,8 @@ fn end_leadership(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, Py
 
 /// `lone_commit.failed(writer, part, error, what)`: poisons the store, gives the leadership
 /// up and returns the error to raise.
-fn failed(py: Python<'_>, refs: &Refs, writer: &Bound<'_, PyAny>, part: &Bound<'_, PyAny>,
+fn failed(py: Python<'_>, refs: &Refs, writer: &Bound<'_, PyAny>,
+          part: &Bound<'_, PartitionState>,
           error: PyErr, what: &str) -> PyErr {
     match refs.failed.bind(py).call1((writer, part, error.into_value(py), what)) {
         Ok(_) => pyo3::exceptions::PyRuntimeError::new_err("lone_commit.failed returned"),
@@ -176,52 +185,55 @@ fn failed(py: Python<'_>, refs: &Refs, writer: &Bound<'_, PyAny>, part: &Bound<'
 #[pyfunction]
 pub fn append_durable(py: Python<'_>, log: &Bound<'_, PyAny>, data: &Bound<'_, PyBytes>,
                       next_offset: i64) -> PyResult<()> {
-    if let Some((active, fd, at)) = usual_write(py, log, data.as_bytes().len())? {
-        active.setattr(intern!(py, "positioned"), false)?; // pwritev2 leaves the position
-        let result = write(py, fd, data.as_bytes(), at);
-        match result {
-            Ok(n) if n == data.as_bytes().len() => {
-                active.setattr(intern!(py, "size"), at + n as i64)?;
-            }
-            Ok(n) => {
-                active.call_method1(intern!(py, "end_durable"), (data, n))?;
-            }
-            Err(e) => {
-                let e = crate::write::os_error(e).into_value(py);
-                active.call_method1(intern!(py, "end_durable"), (data, e))?;
-            }
-        }
-        log.setattr(intern!(py, "next_offset"), next_offset)?;
+    let bytes = data.as_bytes();
+    let Some((state, active, fd, at)) = usual_write(py, log, bytes.len() as i64)? else {
+        log.call_method1(intern!(py, "append_durable"), (data, next_offset))?;
         return Ok(());
+    };
+    // (no borrow of either state is held while the GIL is released)
+    match write(py, fd, bytes, at) {
+        Ok(n) if n == bytes.len() => active.borrow_mut().size = at + n as i64,
+        Ok(n) => drop(active.call_method1(intern!(py, "end_durable"), (data, n))?),
+        Err(e) => {
+            let e = crate::write::os_error(e).into_value(py);
+            drop(active.call_method1(intern!(py, "end_durable"), (data, e))?);
+        }
     }
-    log.call_method1(intern!(py, "append_durable"), (data, next_offset))?;
+    state.borrow_mut().next_offset = next_offset;
     Ok(())
 }
 
-/// `(active segment, its fd, the offset to write at)` when the write of `len` bytes is the
-/// usual one (see `append_durable`), else None.
-fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: usize)
-                    -> PyResult<Option<(Bound<'py, PyAny>, i32, i64)>> {
+/// For the usual write of `len` bytes (see `append_durable`): the log's state, its active
+/// segment (its position left behind: `pwritev2` does not move it), the segment's fd and the
+/// offset to write at; else None.
+#[allow(clippy::type_complexity)]
+fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i64)
+                    -> PyResult<Option<(Bound<'py, LogState>, Bound<'py, SegmentState>, i32,
+                                        i64)>> {
     let refs = refs(py)?;
     let Some(native) = refs.pwrite_dsync.as_ref() else { return Ok(None) };
-    if len == 0 || log.getattr(intern!(py, "dirty"))?.is_truthy()?
-        || !refs.segment.bind(py).getattr(intern!(py, "_write_dsync"))?.is(native.bind(py))
-    {
+    let Ok(state) = log.cast::<LogState>() else { return Ok(None) };
+    let (active, limit) = {
+        let s = state.borrow();
+        match &s.active {
+            Some(active) if !s.dirty && len > 0 => (active.clone_ref(py), s.segment_bytes),
+            _ => return Ok(None),
+        }
+    };
+    let Ok(active) = active.into_bound(py).cast_into::<SegmentState>() else { return Ok(None) };
+    if !refs.segment.bind(py).getattr(intern!(py, "_write_dsync"))?.is(native.bind(py)) {
         return Ok(None);
     }
-    let active = log.getattr(intern!(py, "_active"))?;
-    if active.is_none() || !active.getattr(intern!(py, "dsync"))?.is_truthy()? {
-        return Ok(None);
-    }
-    let size: i64 = active.getattr(intern!(py, "size"))?.extract()?;
-    let end = size + len as i64;
-    let allocated: i64 = active.getattr(intern!(py, "allocated"))?.extract()?;
-    let limit: i64 = log.getattr(intern!(py, "segment_bytes"))?.extract()?;
-    if end > allocated || end > limit {
-        return Ok(None); // a reserve or a roll: the Python path's
-    }
-    let fd: i32 = active.getattr(intern!(py, "fd"))?.extract()?;
-    Ok(Some((active, fd, size)))
+    let (fd, at) = {
+        let mut a = active.borrow_mut();
+        let end = a.size + len;
+        if a.dsync != Some(true) || end > a.allocated || end > limit {
+            return Ok(None); // a first try, a reserve or a roll: the Python path's
+        }
+        a.positioned = false;
+        (a.fd, a.size)
+    };
+    Ok(Some((state.clone(), active, fd, at)))
 }
 
 #[cfg(target_os = "linux")]

@@ -19,7 +19,11 @@ from offsetlog.log.segment import SegmentFile
 write_durable = _native.append_durable
 
 
-class PartitionLog:
+class PartitionLog(_native.LogState):
+    """A log partition's segments and appends. ``next_offset``, ``dirty``, ``segment_bytes``
+    and ``_active`` live in the native base class (``_native.LogState``), for the native write
+    (``write_durable``); they are plain attributes here."""
+
     def __init__(self, directory: str, partition: int, *, segments: list[tuple[int, str]],
                  next_offset: int, segment_bytes: int, keep_manifest: bool = False) -> None:
         self.directory = directory

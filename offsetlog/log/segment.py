@@ -226,7 +226,7 @@ def truncate_file(path: str, size: int) -> None:
         os.close(fd)
 
 
-class SegmentFile:
+class SegmentFile(_native.SegmentState):
     """An open segment file that is written only at its end (``size``), into space reserved
     ahead of it (``allocated``; see ``PREALLOCATE_BYTES``).
 
@@ -237,27 +237,19 @@ class SegmentFile:
     one after every durable round. (A ``_sync`` after combined writes may see the old
     position; the fault-injection tracker and the crash harness, which read it as the end of
     the data, keep the largest end logged per file, which the combined writes logged.)
+
+    Its fields live in the native base class (``_native.SegmentState``), where the native
+    write of a commit (``partition_log.write_durable``) reads and moves them without the
+    interpreter; they are plain attributes here: ``path``, ``base_offset``, ``fd``, ``size``
+    (bytes of data), ``allocated`` (bytes reserved), ``limit`` (never reserve past it: the
+    segment rolls there; 0 disables preallocation), ``failed`` (a write failed: what is on disk
+    past ``size`` is unknown, so it is all left to recovery), ``positioned`` (the fd's file
+    position is ``size``) and ``dsync`` (``_write_dsync`` on this fd: None untried, True
+    worked, False refused; decided by the first try and never retried). It is made as
+    ``SegmentFile(path, base_offset, fd, size, limit=0)``.
     """
 
-    __slots__ = ("path", "base_offset", "fd", "size", "allocated", "limit", "failed",
-                 "positioned", "dsync")
-
-    def __init__(self, path: str, base_offset: int, fd: int, size: int,
-                 limit: int = 0) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self.fd = fd
-        self.size = size
-        self.allocated = size
-        #: a write failed: what is on disk past ``size`` is unknown, so leave it all to recovery
-        self.failed = False
-        #: never reserve past this size (the segment rolls there); 0 disables preallocation
-        self.limit = limit
-        #: the fd's file position is ``size`` (see the class docstring)
-        self.positioned = True
-        #: ``_write_dsync`` on this fd: None untried, True worked, False refused (see
-        #: ``append_durable``); decided by the first try and never retried
-        self.dsync: bool | None = None
+    __slots__ = ()
 
     @classmethod
     def create(cls, path: str, base_offset: int, *, limit: int = 0) -> "SegmentFile":

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable
 
+from offsetlog.log import _native
 from offsetlog.log.framing import encode_payload, frame_fields, frame_payload
 from offsetlog.log.partition_log import PartitionLog, write_durable
 from offsetlog.log.records import records_from_fields
@@ -142,37 +142,38 @@ class AsyncRun(QueueItem):
             self.callbacks.append((callback, arg))
 
 
-class PartitionWriter:
-    """The queue, table and log of one log partition."""
+class PartitionWriter(_native.PartitionState):
+    """The queue, table and log of one log partition.
 
-    __slots__ = ("index", "log", "table", "lock", "cond", "queue", "leader_active",
-                 "async_scheduled", "coordinator", "consumer_coordinator",
-                 "exclusive_waiting", "open_run", "async_calls", "idle_waiters")
+    ``lock`` (a ``threading.Lock``), ``queue`` (a deque of ``QueueItem``), ``log``, ``table``
+    and the protocol's flags live in the native base class (``_native.PartitionState``), where
+    the lone commit (``lone_commit``) reads and sets them in its lock hold without the
+    interpreter; they are plain attributes here: ``leader_active`` (a leader is writing or
+    applying: no one else may), ``async_scheduled`` (handed to the async thread and not yet
+    found empty by it: no need to wake it again), ``exclusive_waiting`` (callers waiting in
+    ``exclusive``: no new round starts while there are any, or a steady stream of commits would
+    pass leadership from round to round forever) and ``idle_waiters`` (threads in
+    ``cond.wait()``, drain and exclusive: a round end notifies only if any). All are read and
+    set under ``lock``.
+    """
+
+    __slots__ = ("index", "cond", "coordinator", "consumer_coordinator", "open_run",
+                 "async_calls")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
         self.log = log
         self.table = table
-        self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
-        self.queue: deque[QueueItem] = deque()
-        self.leader_active = False
-        #: handed to the async thread and not yet found empty by it: no need to wake it again
-        self.async_scheduled = False
         #: the partition's group coordinator; the store sets it, and calls it under ``lock``
         self.coordinator = None
         #: its consumer-protocol (KIP-848) coordinator, likewise (store/consumer_groups.py)
         self.consumer_coordinator = None
-        #: callers waiting in ``exclusive``: no new round starts while there are any, or a
-        #: steady stream of commits would pass leadership from round to round forever
-        self.exclusive_waiting = 0
         #: the run that ``commit_async`` calls join while it is the last queued item (see
         #: ``GroupCommitter.submit_async``)
         self.open_run: AsyncRun | None = None
         #: commit_async calls ever queued here (when to step aside: see submit_async)
         self.async_calls = 0
-        #: threads in ``cond.wait()`` (drain, exclusive): a round end notifies only if any
-        self.idle_waiters = 0
 
     def wait_idle(self, timeout: float | None = None) -> None:
         """``cond.wait(timeout)``, counted (``lock`` held)."""

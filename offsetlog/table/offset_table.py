@@ -26,7 +26,8 @@ import sys
 from typing import Iterator
 
 from offsetlog.errors import UnsupportedVersionError
-from offsetlog.log._native import apply_fields, apply_records, offsets_from_flat
+from offsetlog.log import _native
+from offsetlog.log._native import apply_records, offsets_from_flat
 from offsetlog.log.format import Attribute, RecordType
 from offsetlog.log.records import (
     ACL,
@@ -57,17 +58,21 @@ OFFSET, METADATA, LEADER_EPOCH, COMMIT_TIMESTAMP, EXPIRE_TIMESTAMP = range(5)
 Entry = tuple  # (offset, metadata, leader_epoch, commit_timestamp, expire_timestamp)
 
 
-class OffsetTable:
-    __slots__ = ("offsets", "group_metadata", "next_offset", "records_applied", "txn", "topics",
-                 "consumer_groups", "scram_credentials", "acls")
+class OffsetTable(_native.TableState):
+    """The committed offsets and the latest record of every other key, as of ``next_offset``.
+
+    ``offsets`` (group -> {(topic, partition) -> entry}), ``next_offset`` (log offset after
+    the last applied record: the table is "as of" it), ``records_applied`` and ``txn`` live
+    in the native base class (``_native.TableState``) with the usual apply of commit calls
+    (``apply_commit_calls``), which the lone commit calls without the interpreter; they are
+    plain attributes here.
+    """
+
+    __slots__ = ("group_metadata", "topics", "consumer_groups", "scram_credentials", "acls")
 
     def __init__(self) -> None:
-        self.offsets: dict[str, dict[tuple[str, int], Entry]] = {}
         #: group -> the value of its latest GROUP_METADATA record (interpreted by the coordinator)
         self.group_metadata: dict[str, dict] = {}
-        #: log offset after the last applied record: the table is "as of" this offset
-        self.next_offset = 0
-        self.records_applied = 0
         #: pending transactional offsets and transaction metadata (offsetlog.table.pending)
         self.txn = PendingTransactions()
         #: topic -> the value of its latest TOPIC record (the wire server's topic registry)
@@ -139,27 +144,16 @@ class OffsetTable:
             self.next_offset = base_offset + records[-1][0] + 1
             self.records_applied += count
 
-    def apply_commit_calls(self, base_offset: int, calls) -> None:
-        """Apply commit calls written as one plain batch at ``base_offset``, each call's
-        offsets the flat triples ``records.offset_commit_fields`` gives: the same change as
-        ``apply_batches`` of ``records_from_fields`` of all their fields there, without
-        building the records (the group-commit leader's usual round). The usual call goes
-        into ``offsets`` natively (``_native.apply_fields``, the same ``put`` as every plain
-        commit); a call with metadata or epochs, or a group with pending transactional
-        offsets, goes through ``apply_batches``."""
-        offsets, intern, base = self.offsets, sys.intern, base_offset
-        plain = not self.txn.keys
-        for fields in calls:
-            n = len(fields) // 3
-            if not plain or apply_fields(offsets, fields, intern) != n:
-                # (re-applying what apply_fields put sets the same entries again)
-                self.apply_batches(((base_offset,
-                                     records_from_fields(fields, base - base_offset),
-                                     0, -1, -1),))
-            else:
-                self.next_offset = base + n
-                self.records_applied += n
-            base += n
+    # apply_commit_calls(base_offset, calls) is native (_native.TableState): the usual call's
+    # fields go straight into ``offsets``; any other call comes back here.
+
+    def _apply_calls_as_records(self, base_offset: int, fields, at: int) -> None:
+        """``apply_commit_calls``' way for a call it does not apply itself (metadata or
+        epochs, or groups with pending transactional offsets): the call's records, built from
+        its ``fields`` and numbered from ``at`` in the batch at ``base_offset``, through
+        ``apply_batches``."""
+        self.apply_batches(((base_offset, records_from_fields(fields, at - base_offset),
+                             0, -1, -1),))
 
     def apply_round(self, batches) -> None:
         """Apply a group-commit round in order: its batches, each a ``(base_offset,

@@ -1,0 +1,214 @@
+//! The commit path's hot state, held natively so that the lone commit and the native write
+//! (`lone`) read and move it without a Python attribute lookup: the active segment's write
+//! position and reserve (`SegmentState`), the log partition's next offset and sync flag
+//! (`LogState`), its group-commit flags (`PartitionState`), and the table's offsets and
+//! counters with their usual apply (`TableState`).
+//!
+//! Python subclasses each and keeps all the logic: `segment.SegmentFile` (appends, the
+//! reserve, the `RWF_DSYNC` fallback, trimming), `partition_log.PartitionLog` (rolls, syncs,
+//! the manifest), `commit_queue.PartitionWriter` (with `group_commit`'s protocol) and
+//! `table.OffsetTable` (every other record) read and set these fields as plain attributes. No borrow of any is held while the GIL is released
+//! or Python code runs.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::commits;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SegmentState>()?;
+    m.add_class::<LogState>()?;
+    m.add_class::<PartitionState>()?;
+    m.add_class::<TableState>()?;
+    Ok(())
+}
+
+/// An open segment file's write state (`segment.SegmentFile` has what each field means).
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct SegmentState {
+    #[pyo3(get, set)]
+    pub path: Py<PyAny>,
+    #[pyo3(get, set)]
+    pub base_offset: i64,
+    /// the file descriptor, open for writing; -1 once closed
+    #[pyo3(get, set)]
+    pub fd: i32,
+    /// bytes of data: where the next append goes
+    #[pyo3(get, set)]
+    pub size: i64,
+    /// bytes reserved (`fallocate`) ahead of `size`
+    #[pyo3(get, set)]
+    pub allocated: i64,
+    /// never reserve past this size (the segment rolls there); 0 disables preallocation
+    #[pyo3(get, set)]
+    pub limit: i64,
+    /// a write failed: what is on disk past `size` is unknown
+    #[pyo3(get, set)]
+    pub failed: bool,
+    /// the fd's file position is `size`
+    #[pyo3(get, set)]
+    pub positioned: bool,
+    /// `RWF_DSYNC` on this fd: None untried, True worked, False refused
+    #[pyo3(get, set)]
+    pub dsync: Option<bool>,
+}
+
+#[pymethods]
+impl SegmentState {
+    #[new]
+    #[pyo3(signature = (path, base_offset, fd, size, limit = 0))]
+    fn new(path: Py<PyAny>, base_offset: i64, fd: i32, size: i64, limit: i64) -> Self {
+        SegmentState { path, base_offset, fd, size, allocated: size, limit, failed: false,
+                       positioned: true, dsync: None }
+    }
+}
+
+/// A log partition's append state (`partition_log.PartitionLog` has the rest).
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct LogState {
+    /// log offset the next record gets; never reused, even after a truncation
+    #[pyo3(get, set)]
+    pub next_offset: i64,
+    /// written since the last sync
+    #[pyo3(get, set)]
+    pub dirty: bool,
+    /// the size a segment rolls at
+    #[pyo3(get, set)]
+    pub segment_bytes: i64,
+    /// the active segment (a `SegmentFile`), None until the first append opens it
+    #[pyo3(get, set, name = "_active")]
+    pub active: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl LogState {
+    /// (the subclass's `__init__` sets every field)
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
+        LogState { next_offset: 0, dirty: false, segment_bytes: 0, active: None }
+    }
+}
+
+/// A log partition's group-commit state (`commit_queue.PartitionWriter` has the rest, and
+/// `group_commit` the protocol that reads and sets these): its lock, queue, log and table,
+/// and the flags `lone::commit_lone` reads in the lock hold that decides a commit's path.
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct PartitionState {
+    /// the partition's `threading.Lock`: every field here is read and set under it
+    #[pyo3(get)]
+    pub lock: Py<PyAny>,
+    /// `lock.acquire` and `lock.release`, bound once (the lone commit takes the lock twice)
+    pub acquire: Py<PyAny>,
+    pub release: Py<PyAny>,
+    /// the queued items (a `collections.deque`)
+    #[pyo3(get)]
+    pub queue: Py<PyAny>,
+    /// the `PartitionLog`
+    #[pyo3(get, set)]
+    pub log: Py<PyAny>,
+    /// the `OffsetTable`
+    #[pyo3(get, set)]
+    pub table: Py<PyAny>,
+    /// a leader is writing or applying a round (or a lone commit): no one else may
+    #[pyo3(get, set)]
+    pub leader_active: bool,
+    /// handed to the async writer thread and not yet found empty by it
+    #[pyo3(get, set)]
+    pub async_scheduled: bool,
+    /// callers waiting for exclusive use: no new round starts while there are any
+    #[pyo3(get, set)]
+    pub exclusive_waiting: i64,
+    /// threads waiting on the partition's condition (drain, exclusive)
+    #[pyo3(get, set)]
+    pub idle_waiters: i64,
+}
+
+#[pymethods]
+impl PartitionState {
+    /// A new `threading.Lock` and an empty `collections.deque` (the subclass's `__init__` sets
+    /// the rest)
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
+           -> PyResult<Self> {
+        let lock = py.import("threading")?.getattr("Lock")?.call0()?;
+        let (acquire, release) = (lock.getattr("acquire")?.unbind(),
+                                  lock.getattr("release")?.unbind());
+        let queue = py.import("collections")?.getattr("deque")?.call0()?.unbind();
+        Ok(PartitionState { lock: lock.unbind(), acquire, release, queue, log: py.None(),
+                            table: py.None(), leader_active: false, async_scheduled: false,
+                            exclusive_waiting: 0, idle_waiters: 0 })
+    }
+}
+
+/// The offset table's committed offsets and counters (`offsetlog.table.OffsetTable` has the
+/// rest), and its usual apply: commit calls' fields straight into `offsets`.
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct TableState {
+    /// group -> {(topic, partition) -> entry}: the committed offsets
+    #[pyo3(get, set)]
+    pub offsets: Py<PyDict>,
+    /// log offset after the last applied record: the table is "as of" this offset
+    #[pyo3(get, set)]
+    pub next_offset: i64,
+    #[pyo3(get, set)]
+    pub records_applied: i64,
+    /// pending transactional offsets and transaction metadata (`table.pending`)
+    #[pyo3(get, set)]
+    pub txn: Py<PyAny>,
+}
+
+#[pymethods]
+impl TableState {
+    /// An empty table (the subclass's `__init__` sets the rest)
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
+           -> Self {
+        TableState { offsets: PyDict::new(py).unbind(), next_offset: 0, records_applied: 0,
+                     txn: py.None() }
+    }
+
+    /// Apply commit calls written as one plain batch at `base_offset`, each call's offsets
+    /// the flat triples `records.offset_commit_fields` gives: the same change as
+    /// `apply_batches` of `records_from_fields` of all their fields there, without building
+    /// the records (a group-commit round's calls, a lone commit). The usual call goes into
+    /// `offsets` here (`commits::apply_fields`, the same `put` as every plain commit); a call
+    /// with metadata or epochs, or any while a group has pending transactional offsets, goes
+    /// through the subclass's `_apply_calls_as_records(base_offset, fields, at)`.
+    fn apply_commit_calls(slf: &Bound<'_, Self>, base_offset: i64, calls: &Bound<'_, PyAny>)
+                          -> PyResult<()> {
+        let py = slf.py();
+        let (offsets, pending) = {
+            let t = slf.borrow();
+            (t.offsets.clone_ref(py).into_bound(py), t.txn.clone_ref(py).into_bound(py))
+        };
+        let plain = !pending.getattr(pyo3::intern!(py, "keys"))?.is_truthy()?;
+        let intern = intern_function(py)?;
+        let mut base = base_offset;
+        for fields in calls.try_iter()? {
+            let fields = fields?;
+            let n = commits::triples(&fields)?.1 as i64;
+            // (apply_fields runs no Python code: no borrow is held across it anyway)
+            if !plain || commits::apply_fields(py, &offsets, &fields, intern)? as i64 != n {
+                // (re-applying what apply_fields put sets the same entries again)
+                slf.call_method1(pyo3::intern!(py, "_apply_calls_as_records"),
+                                 (base_offset, &fields, base))?;
+            } else {
+                let mut t = slf.borrow_mut();
+                t.next_offset = base + n;
+                t.records_applied += n;
+            }
+            base += n;
+        }
+        Ok(())
+    }
+}
+
+/// `sys.intern`, which the table's keys go through
+fn intern_function(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static INTERN: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    Ok(INTERN.get_or_try_init(py, || Ok::<_, PyErr>(py.import("sys")?.getattr("intern")?.unbind()))?
+        .bind(py))
+}
