@@ -4,7 +4,8 @@
 //! msgpack (`msgpack`), the loops that read a segment's batches (`scan`), and the
 //! live path's commit calls framed and applied from their fields (`commits`), the
 //! durable write of a round, its wait without the GIL (`write`), and the lone commit's pass
-//! with the usual durable write (`lone`).
+//! with the usual durable write (`lone`), a `commit_async` call's queueing (`async_commit`),
+//! and the hot state they read (`state`).
 //!
 //! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
@@ -16,6 +17,7 @@
 use pyo3::prelude::*;
 
 pub mod apply;
+mod async_commit;
 pub mod batch;
 mod commits;
 mod lone;
@@ -39,6 +41,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     commits::register(m)?;
     write::register(m)?;
     lone::register(m)?;
+    async_commit::register(m)?;
     state::register(m)?;
     scan::register(m)
 }

@@ -122,6 +122,13 @@ pub struct PartitionState {
     /// threads waiting on the partition's condition (drain, exclusive)
     #[pyo3(get, set)]
     pub idle_waiters: i64,
+    /// the run (`AsyncRun`) that `commit_async` calls join while it is the last queued item;
+    /// None once a leader took it
+    #[pyo3(get, set)]
+    pub open_run: Py<PyAny>,
+    /// `commit_async` calls ever queued here (when to step aside: `async_commit`)
+    #[pyo3(get, set)]
+    pub async_calls: i64,
 }
 
 #[pymethods]
@@ -138,7 +145,8 @@ impl PartitionState {
         let queue = py.import("collections")?.getattr("deque")?.call0()?.unbind();
         Ok(PartitionState { lock: lock.unbind(), acquire, release, queue, log: py.None(),
                             table: py.None(), leader_active: false, async_scheduled: false,
-                            exclusive_waiting: 0, idle_waiters: 0 })
+                            exclusive_waiting: 0, idle_waiters: 0, open_run: py.None(),
+                            async_calls: 0 })
     }
 }
 

@@ -153,12 +153,13 @@ class PartitionWriter(_native.PartitionState):
     found empty by it: no need to wake it again), ``exclusive_waiting`` (callers waiting in
     ``exclusive``: no new round starts while there are any, or a steady stream of commits would
     pass leadership from round to round forever) and ``idle_waiters`` (threads in
-    ``cond.wait()``, drain and exclusive: a round end notifies only if any). All are read and
-    set under ``lock``.
+    ``cond.wait()``, drain and exclusive: a round end notifies only if any), ``open_run``
+    (the ``AsyncRun`` that ``commit_async`` calls join while it is the last queued item; see
+    ``async_commit.submit_async``) and ``async_calls`` (``commit_async`` calls ever queued
+    here: when to step aside). All are read and set under ``lock``.
     """
 
-    __slots__ = ("index", "cond", "coordinator", "consumer_coordinator", "open_run",
-                 "async_calls")
+    __slots__ = ("index", "cond", "coordinator", "consumer_coordinator")
 
     def __init__(self, index: int, log: PartitionLog, table: OffsetTable) -> None:
         self.index = index
@@ -169,11 +170,6 @@ class PartitionWriter(_native.PartitionState):
         self.coordinator = None
         #: its consumer-protocol (KIP-848) coordinator, likewise (store/consumer_groups.py)
         self.consumer_coordinator = None
-        #: the run that ``commit_async`` calls join while it is the last queued item (see
-        #: ``GroupCommitter.submit_async``)
-        self.open_run: AsyncRun | None = None
-        #: commit_async calls ever queued here (when to step aside: see submit_async)
-        self.async_calls = 0
 
     def wait_idle(self, timeout: float | None = None) -> None:
         """``cond.wait(timeout)``, counted (``lock`` held)."""

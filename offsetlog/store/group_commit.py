@@ -44,7 +44,6 @@ from offsetlog.log.framing import encode_payload
 from offsetlog.store.async_writer import AsyncWriter
 from offsetlog.store.callbacks import CallbackRunner
 from offsetlog.store.commit_queue import (
-    AsyncRun,
     Commit,
     PartitionWriter,
     QueueItem,
@@ -60,7 +59,8 @@ from offsetlog.store.write_pool import WRITE_THREADS
 log = logging.getLogger("offsetlog.store.group_commit")
 
 #: a commit_async caller gives up the GIL briefly after every this many calls it queued behind a
-#: busy writer (see GroupCommitter.submit_async; docs/DESIGN.md has the sweep that chose it)
+#: busy writer (see _native.submit_async, native/src/async_commit.rs; docs/DESIGN.md has the
+#: sweep that chose it)
 YIELD_AT = 1024
 
 
@@ -244,52 +244,6 @@ class GroupCommitter:
     def _timeout(timeout: float | None) -> CommitTimeoutError:
         return CommitTimeoutError(f"commit not durable after {timeout}s; it stays queued and "
                                   "may still be applied")
-
-    def submit_async(self, part: PartitionWriter, fields, nbytes: int, timestamp: int,
-                     precheck: Callable[[], None] | None = None, callback=None,
-                     callback_arg=None) -> Future:
-        """Queue one ``commit_async`` call (its offsets as ``records.offset_commit_fields``
-        gives them) and return the future that resolves once they are durable.
-
-        The call joins the run at the tail of the queue (``AsyncRun``: one batch, one future)
-        unless something else was queued behind it, a leader has taken it, or it would pass
-        ``max_group_commit_bytes`` (``nbytes`` bounds the call's encoded records); otherwise
-        it starts a new run.
-        """
-        with part.lock:
-            if self.closing or self.failure is not None:
-                self.check_usable()
-            if precheck is not None:
-                precheck()
-            q = part.queue
-            run = part.open_run
-            if not q or q[-1] is not run or run.nbytes + nbytes > self.max_bytes:
-                run = part.open_run = AsyncRun()
-                q.append(run)
-            # the run's fields are set here, not in a method: a call less per commit_async
-            run.fields += fields
-            run.nbytes += nbytes
-            run.timestamp = timestamp  # the batch carries its last call's time
-            if callback is not None:
-                run.add_callback(callback, callback_arg)
-            part.async_calls = calls = part.async_calls + 1
-            if part.leader_active or part.async_scheduled:
-                if calls % YIELD_AT:
-                    return run.future
-                waiting = True
-            else:
-                part.async_scheduled = True
-                waiting = False
-        if waiting:
-            # A caller committing in a loop holds the GIL for the whole switch interval (5 ms)
-            # while the writer thread, back from its write, waits for it; rounds grow, what
-            # they hold lives long enough to reach the collector's oldest generation, and the
-            # full collections that follow cost a sizeable share of each call. Stepping aside
-            # keeps rounds small.
-            time.sleep(0)
-        else:
-            self._wake_async(part)
-        return run.future
 
     def submit_computed(self, part: PartitionWriter, compute: Callable[[], tuple[list, Any]],
                         timestamp: int, on_done: Callable[[QueueItem], None]) -> None:

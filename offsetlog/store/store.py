@@ -25,6 +25,7 @@ from offsetlog.errors import StoreClosedError, StoreFailedError
 from offsetlog.group import GroupConfig, GroupCoordinator
 from offsetlog.log import dirlock
 from offsetlog.log import records as rec
+from offsetlog.log._native import submit_async
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.store import acls, background, deferred
@@ -32,7 +33,7 @@ from offsetlog.store.cleaning import Cleaning
 from offsetlog.store.commit_queue import Commit, PartitionWriter, QueueItem
 from offsetlog.store.config import StoreConfig, open_signature, system_clock_ms
 from offsetlog.store.futures import failed_future, resolved_future
-from offsetlog.store.group_commit import GroupCommitter
+from offsetlog.store.group_commit import YIELD_AT, GroupCommitter
 from offsetlog.store.groups import Groups
 from offsetlog.store.lone_commit import commit_lone
 from offsetlog.store.opening import open_directory
@@ -253,8 +254,9 @@ class OffsetStore(GroupAndTransactionCalls):
                 self._writer.callbacks.run_one(callback, offsets, error)
             return resolved_future() if error is None else failed_future(error)
         try:
-            return self._writer.submit_async(part, fields, nbytes, now, precheck, callback,
-                                             offsets)
+            # (native/src/async_commit.rs: the run it joins, and the async writer woken)
+            return submit_async(self._writer, part, fields, nbytes, now, precheck, callback,
+                                offsets, YIELD_AT)
         except StoreFailedError as e:
             # The commit was valid but cannot be written: that is its outcome, reported the
             # way every other outcome is (the future and the callback), not as a usage error.
