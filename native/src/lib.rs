@@ -22,6 +22,8 @@ mod lone;
 pub mod msgpack;
 mod scan;
 mod snapshot;
+#[cfg(target_os = "linux")]
+mod uring;
 mod write;
 
 #[pymodule]
@@ -38,5 +40,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     commits::register(m)?;
     write::register(m)?;
     lone::register(m)?;
+    #[cfg(target_os = "linux")]
+    uring::register(m)?;
     scan::register(m)
 }
