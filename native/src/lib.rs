@@ -5,7 +5,8 @@
 //! live path's commit calls framed and applied from their fields (`commits`), the
 //! durable write of a round, its wait without the GIL (`write`), and the lone commit's pass
 //! with the usual durable write (`lone`), a `commit_async` call's queueing (`async_commit`),
-//! and the hot state they read (`state`).
+//! the hot state they read (`state`), and the io_uring ring the wire server's event loop
+//! writes through (`uring`, Linux).
 //!
 //! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
@@ -25,6 +26,8 @@ pub mod msgpack;
 mod scan;
 mod snapshot;
 mod state;
+#[cfg(target_os = "linux")]
+mod uring;
 mod write;
 
 #[pymodule]
@@ -43,5 +46,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     lone::register(m)?;
     async_commit::register(m)?;
     state::register(m)?;
+    #[cfg(target_os = "linux")]
+    uring::register(m)?;
     scan::register(m)
 }

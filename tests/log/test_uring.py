@@ -1,10 +1,11 @@
-"""``offsetlog.log.uring``: the io_uring ring the wire server's writes go through, against the
-real kernel (skipped where there is no io_uring), and the segment's begun-elsewhere write
-(``begin_durable`` / ``end_durable``) that it makes."""
+"""``offsetlog.log.uring``: the io_uring ring the wire server's writes go through (native:
+``native/src/uring.rs``), against the real kernel (skipped where there is no io_uring), and
+the segment's begun-elsewhere write (``begin_durable`` / ``end_durable``) that it makes."""
 
 from __future__ import annotations
 
 import errno
+import gc
 import os
 
 import pytest
@@ -87,17 +88,70 @@ def test_close_waits_for_what_is_in_flight(tmp_path):
 
 
 def test_no_ring_where_the_platform_or_the_kernel_has_none(monkeypatch):
-    monkeypatch.setattr(uring.platform, "machine", lambda: "aarch64")
-    assert uring.open_ring(8) is None  # loads and stores are not ordered enough there
-    monkeypatch.setattr(uring.platform, "machine", lambda: "x86_64")
     monkeypatch.setenv("OFFSETLOG_IO_URING", "0")
     assert uring.open_ring(8) is None  # the operator said no
     monkeypatch.delenv("OFFSETLOG_IO_URING")
+    monkeypatch.setattr(uring, "Ring", None)
+    assert uring.open_ring(8) is None  # a core built without one (not Linux)
+    monkeypatch.undo()
 
-    def refused(*_args):
-        raise OSError(errno.EPERM, "io_uring is disabled")
-    monkeypatch.setattr(uring, "_syscall", refused)
+    def refused(_entries):
+        raise OSError(errno.EPERM, "io_uring is disabled")  # seccomp, the sysctl
+    monkeypatch.setattr(uring, "Ring", refused)
     assert uring.open_ring(8) is None
+
+
+def test_a_ring_the_kernel_refuses_is_an_oserror_with_its_errno():
+    if uring.open_ring(8) is None:
+        pytest.skip("no io_uring here")
+    with pytest.raises(OSError) as e:
+        uring.Ring(0)  # io_uring_setup(0): EINVAL
+    assert e.value.errno == errno.EINVAL
+    assert uring.open_ring(0) is None
+
+
+def test_a_closed_ring_answers_ebadf_and_closes_again(tmp_path):
+    r = uring.open_ring(8)
+    if r is None:
+        pytest.skip("no io_uring here")
+    r.close()
+    r.close()  # idempotent
+    assert r.closed and r.in_flight == 0 and r.queued == 0
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    for use in (lambda: r.write(fd, b"x", 0, 0, "t"), r.submit, r.wait, r.reap, r.take_back,
+                lambda: r.register_eventfd(fd)):
+        with pytest.raises(OSError) as e:
+            use()
+        assert e.value.errno == errno.EBADF
+    os.close(fd)
+
+
+def test_bad_arguments_queue_nothing(ring, tmp_path):
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    with pytest.raises(OSError) as e:
+        ring.write(fd, b"x", -1, 0, "t")  # as pwrite: EINVAL (to io_uring, the file position)
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(TypeError):
+        ring.write(fd, bytearray(b"x"), 0, 0, "t")  # only bytes: the kernel reads the buffer
+    assert ring.in_flight == 0 and ring.queued == 0
+    os.close(fd)
+
+
+def test_a_ring_collected_unclosed_waits_for_its_writes_first(tmp_path):
+    """The kernel reads an in-flight write's bytes: a ring let go without close() waits for
+    what it has submitted before the buffers go (what it only queued is never made)."""
+    r = uring.open_ring(8)
+    if r is None:
+        pytest.skip("no io_uring here")
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    for i in range(4):
+        assert r.write(fd, bytes([48 + i]) * 4096, 4096 * i, os.RWF_DSYNC, i)
+    r.submit()
+    del r
+    gc.collect()
+    with open(tmp_path / "f", "rb") as f:
+        assert f.read() == b"".join(bytes([48 + i]) * 4096 for i in range(4))
+    os.close(fd)
 
 
 # -- the segment's side: a durable write begun here and made elsewhere ----------------------
@@ -181,23 +235,35 @@ def test_completions_that_overflowed_the_queue_are_still_reaped(tmp_path):
     os.close(fd)
 
 
-def test_writes_the_kernel_did_not_take_are_taken_back_as_no_ops(ring, tmp_path, monkeypatch):
+def test_writes_the_kernel_did_not_take_are_taken_back_and_never_made(ring, tmp_path,
+                                                                      monkeypatch):
+    """After a refused submit (EAGAIN): take_back hands the queued writes' tokens back, once;
+    the kernel never makes them (their entries stay in the ring, which is not asked to take
+    from it again), and the next write, nothing being in flight, goes to a new ring."""
+    efd = os.eventfd(0, os.EFD_NONBLOCK)
+    ring.register_eventfd(efd)
     fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
     for i in range(3):
         assert ring.write(fd, b"w", i, 0, i)
-    real = uring._syscall
-    monkeypatch.setattr(uring, "_syscall", lambda *a: (_ for _ in ()).throw(
-        OSError(errno.EAGAIN, "no resources")) if a[0] == uring._ENTER else real(*a))
+
+    def refused(self):
+        raise OSError(errno.EAGAIN, "no resources")
+    monkeypatch.setattr(uring.Ring, "submit", refused)
     with pytest.raises(OSError):
         ring.submit()
+    monkeypatch.undo()
     assert ring.take_back() == [0, 1, 2]
     assert ring.take_back() == []  # once
-    monkeypatch.setattr(uring, "_syscall", real)
-    ring.submit()  # the no-ops go through and complete; nobody hears of them
-    for _ in range(100):
-        if ring.in_flight == 0:
-            break
-        ring.wait()
-        assert ring.reap() == []
-    assert ring.in_flight == 0 and os.path.getsize(tmp_path / "f") == 0  # nothing written
+    assert ring.in_flight == 0 and ring.queued == 0
+    ring.submit()  # nothing queued: the taken-back entries stay where they are
+    ring.wait()  # nothing in flight: at once
+    assert ring.reap() == []
+    assert ring.write(fd, b"new", 10, 0, "new")  # a new ring (the eventfd registered again)
+    ring.submit()
+    assert _all_done(ring, 1) == [("new", 3)]
+    assert os.eventfd_read(efd) >= 1
+    ring.close()
+    with open(tmp_path / "f", "rb") as f:
+        assert f.read() == bytes(10) + b"new"  # none of the taken-back writes
     os.close(fd)
+    os.close(efd)
