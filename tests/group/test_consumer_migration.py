@@ -425,3 +425,12 @@ def test_classic_join_takes_over_an_empty_consumer_group():
     assert GROUP_METADATA not in kinds[:1]  # the consumer group's tombstones come first
     assert m.consumer.group("g") is None
     assert m.classic.group("g") is not None
+
+
+def test_classic_leave_of_the_last_consumer_member_downgrades_the_group():
+    """Kafka 4.4: LeaveGroup removes a consumer-protocol member too, and so downgrades."""
+    m, a, b, x, now = upgraded()
+    r = m.leave_group("g", member_id="x", now_ms=now)
+    assert r.response.members[0].error is None
+    assert m.consumer.group("g") is None
+    assert m.classic.describe_group("g").state == "PreparingRebalance"

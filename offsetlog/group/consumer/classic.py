@@ -135,7 +135,8 @@ def _member(group: ConsumerGroup, member_id: str, instance_id: str | None, unkno
     return existing, None
 
 
-def _known(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
+def _known(group: ConsumerGroup, member_id: str, instance_id: str | None, *,
+           classic_only: bool = True) -> ConsumerMember:
     """Kafka's ``validateConsumerGroupMember`` and ``throwIfMemberDoesNotUseClassicProtocol``."""
     if instance_id is None:
         member = group.members.get(member_id)
@@ -152,7 +153,7 @@ def _known(group: ConsumerGroup, member_id: str, instance_id: str | None) -> Con
                 f"Static member {member_id} with instance id {instance_id} is fenced by "
                 f"existing member {static_id}.")
         member = group.members[static_id]
-    if member.classic is None:
+    if classic_only and member.classic is None:
         raise UnknownMemberIdError(f"Member {member.member_id} does not use the classic protocol.")
     return member
 
@@ -228,32 +229,33 @@ def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool
 
 def leave(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, request_id: int,
           members: Iterable[MemberIdentity], records: list) -> LeaveGroupResponse:
-    """Members leave; the group epoch is bumped once if any did (Kafka's order)."""
+    """Members leave. Classic members are removed and the group epoch bumped once (Kafka's
+    order); a consumer-protocol member is fenced as if it had left itself, which may turn the
+    group into a classic group (then the members after it are no longer found)."""
     results = []
     removed = False
     for ident in members:
         member_id = ident.member_id
         try:
-            if ident.group_instance_id is None:
-                member = _known(group, member_id, None)
-            else:
-                static_id = group.static.get(ident.group_instance_id)
-                if static_id is None:
-                    raise UnknownMemberIdError(
-                        f"Instance id {ident.group_instance_id} is unknown.")
-                # an operator's removal by instance id names no member id
-                _known(group, member_id or static_id, ident.group_instance_id)
-                member = group.members[static_id]
-                member_id = static_id
+            if coord.group(group.group_id) is not group:
+                raise UnknownMemberIdError(f"Group {group.group_id} is no consumer group now.")
+            # any member, classic or not: Kafka 4.4 lets LeaveGroup remove a consumer-protocol
+            # member too (how admin tools remove members), where 4.0 refused it
+            member = _known(group, member_id or group.static.get(ident.group_instance_id, ""),
+                            ident.group_instance_id, classic_only=False)
         except OffsetlogError as e:
             results.append(LeaveMemberResponse(member_id, ident.group_instance_id, e))
             continue
-        records.extend(removal_records(group.group_id, member.member_id))
-        group.drop_member(member.member_id)
-        coord.cancel_member_timers(group.group_id, member.member_id)
-        removed = True
+        member_id = member.member_id
+        if member.classic is None:
+            coord.fence(group, member_id, records)
+        else:
+            records.extend(removal_records(group.group_id, member_id))
+            group.drop_member(member_id)
+            coord.cancel_member_timers(group.group_id, member_id)
+            removed = True
         results.append(LeaveMemberResponse(member_id, ident.group_instance_id, None))
-    if removed:
+    if removed and coord.group(group.group_id) is group:
         group.subscription_metadata = {t: n for t, n in group.subscription_metadata.items()
                                        if t in group.subscribed_topics()}
         group.group_epoch += 1
