@@ -97,6 +97,8 @@ def test_upgrade_keeps_the_classic_member(targets, gid):
         *join(gid, 7, member=ref("m")),                 # rejoins with its id
         list_types(["consumer"]),
         list_types(["classic"]),
+        sync(gid, 5),                                   # at its new generation
+        heartbeat(gid, 4),
     ]
 
     def view(answers):
@@ -106,7 +108,7 @@ def test_upgrade_keeps_the_classic_member(targets, gid):
         return [codes(answers), joined, by_gid(gid)(answers)]
     kafka = compare(*targets, steps, view=view)
     assert kafka[0] == ["MEMBER_ID_REQUIRED", "NONE", "NONE", "NONE", "REBALANCE_IN_PROGRESS",
-                        "NONE"], kafka[0]
+                        "NONE", "NONE", "NONE"], kafka[0]
     assert kafka[1]["protocol_name"] == "range" and kafka[1]["members"] == []
     assert kafka[2] == [[("consumer", "consumer")], []], kafka[2]
 
