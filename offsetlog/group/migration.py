@@ -205,10 +205,12 @@ class Migration:
         group = self._consumer_group(group_id, now_ms, records)
         cfg = self.classic.config
         session = request["session_timeout_ms"]
-        if group is None or not cfg.min_session_timeout_ms <= session <= \
-                cfg.max_session_timeout_ms:
+        # Kafka checks the session timeout before it looks at the group: a JoinGroup refused
+        # for it changes no group, of either kind
+        valid = cfg.min_session_timeout_ms <= session <= cfg.max_session_timeout_ms
+        if group is None or not valid:
             empty = self.consumer.group(group_id)
-            if empty is not None and not empty.members:  # an empty consumer group: deleted
+            if valid and empty is not None and not empty.members:  # replaced by a classic one
                 records.extend(group_tombstones(empty))
                 self.consumer.drop(group_id)
             return self._finish(self.classic.join_group(group_id, now_ms=now_ms, **request),

@@ -434,3 +434,15 @@ def test_classic_leave_of_the_last_consumer_member_downgrades_the_group():
     assert r.response.members[0].error is None
     assert m.consumer.group("g") is None
     assert m.classic.describe_group("g").state == "PreparingRebalance"
+
+
+def test_join_with_a_bad_session_timeout_leaves_an_empty_consumer_group_alone():
+    m = make()
+    x = Modern(m, "x")
+    x.beat(0)
+    x.leave(1)
+    r = m.join_group("g", topics=TOPICS, now_ms=2, member_id="", client_id="py",
+                     session_timeout_ms=1, rebalance_timeout_ms=REBALANCE,
+                     protocol_type="consumer", protocols=[("range", Classic(m).metadata())])
+    assert r.response.error_code == 26  # INVALID_SESSION_TIMEOUT
+    assert r.records == [] and m.consumer.group("g") is not None
