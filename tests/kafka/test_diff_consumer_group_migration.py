@@ -259,3 +259,26 @@ def test_upgrade_answers_a_parked_join_rebalance_in_progress(targets, gid):
     kafka = compare(*targets, steps, view=lambda a: codes(a[:4] + a[5:]))
     assert kafka == ["MEMBER_ID_REQUIRED", "NONE", "NONE", "MEMBER_ID_REQUIRED", "NONE",
                      "REBALANCE_IN_PROGRESS"], kafka
+
+
+def test_static_classic_member_in_a_consumer_group(targets, gid):
+    """A static classic member joins a consumer group, syncs, heartbeats; a new process of it
+    (no member id) takes its place and fences the old one; an operator removes it by its
+    instance id."""
+    x = f"{gid}-x"
+    steps = [
+        hb(gid, x, 0, join_=True),
+        Req(11, 5, join_body(gid, inst="S"), save={"m": lambda r: r.member_id,
+                                                   "m_gen": lambda r: r.generation_id}),
+        sync(gid, 5, inst="S"),
+        heartbeat(gid, 4, inst="S"),
+        Req(11, 5, join_body(gid, inst="S"), conn="c", save={
+            "m2": lambda r: r.member_id, "m2_gen": lambda r: r.generation_id}),
+        heartbeat(gid, 4, inst="S"),                                  # the old process
+        heartbeat(gid, 4, "m2", inst="S", conn="c"),
+        Req(13, 3, dict(group_id=gid, members=[dict(member_id="", group_instance_id="S")])),
+        heartbeat(gid, 4, "m2", inst="S", conn="c"),
+    ]
+    kafka = compare(*targets, steps, view=codes)
+    assert kafka[:2] == ["NONE", "NONE"] and kafka[5] == "FENCED_INSTANCE_ID", kafka
+    assert kafka[7:] == [("NONE", ["NONE"]), "UNKNOWN_MEMBER_ID"], kafka
