@@ -37,7 +37,7 @@ coordinator's log records meet here; :func:`log_records` makes one batch of them
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from offsetlog.group.consumer import classic as classic_members
 from offsetlog.group.consumer.coordinator import ConsumerGroupCoordinator, ConsumerResult
@@ -162,28 +162,36 @@ class Migration:
         downgrade's moment and the settings allow it."""
         leaving = group.members.get(member_id)
         rest = [m for mid, m in group.members.items() if mid != member_id]
-        limit = self.classic.config.max_size
-        if (leaving is None or leaving.uses_classic_protocol or not rest
-                or not all(m.uses_classic_protocol for m in rest)
-                or not self.consumer.config.downgrade_enabled
-                or (limit is not None and len(rest) > limit)):
+        if leaving is None or leaving.uses_classic_protocol or not self._may_downgrade(rest):
             return False
+        self._downgrade(group, rest, records, rebalance=True)
+        return True
+
+    def _may_downgrade(self, members: list) -> bool:
+        limit = self.classic.config.max_size
+        return (bool(members) and all(m.uses_classic_protocol for m in members)
+                and self.consumer.config.downgrade_enabled
+                and (limit is None or len(members) <= limit))
+
+    def _downgrade(self, group: ConsumerGroup, members: list, records: list, *,
+                   rebalance: bool) -> None:
+        """``group`` becomes a classic group of ``members`` (all classic), Stable at its group
+        epoch with their targets as assignments; a rebalance starts if ``rebalance``."""
         now = self.consumer.now_ms
         classic = Group(group.group_id, state=CLASSIC_STABLE, state_timestamp=now,
                         generation=group.group_epoch, protocol_type=PROTOCOL_TYPE)
-        for m in rest:
+        for m in members:
             classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host,
                                m.classic.session_timeout_ms, m.rebalance_timeout_ms,
                                m.classic.protocols))
         classic.protocol = classic.select_protocol()
-        for m in rest:
+        for m in members:
             classic.members[m.member_id].assignment = classic_members.assignment_bytes(
                 m, group.targets.get(m.member_id, frozenset()))
         self.consumer.drop(group.group_id)
         records.extend(group_tombstones(group))
         records.append((CLASSIC_GROUP_METADATA, (group.group_id,), group_value(classic)))
-        self.classic.adopt(classic, now)
-        return True
+        self.classic.adopt(classic, now, rebalance=rebalance)
 
     # -- the classic protocol ------------------------------------------------------------
 
@@ -218,7 +226,9 @@ class Migration:
         out = self.classic.begin_request(now_ms)
         rebalance = request.get("rebalance_timeout_ms")
         protocols = tuple((n, bytes(m)) for n, m in request["protocols"])
-        out.responses.append(classic_members.join(
+        instance_id = request.get("group_instance_id")
+        held_by = group.members.get(group.static.get(instance_id, "")) if instance_id else None
+        answer = classic_members.join(
             self.consumer, group, request_id=out.request_id, member_id=request["member_id"],
             group_instance_id=request.get("group_instance_id"),
             client_id=request.get("client_id", ""), client_host=request.get("client_host", ""),
@@ -226,7 +236,20 @@ class Migration:
             rebalance_timeout_ms=session if rebalance is None else rebalance,
             protocol_type=request.get("protocol_type", PROTOCOL_TYPE), protocols=protocols,
             require_known_member_id=request.get("require_known_member_id", False),
-            topics=topics, records=records))
+            topics=topics, records=records)
+        out.responses.append(answer)
+        if (answer.error is None and held_by is not None and not held_by.uses_classic_protocol
+                and answer.member_id != held_by.member_id
+                and self._may_downgrade(list(group.members.values()))):
+            # a classic process replaced the last consumer-protocol member (a static one):
+            # the group is classic again, without a rebalance (Kafka's
+            # validateOnlineDowngradeWithReplacedMemberId)
+            self._downgrade(group, list(group.members.values()), records, rebalance=False)
+            # Kafka 4.4 answers this JoinGroup with generation 0 (the new process's epoch
+            # before any assignment), not the classic group's: its SyncGroup is then
+            # ILLEGAL_GENERATION and it joins the classic group again (judged in
+            # tests/kafka/test_diff_consumer_group_migration.py)
+            out.responses[-1] = replace(answer, generation_id=0)
         return self._finish(out, records)
 
     def sync_group(self, group_id: str, *, now_ms: int, **request) -> Result:

@@ -478,15 +478,17 @@ class RebalanceEngine:
         self._forget(group_id)
         return group
 
-    def adopt(self, group: Group, now_ms: int) -> Result:
+    def adopt(self, group: Group, now_ms: int, *, rebalance: bool = True) -> Result:
         """Serve ``group`` (a consumer group whose members all speak the classic protocol now),
         given Stable with its members' assignments (its GROUP_METADATA value is the caller's),
-        and start a rebalance, as Kafka does after a downgrade."""
+        and start a rebalance, as Kafka does after a downgrade (not when a static member's
+        new process caused it: ``rebalance=False``)."""
         out, now = self._begin(now_ms, request=False)
         self._groups[group.group_id] = group
         for member in group.members.values():
             self._touch(group, member, now)
-        self._prepare_rebalance(group, now, out)
+        if rebalance:
+            self._prepare_rebalance(group, now, out)
         return out
 
     # -- deadlines -----------------------------------------------------------------------------

@@ -446,3 +446,26 @@ def test_join_with_a_bad_session_timeout_leaves_an_empty_consumer_group_alone():
                      protocol_type="consumer", protocols=[("range", Classic(m).metadata())])
     assert r.response.error_code == 26  # INVALID_SESSION_TIMEOUT
     assert r.records == [] and m.consumer.group("g") is not None
+
+
+def test_classic_process_replacing_the_last_static_consumer_member_downgrades():
+    m = make()
+    r = m.consumer_heartbeat("g", member_id="x", member_epoch=0, topics=TOPICS, now_ms=0,
+                             instance_id="I", rebalance_timeout_ms=REBALANCE,
+                             subscribed_topic_names=["t"], owned=frozenset())
+    assert r.response.error is None
+    c = Classic(m)
+    c.joined(1)
+    c.sync(2)
+    epoch = m.consumer.group("g").group_epoch
+    k = m.join_group("g", topics=TOPICS, now_ms=3, member_id="", group_instance_id="I",
+                     client_id="py", session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE,
+                     protocol_type="consumer", protocols=[("range", c.metadata())])
+    answer = k.response
+    assert answer.error is None and answer.generation_id == 0  # as Kafka 4.4 answers
+    assert m.consumer.group("g") is None
+    d = m.classic.describe_group("g")
+    assert (d.state, d.generation) == ("Stable", epoch)  # no rebalance
+    assert {mm.member_id for mm in d.members} == {c.member_id, answer.member_id}
+    got = [tp for mm in d.members for tp in decode_assignment(mm.assignment)]
+    assert len(got) == len(set(got)) == 6

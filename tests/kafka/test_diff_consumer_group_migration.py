@@ -282,3 +282,23 @@ def test_static_classic_member_in_a_consumer_group(targets, gid):
     kafka = compare(*targets, steps, view=codes)
     assert kafka[:2] == ["NONE", "NONE"] and kafka[5] == "FENCED_INSTANCE_ID", kafka
     assert kafka[7:] == [("NONE", ["NONE"]), "UNKNOWN_MEMBER_ID"], kafka
+
+
+def test_classic_process_replacing_the_static_consumer_member_downgrades(targets, gid):
+    """The last consumer-protocol member is static; a classic process with its instance id
+    joins in its place: the group becomes a classic group. Kafka 4.4 answers that JoinGroup
+    with generation 0, so the process's SyncGroup is ILLEGAL_GENERATION (it joins again)."""
+    x = f"{gid}-x"
+    steps = [
+        hb(gid, x, 0, join_=True, instance_id="I"),
+        *join(gid, 5, conn="a"),                                   # a classic member, m
+        Req(11, 5, join_body(gid, inst="I"), conn="c", save={
+            "k": lambda r: r.member_id, "k_gen": lambda r: r.generation_id}),
+        list_types(["classic"]),
+        list_types(["consumer"]),
+        sync(gid, 5, "k", inst="I", conn="c"),
+    ]
+    kafka = compare(*targets, steps, view=lambda a: [codes(a), by_gid(gid)(a),
+                                                     a[3]["generation_id"]])
+    assert kafka == [["NONE", "MEMBER_ID_REQUIRED", "NONE", "NONE", "ILLEGAL_GENERATION"],
+                     [[("classic", "consumer")], []], 0], kafka
