@@ -8,7 +8,9 @@ Modules, one concept each: ``state`` (states and legal transitions), ``member`` 
 assignment bytes), ``schema`` (the GROUP_METADATA value), ``timers`` (deadlines as data),
 ``responses`` (what calls return), ``fencing`` (who may commit), ``expiry`` (retention),
 ``config``, ``errors`` and ``testing`` (a harness for tests). The protocol vote is the
-assignors' ``offsetlog.assignors.choose_protocol``.
+assignors' ``offsetlog.assignors.choose_protocol``. The consumer group protocol (KIP-848) is
+the subpackage ``consumer``; ``migration`` links the two coordinators of a log partition so
+that groups move between the protocols.
 """
 
 from offsetlog.group.config import GroupConfig

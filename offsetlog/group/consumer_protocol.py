@@ -152,15 +152,19 @@ def subscribed_topics(data: bytes) -> frozenset[str] | None:
         return None
 
 
-def encode_assignment(partitions: Iterable, *, user_data: bytes | None = None) -> bytes:
-    """What a leader hands the coordinator for one member in SyncGroup: Assignment v3."""
+def encode_assignment(partitions: Iterable, *, user_data: bytes | None = None,
+                      version: int = ASSIGNMENT_VERSION) -> bytes:
+    """What a leader hands the coordinator for one member in SyncGroup: Assignment v3, or
+    ``version`` (0-3 share one layout; the coordinator answers a classic member of a consumer
+    group in its subscription's version, as Kafka's does)."""
     assignment_v3 = _kio().assignment_v3
     entity = assignment_v3.ConsumerProtocolAssignment(
         assigned_partitions=tuple(assignment_v3.TopicPartition(topic=tp.topic,
                                                                partitions=tp.partitions)
                                   for tp in _topic_partitions(partitions)),
         user_data=user_data)
-    return _encode(ASSIGNMENT_VERSION, assignment_v3.ConsumerProtocolAssignment, entity)
+    return _encode(max(0, min(version, ASSIGNMENT_VERSION)),
+                   assignment_v3.ConsumerProtocolAssignment, entity)
 
 
 def decode_assignment_fields(data: bytes) -> dict:

@@ -451,6 +451,46 @@ class RebalanceEngine:
             self._timers.cancel((TIMER_SESSION, group_id, mid))
             self._timers.cancel((TIMER_PENDING, group_id, mid))
 
+    # -- a group changing protocol (offsetlog.group.migration) -----------------------------------
+
+    def begin_request(self, now_ms: int) -> Result:
+        """Open the Result of a request another state machine answers (a classic member's
+        request to a consumer group), so that its answer is routed as this coordinator's are;
+        due deadlines fire first."""
+        out, _ = self._begin(now_ms)
+        return out
+
+    def group(self, group_id: str) -> Group | None:
+        """The live group (read it, do not change it)."""
+        return self._groups.get(group_id)
+
+    def give_up(self, group_id: str, out: Result) -> Group | None:
+        """Stop serving ``group_id``, which becomes a consumer group (its GROUP_METADATA
+        tombstone is the caller's): parked JoinGroups and SyncGroups are answered
+        REBALANCE_IN_PROGRESS, so that their members rejoin the consumer group."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        rejoin = RebalanceInProgressError(
+            f"group {group_id!r} is becoming a consumer group; rejoin")
+        for member in group.members.values():
+            self._fail_parked(member, rejoin, out, member_id=member.member_id)
+        self._forget(group_id)
+        return group
+
+    def adopt(self, group: Group, now_ms: int, *, rebalance: bool = True) -> Result:
+        """Serve ``group`` (a consumer group whose members all speak the classic protocol now),
+        given Stable with its members' assignments (its GROUP_METADATA value is the caller's),
+        and start a rebalance, as Kafka does after a downgrade (not when a static member's
+        new process caused it: ``rebalance=False``)."""
+        out, now = self._begin(now_ms, request=False)
+        self._groups[group.group_id] = group
+        for member in group.members.values():
+            self._touch(group, member, now)
+        if rebalance:
+            self._prepare_rebalance(group, now, out)
+        return out
+
     # -- deadlines -----------------------------------------------------------------------------
 
     def _fire_due(self, now: int, out: Result) -> None:

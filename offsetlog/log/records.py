@@ -135,6 +135,9 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
         "instance_id": None, "rack_id": None, "client_id": "", "client_host": "",
         "subscribed_topic_names": [], "server_assignor": None, "rebalance_timeout_ms": -1,
         "subscribed_topic_regex": None,  # RE2 syntax; written only when the member has one
+        # a classic-protocol member: {"session_timeout_ms", "supported_protocols": [[name,
+        # metadata], ...]}; written only for one
+        "classic_member_metadata": None,
     },
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: {
         "assignment_epoch": None,  # required

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 
 from offsetlog.group import GroupConfig
 from offsetlog.group.consumer import ConsumerGroupConfig
+from offsetlog.group.consumer.config import MIGRATION_POLICIES
 from offsetlog.server.security_config import SECURITY_PROPERTIES, SecurityConfig
 
 
@@ -54,6 +55,13 @@ def _names(text: str) -> tuple[str, ...]:
     return names
 
 
+def _migration_policy(text: str) -> str:
+    policy = text.strip().lower()  # Kafka reads it case-insensitively
+    if policy not in MIGRATION_POLICIES:
+        raise ValueError("the policies are " + ", ".join(MIGRATION_POLICIES))
+    return policy
+
+
 #: Kafka property -> (ServerConfig field, parser); Kafka's defaults are the fields' defaults
 PROPERTIES = {
     "group.initial.rebalance.delay.ms": ("initial_rebalance_delay_ms", _int(0)),
@@ -64,6 +72,7 @@ PROPERTIES = {
     "group.consumer.heartbeat.interval.ms": ("consumer_heartbeat_interval_ms", _int(1)),
     "group.consumer.max.size": ("consumer_group_max_size", _int(1)),
     "group.consumer.assignors": ("consumer_assignors", _names),
+    "group.consumer.migration.policy": ("consumer_migration_policy", _migration_policy),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
     "offsets.retention.check.interval.ms": ("retention_check_interval_ms", _int(1)),
     "offsets.topic.num.partitions": ("log_partitions", _int(1)),
@@ -99,6 +108,8 @@ class ServerConfig:
     consumer_heartbeat_interval_ms: int = 5_000
     consumer_group_max_size: int | None = None
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    #: group.consumer.migration.policy: bidirectional, upgrade, downgrade or disabled
+    consumer_migration_policy: str = "bidirectional"
     #: offsets.retention.minutes (7 days)
     offsets_retention_minutes: int = 7 * 24 * 60
     #: offsets.retention.check.interval.ms
@@ -178,7 +189,8 @@ class ServerConfig:
         return ConsumerGroupConfig(session_timeout_ms=self.consumer_session_timeout_ms,
                                    heartbeat_interval_ms=self.consumer_heartbeat_interval_ms,
                                    max_size=self.consumer_group_max_size,
-                                   assignors=self.consumer_assignors)
+                                   assignors=self.consumer_assignors,
+                                   migration_policy=self.consumer_migration_policy)
 
     @property
     def retention_ms(self) -> int:

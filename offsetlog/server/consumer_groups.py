@@ -21,7 +21,8 @@ from offsetlog.server.work import after
 
 #: ConsumerGroupDescribe's authorized_operations when they were not asked for (INT32_MIN)
 NO_OPERATIONS = -2147483648
-CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1 member_type: a consumer-protocol member
+#: ConsumerGroupDescribe v1 member_type: a classic-protocol member, a consumer-protocol member
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 
 
 def _partitions_by_id(ctx: Context, assignment) -> list[dict]:
@@ -48,16 +49,6 @@ def _owned(ctx: Context, topic_partitions) -> frozenset | None:
     return frozenset(out)
 
 
-def _classic_group_in_the_way(ctx: Context, group_id: str) -> bool:
-    """A classic group of that id with members: Kafka's upgrade of it (KIP-848's migration)
-    is not done here, so the consumer protocol cannot have it."""
-    try:
-        d = ctx.store.describe_group(group_id)
-    except Exception:
-        return False
-    return d is not None and bool(d.members)
-
-
 def consumer_group_heartbeat(ctx: Context, call: Call, now_ms: int):
     b = call.body
 
@@ -65,8 +56,6 @@ def consumer_group_heartbeat(ctx: Context, call: Call, now_ms: int):
         return call.respond(error_code=code, error_message=message, member_id=None,
                             member_epoch=0, heartbeat_interval=0, assignment=None)
 
-    if b.group_id and _classic_group_in_the_way(ctx, b.group_id):
-        return error(GroupIdNotFoundError.code, f"Group {b.group_id} is not a consumer group.")
     rebalance = ms(b.rebalance_timeout)
     names = None if b.subscribed_topic_names is None else [str(t) for t in
                                                            b.subscribed_topic_names]
@@ -148,7 +137,8 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
             assignment=dict(topic_partitions=_partitions_by_id(ctx, m.assigned)),
             target_assignment=dict(topic_partitions=_partitions_by_id(
                 ctx, group.targets.get(m.member_id, frozenset()))),
-            member_type=CONSUMER_MEMBER) for m in group.members.values()]
+            member_type=CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER)
+            for m in group.members.values()]
         groups.append(dict(
             error_code=E.NONE, error_message=None, group_id=gid, group_state=group.state(),
             group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,

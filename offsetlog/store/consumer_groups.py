@@ -17,7 +17,9 @@ from concurrent.futures import Future
 
 from offsetlog.errors import OffsetlogError
 from offsetlog.group.consumer import ConsumerGroup, ConsumerGroupConfig, ConsumerGroupCoordinator
-from offsetlog.log.records import CONSUMER_GROUP_KINDS, CONSUMER_GROUP_TYPES, consumer_group_record
+from offsetlog.group.migration import Migration
+from offsetlog.group.migration import log_records as migration_log_records
+from offsetlog.log.records import CONSUMER_GROUP_KINDS, CONSUMER_GROUP_TYPES
 from offsetlog.partitioner import partition_for
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, QueueItem
@@ -32,9 +34,9 @@ _KIND_OF = {t: k for k, t in CONSUMER_GROUP_KINDS.items()}
 
 
 def log_records(records: Iterable[tuple]) -> list:
-    """The coordinator's ``(kind, key, value)`` records as log records, deltas 0..n-1."""
-    return [consumer_group_record(i, CONSUMER_GROUP_KINDS[kind], key, value)
-            for i, (kind, key, value) in enumerate(records)]
+    """The coordinator's ``(kind, key, value)`` records as log records, deltas 0..n-1 (a
+    classic group's GROUP_METADATA among them when a group changes protocol)."""
+    return migration_log_records(records)
 
 
 def table_records(table: OffsetTable) -> list[tuple]:
@@ -51,15 +53,21 @@ def table_records(table: OffsetTable) -> list[tuple]:
 
 
 class ConsumerGroups(StorePart):
-    def __init__(self, core: StoreCore, config: ConsumerGroupConfig | None = None) -> None:
+    def __init__(self, core: StoreCore, config: ConsumerGroupConfig | None = None, *,
+                 deliver_classic: Callable | None = None) -> None:
         super().__init__(core)
         self.group_config = config or ConsumerGroupConfig()
+        #: ``deliver_classic(part, responses, error)`` answers classic requests that were
+        #: parked in a group a heartbeat upgraded (the groups part owns their futures)
+        self._deliver_classic = deliver_classic
         now = self._clock()
         self.coordinators: list[ConsumerGroupCoordinator] = []
+        self.migrations: list[Migration] = []
         for part in self._parts:
             c = ConsumerGroupCoordinator(self.group_config)
             c.replay(table_records(part.table), now_ms=now)
             self.coordinators.append(c)
+            self.migrations.append(Migration(part.coordinator, c))
             part.consumer_coordinator = c  # commits' member-epoch checks (store/routing.py)
         self._stop = threading.Event()
         self.timer = background.start("offsetlog-consumer-group-timer", lambda: background.every(
@@ -75,8 +83,9 @@ class ConsumerGroups(StorePart):
         self._check_open()
         i = self._index(group_id)
         fut = running_future()
-        self._run(i, lambda c, now: c.heartbeat(group_id, topics=topics, now_ms=now,
-                                                 **request), fut)
+        migration = self.migrations[i]
+        self._run(i, lambda c, now: migration.consumer_heartbeat(
+            group_id, topics=topics, now_ms=now, **request), fut)
         return fut
 
     def poll(self, now_ms: int | None = None) -> None:
@@ -97,6 +106,9 @@ class ConsumerGroups(StorePart):
             return log_records(result.records), result
 
         def deliver(item: QueueItem) -> None:
+            result = item.result
+            if result is not None and result.classic_responses and self._deliver_classic:
+                self._deliver_classic(part, result.classic_responses, item.error)
             if fut is None:
                 return
             if item.error is not None:

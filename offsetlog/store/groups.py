@@ -19,7 +19,8 @@ from concurrent.futures import Future
 from typing import Callable, Iterable
 
 from offsetlog.errors import StoreClosedError
-from offsetlog.group import GroupCoordinator, GroupDescription, MemberIdentity, Result
+from offsetlog.group import GroupDescription, MemberIdentity, Result
+from offsetlog.group.migration import Migration
 from offsetlog.partitioner import partition_for
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, QueueItem
@@ -49,7 +50,10 @@ class Groups(StorePart):
             self._group_timer_stop, GROUP_TIMER_INTERVAL_S, self.poll_groups,
             f"{self.path}: group timer pass", log))
         #: the consumer group protocol's groups (KIP-848), beside the classic ones
-        self.consumer = ConsumerGroups(core)
+        self.consumer = ConsumerGroups(core, deliver_classic=self._deliver_responses)
+        #: each partition's two coordinators, linked: a group id's requests reach whichever
+        #: has the group, and groups change protocol (offsetlog.group.migration)
+        self._migrations = self.consumer.migrations
 
     def _part_of(self, group_id: str) -> PartitionWriter:
         return self._parts[partition_for(check_group_id(group_id), len(self._parts))]
@@ -63,8 +67,9 @@ class Groups(StorePart):
                    client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int | None,
                    protocol_type: str, require_known_member_id: bool) -> Future:
         protocols = list(protocols)
-        return self._group_request(group_id, lambda c, now: c.join_group(
-            group_id, member_id=member_id, group_instance_id=group_instance_id,
+        topics = {name: v["partitions"] for name, v in self._topics().items()}
+        return self._group_request(group_id, lambda m, now: m.join_group(
+            group_id, topics=topics, member_id=member_id, group_instance_id=group_instance_id,
             client_id=client_id, client_host=client_host,
             session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
             protocol_type=protocol_type, protocols=protocols,
@@ -73,21 +78,21 @@ class Groups(StorePart):
     def sync_group(self, group_id: str, *, member_id: str, generation_id: int,
                    group_instance_id: str | None, protocol_type: str | None,
                    protocol_name: str | None, assignments: dict[str, bytes] | None) -> Future:
-        return self._group_request(group_id, lambda c, now: c.sync_group(
+        return self._group_request(group_id, lambda m, now: m.sync_group(
             group_id, member_id=member_id, generation_id=generation_id,
             group_instance_id=group_instance_id, protocol_type=protocol_type,
             protocol_name=protocol_name, assignments=assignments, now_ms=now))
 
     def heartbeat(self, group_id: str, *, member_id: str, generation_id: int,
                   group_instance_id: str | None) -> Future:
-        return self._group_request(group_id, lambda c, now: c.heartbeat(
+        return self._group_request(group_id, lambda m, now: m.heartbeat(
             group_id, member_id=member_id, generation_id=generation_id,
             group_instance_id=group_instance_id, now_ms=now))
 
     def leave_group(self, group_id: str, *, member_id: str,
                     members: Iterable[MemberIdentity] | None) -> Future:
         members = None if members is None else list(members)
-        return self._group_request(group_id, lambda c, now: c.leave_group(
+        return self._group_request(group_id, lambda m, now: m.leave_group(
             group_id, member_id=member_id, members=members, now_ms=now))
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
@@ -127,12 +132,23 @@ class Groups(StorePart):
 
     # -- plumbing ------------------------------------------------------------------------
 
-    def _group_request(self, group_id: str, call: Callable[[GroupCoordinator, int], Result]
+    def _topics(self) -> dict[str, dict]:
+        """The registered topics (the wire server's), every partition's."""
+        out: dict[str, dict] = {}
+        for part in self._parts:
+            with part.lock:
+                out.update(part.table.topics)
+        return out
+
+    def _group_request(self, group_id: str, call: Callable[[Migration, int], Result]
                        ) -> Future:
+        """A classic request, through the partition's ``Migration`` (a consumer group of that
+        id takes classic members too)."""
         self._check_open()
         part = self._part_of(group_id)
         fut = running_future()
-        self._run_coordinator(part, call, self._clock(), fut)
+        migration = self._migrations[part.index]
+        self._run_coordinator(part, lambda _c, now: call(migration, now), self._clock(), fut)
         return fut
 
     def _run_coordinator(self, part: PartitionWriter, call, now: int,
@@ -156,13 +172,18 @@ class Groups(StorePart):
         result: Result = item.result
         if result is None:
             return
-        for response in result.responses:
+        self._deliver_responses(part, result.responses, item.error)
+
+    def _deliver_responses(self, part: PartitionWriter, responses, error) -> None:
+        """Answer the parked futures of ``responses`` (or fail them with ``error``)."""
+        item_error = error
+        for response in responses:
             with self._requests_lock:
                 fut = self._requests.pop((part.index, response.request_id), None)
             if fut is None:
                 continue
-            if item.error is not None:
-                fut.set_exception(item.error)
+            if item_error is not None:
+                fut.set_exception(item_error)
             else:
                 fut.set_result(response)
 

@@ -25,9 +25,19 @@ def test_kafka_property_names_are_parsed():
     assert c.group_config().initial_rebalance_delay_ms == 0
 
 
+@pytest.mark.parametrize("policy", ["bidirectional", "upgrade", "downgrade", "disabled"])
+def test_the_migration_policy_reaches_the_consumer_groups(policy):
+    c = ServerConfig.parse([f"group.consumer.migration.policy={policy.upper()}"])
+    config = c.consumer_group_config()
+    assert config.migration_policy == policy
+    assert (config.upgrade_enabled, config.downgrade_enabled) == (
+        policy in ("bidirectional", "upgrade"), policy in ("bidirectional", "downgrade"))
+    assert ServerConfig().consumer_group_config().migration_policy == "bidirectional"
+
+
 @pytest.mark.parametrize("item", ["no.such.key=1", "num.partitions=0", "num.partitions",
                                   "auto.create.topics.enable=maybe", "num.io.threads=0",
-                                  "num.io.threads=257"])
+                                  "num.io.threads=257", "group.consumer.migration.policy=both"])
 def test_bad_settings_are_refused(item):
     with pytest.raises(ConfigError):
         ServerConfig.parse([item])

@@ -42,7 +42,8 @@ def test_confluent_describes_the_broker_and_topics(configured):
     assert {k: v.value for k, v in broker.items() if k.startswith("group.consumer.")} == {
         "group.consumer.session.timeout.ms": "45000",
         "group.consumer.heartbeat.interval.ms": "5000",
-        "group.consumer.max.size": str(2 ** 31 - 1), "group.consumer.assignors": "uniform,range"}
+        "group.consumer.max.size": str(2 ** 31 - 1), "group.consumer.assignors": "uniform,range",
+        "group.consumer.migration.policy": "bidirectional"}
     assert all(entry.is_read_only for entry in broker.values())
     assert describe(ResourceType.TOPIC, "orders") == {}
     with pytest.raises(Exception) as unknown:

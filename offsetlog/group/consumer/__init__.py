@@ -3,7 +3,8 @@
 Start at :class:`ConsumerGroupCoordinator` (``coordinator``), a sans-IO state machine like the
 classic ``offsetlog.group.GroupCoordinator``. Modules: ``assignors`` (``uniform``, ``range``),
 ``member`` (a member and its reconciliation), ``group`` (a group and its records), ``regex``
-(subscriptions by regular expression), ``config``, ``errors``. docs/GROUPS.md, "The consumer group protocol", is the guide.
+(subscriptions by regular expression), ``classic`` (classic-protocol members of a consumer
+group), ``config``, ``errors``. docs/GROUPS.md, "The consumer group protocol", is the guide.
 """
 
 from offsetlog.group.consumer.assignors import ASSIGNORS, AssignorMember

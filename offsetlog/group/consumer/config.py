@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 
 from offsetlog.group.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNORS
 
+#: group.consumer.migration.policy's values, Kafka's ConsumerGroupMigrationPolicy
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
 
 def random_member_id() -> str:
     """A member id for a v0 ConsumerGroupHeartbeat that joins without one (from v1 the client
@@ -26,6 +29,10 @@ class ConsumerGroupConfig:
     max_size: int | None = None
     #: the server assignors, the first the default (group.consumer.assignors)
     assignors: tuple[str, ...] = DEFAULT_ASSIGNORS
+    #: which way a group may change protocol while it has members (KIP-848's online
+    #: migration): bidirectional, upgrade, downgrade or disabled
+    #: (group.consumer.migration.policy)
+    migration_policy: str = "bidirectional"
     member_id_factory: Callable[[], str] = field(default=random_member_id, compare=False)
 
     def __post_init__(self) -> None:
@@ -36,6 +43,20 @@ class ConsumerGroupConfig:
         if self.max_size is not None and (not isinstance(self.max_size, int)
                                           or isinstance(self.max_size, bool) or self.max_size < 1):
             raise ValueError(f"max_size must be None or an int >= 1, not {self.max_size!r}")
+        if self.migration_policy not in MIGRATION_POLICIES:
+            raise ValueError(f"migration_policy must be one of {', '.join(MIGRATION_POLICIES)}, "
+                             f"not {self.migration_policy!r}")
         if not self.assignors or any(a not in ASSIGNORS for a in self.assignors):
             raise ValueError(f"assignors must name some of {sorted(ASSIGNORS)}, "
                              f"not {self.assignors!r}")
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """A classic group with members may become a consumer group."""
+        return self.migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """A consumer group whose members all speak the classic protocol may become a classic
+        group again."""
+        return self.migration_policy in ("bidirectional", "downgrade")

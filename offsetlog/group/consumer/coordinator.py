@@ -37,7 +37,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from offsetlog.errors import FencedInstanceIdError, OffsetlogError, UnknownMemberIdError
+from offsetlog.errors import (
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    OffsetlogError,
+    UnknownMemberIdError,
+)
 from offsetlog.group.consumer import regex
 from offsetlog.group.consumer.assignors import ASSIGNORS, AssignorMember
 from offsetlog.group.consumer.config import ConsumerGroupConfig
@@ -69,6 +74,9 @@ from offsetlog.group.timers import TimerQueue
 
 SESSION = "session"
 REBALANCE = "rebalance"
+#: a classic member's deadlines: to rejoin once told to (JoinGroup), and to sync after joining
+JOIN = "join"
+SYNC = "sync"
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,11 @@ class ConsumerHeartbeatResponse:
 @dataclass
 class ConsumerResult:
     records: list[tuple] = field(default_factory=list)
-    response: ConsumerHeartbeatResponse | None = None
+    #: a ConsumerGroupHeartbeat's answer, or the classic answer (``offsetlog.group.responses``)
+    #: to a classic member's request
+    response: object | None = None
+    #: answers to requests parked in a classic group that this call upgraded
+    classic_responses: list = field(default_factory=list)
 
 
 class ConsumerGroupCoordinator:
@@ -102,6 +114,14 @@ class ConsumerGroupCoordinator:
         self._timers = TimerQueue()
         self._rebalance_epochs: dict[tuple, int] = {}
         self._now = 0
+        #: called as ``on_fence(group, member_id, records)`` before a member is removed;
+        #: True when it has dealt with the group (downgraded it: ``offsetlog.group.migration``)
+        self.on_fence = None
+        #: called as ``on_new_group(group_id, topics)`` when a member joins a group this
+        #: coordinator does not have: None, or a takeover whose ``group`` the member joins and
+        #: whose ``commit()`` (called once the request is found valid) returns the records of
+        #: the change; it may raise the request's error (``offsetlog.group.migration``)
+        self.on_new_group = None
 
     # -- time ----------------------------------------------------------------------------
 
@@ -112,6 +132,10 @@ class ConsumerGroupCoordinator:
         out = ConsumerResult()
         self._fire(now_ms, out.records)
         return out
+
+    def advance(self, now_ms: int, records: list) -> None:
+        """Move time to ``now_ms`` and fire the deadlines due by then."""
+        self._fire(now_ms, records)
 
     def _fire(self, now_ms: int, records: list) -> None:
         self._now = max(self._now, now_ms)
@@ -200,10 +224,13 @@ class ConsumerGroupCoordinator:
                    rebalance_timeout_ms, subs, regex_, server_assignor, owned, client_id,
                    client_host, records) -> ConsumerHeartbeatResponse:
         group = self.groups.get(group_id)
+        takeover = None
         if group is None:
             if member_epoch != 0:
                 raise GroupIdNotFoundError(f"Group {group_id} not found.")
-            group = ConsumerGroup(group_id)
+            if self.on_new_group is not None:  # a classic group of that id: upgrade it
+                takeover = self.on_new_group(group_id, topics)
+            group = ConsumerGroup(group_id) if takeover is None else takeover.group
         if not member_id:
             member_id = self.config.member_id_factory()
         max_size = self.config.max_size
@@ -223,17 +250,12 @@ class ConsumerGroupCoordinator:
             if regex_ is not None and regex_ != member.subscribed_topic_regex:
                 regex.check(regex_)
         # from here on the request is valid: change the group
+        if takeover is not None:
+            records.extend(takeover.commit())
+            self.install(group)
         self.groups[group_id] = group
         if replaced is not None:
-            target = group.targets.get(replaced.member_id, frozenset())
-            records.extend(removal_records(group_id, replaced.member_id))
-            group.drop_member(replaced.member_id)
-            self._cancel_timers(group_id, replaced.member_id)
-            records.append(member_record(group_id, member))
-            group.targets[member_id] = target
-            records.append(target_record(group_id, member_id, target))
-            records.append(current_record(group_id, member))
-            group.put_member(member)
+            self.replace_static(group, replaced, member, records)
         before = member
         updated = replace(
             member, instance_id=instance_id if instance_id is not None else member.instance_id,
@@ -245,9 +267,29 @@ class ConsumerGroupCoordinator:
             subscribed_topics=subs if subs is not None else member.subscribed_topics,
             subscribed_topic_regex=regex_ if regex_given else member.subscribed_topic_regex,
             client_id=client_id, client_host=client_host)
+        reconciled = self.update_member(group, member, updated, topics, owned, records)
+        self._timers.schedule((SESSION, group_id, member_id),
+                              self._now + self.config.session_timeout_ms)
+        full = member_epoch == 0 or (
+            rebalance_timeout_ms != -1 and owned is not None
+            and (subs is not None or regex_given))
+        return ConsumerHeartbeatResponse(
+            member_id=member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=(reconciled.assigned if full or reconciled.assigned != before.assigned
+                        else None))
+
+    def update_member(self, group: ConsumerGroup, member: ConsumerMember,
+                      updated: ConsumerMember, topics: Mapping[str, int],
+                      owned: frozenset | None, records: list) -> ConsumerMember:
+        """Steps 2-4 of a heartbeat (a classic member's JoinGroup takes them too): write the
+        member's changes, bump the group epoch if its subscription or the subscribed topics
+        changed, compute the target assignment if it is behind, and reconcile the member.
+        Returns the member as reconciled."""
         bump = False
-        if updated.metadata() != member.metadata() or member_id not in group.members:
-            records.append(member_record(group_id, updated))
+        if (updated.metadata() != member.metadata()
+                or updated.member_id not in group.members):
+            records.append(member_record(group.group_id, updated))
             bump = (updated.subscribed_topics != member.subscribed_topics
                     or updated.subscribed_topic_regex != member.subscribed_topic_regex)
         group.put_member(updated)
@@ -261,30 +303,37 @@ class ConsumerGroupCoordinator:
             records.append(group_record(group))
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, records)
-        target = group.targets.get(member_id, frozenset())
+        target = group.targets.get(updated.member_id, frozenset())
         reconciled = reconcile(updated, group.assignment_epoch, target, group.owner_epoch,
                                owned)
         if reconciled != updated:
-            records.append(current_record(group_id, reconciled))
+            records.append(current_record(group.group_id, reconciled))
             group.put_member(reconciled)
-            key = (group_id, member_id)
-            if reconciled.state == UNREVOKED_PARTITIONS:
+            key = (group.group_id, updated.member_id)
+            # a classic member has its join and sync deadlines instead (``classic``)
+            if (reconciled.state == UNREVOKED_PARTITIONS
+                    and not reconciled.uses_classic_protocol):
                 self._rebalance_epochs[key] = reconciled.member_epoch
-                self._timers.schedule((REBALANCE, group_id, member_id),
+                self._timers.schedule((REBALANCE, group.group_id, updated.member_id),
                                       self._now + max(reconciled.rebalance_timeout_ms, 0))
             else:
                 self._rebalance_epochs.pop(key, None)
-                self._timers.cancel((REBALANCE, group_id, member_id))
-        self._timers.schedule((SESSION, group_id, member_id),
-                              self._now + self.config.session_timeout_ms)
-        full = member_epoch == 0 or (
-            rebalance_timeout_ms != -1 and owned is not None
-            and (subs is not None or regex_given))
-        return ConsumerHeartbeatResponse(
-            member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
-            assignment=(reconciled.assigned if full or reconciled.assigned != before.assigned
-                        else None))
+                self._timers.cancel((REBALANCE, group.group_id, updated.member_id))
+        return reconciled
+
+    def replace_static(self, group: ConsumerGroup, replaced: ConsumerMember,
+                       member: ConsumerMember, records: list) -> None:
+        """A static member's new incarnation ``member`` takes over ``replaced``'s target and
+        assignment."""
+        target = group.targets.get(replaced.member_id, frozenset())
+        records.extend(removal_records(group.group_id, replaced.member_id))
+        group.drop_member(replaced.member_id)
+        self._cancel_timers(group.group_id, replaced.member_id)
+        records.append(member_record(group.group_id, member))
+        group.targets[member.member_id] = target
+        records.append(target_record(group.group_id, member.member_id, target))
+        records.append(current_record(group.group_id, member))
+        group.put_member(member)
 
     def _dynamic_member(self, group, member_id, member_epoch, owned) -> ConsumerMember:
         member = group.members.get(member_id)
@@ -371,7 +420,9 @@ class ConsumerGroupCoordinator:
 
     def _fence(self, group: ConsumerGroup, member_id: str, records: list) -> None:
         """Remove a member (it left, or its session or rebalance timeout ran out) and bump the
-        group epoch."""
+        group epoch, unless ``on_fence`` turns the group into a classic group instead."""
+        if self.on_fence is not None and self.on_fence(group, member_id, records):
+            return
         records.extend(removal_records(group.group_id, member_id))
         group.drop_member(member_id)
         self._cancel_timers(group.group_id, member_id)
@@ -381,9 +432,56 @@ class ConsumerGroupCoordinator:
         records.append(group_record(group))
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self._timers.cancel((SESSION, group_id, member_id))
-        self._timers.cancel((REBALANCE, group_id, member_id))
+        for kind in (SESSION, REBALANCE, JOIN, SYNC):
+            self._timers.cancel((kind, group_id, member_id))
         self._rebalance_epochs.pop((group_id, member_id), None)
+
+    def cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        self._cancel_timers(group_id, member_id)
+
+    @property
+    def now_ms(self) -> int:
+        """The latest time this coordinator has seen."""
+        return self._now
+
+    def session_timeout_ms(self, member: ConsumerMember) -> int:
+        """A classic member's own session timeout, else ``group.consumer.session.timeout.ms``."""
+        if member.classic is not None:
+            return member.classic.session_timeout_ms
+        return self.config.session_timeout_ms
+
+    def touch(self, group_id: str, member: ConsumerMember) -> None:
+        """Restart the member's session."""
+        self._timers.schedule((SESSION, group_id, member.member_id),
+                              self._now + self.session_timeout_ms(member))
+
+    def schedule(self, kind: str, group_id: str, member_id: str, delay_ms: int, *,
+                 if_absent: bool = False) -> None:
+        """A classic member's JOIN or SYNC deadline: it is removed if it passes."""
+        key = (kind, group_id, member_id)
+        if not if_absent or self._timers.deadline(key) is None:
+            self._timers.schedule(key, self._now + max(delay_ms, 0))
+
+    def cancel(self, kind: str, group_id: str, member_id: str) -> None:
+        self._timers.cancel((kind, group_id, member_id))
+
+    def install(self, group: ConsumerGroup) -> None:
+        """Serve ``group`` (a classic group upgraded), every member's session starting now."""
+        self.groups[group.group_id] = group
+        for m in group.members.values():
+            self.touch(group.group_id, m)
+
+    def drop(self, group_id: str) -> ConsumerGroup | None:
+        """Stop serving a group (it became a classic group; its tombstones are the caller's)."""
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            for mid in group.members:
+                self._cancel_timers(group_id, mid)
+        return group
+
+    def fence(self, group: ConsumerGroup, member_id: str, records: list) -> None:
+        """Remove a member now (a classic member's LeaveGroup, or a deadline of its)."""
+        self._fence(group, member_id, records)
 
     # -- offsets, description, replay -----------------------------------------------------
 
@@ -401,6 +499,10 @@ class ConsumerGroupCoordinator:
         if member is None:
             return UnknownMemberIdError(
                 f"Member {member_id} is not a member of group {group_id}.")
+        if member.uses_classic_protocol and member_epoch != member.member_epoch:
+            return IllegalGenerationError(
+                f"The generation id {member_epoch} is not the member's epoch "
+                f"({member.member_epoch}).")
         if member_epoch != member.member_epoch:
             return StaleMemberEpochError(
                 f"The member epoch {member_epoch} is not the current one "
@@ -421,9 +523,8 @@ class ConsumerGroupCoordinator:
         self._now = max(self._now, now_ms)
         for group in self.groups.values():
             for mid, m in group.members.items():
-                self._timers.schedule((SESSION, group.group_id, mid),
-                                      self._now + self.config.session_timeout_ms)
-                if m.state == UNREVOKED_PARTITIONS:
+                self.touch(group.group_id, m)
+                if m.state == UNREVOKED_PARTITIONS and not m.uses_classic_protocol:
                     self._rebalance_epochs[(group.group_id, mid)] = m.member_epoch
                     self._timers.schedule((REBALANCE, group.group_id, mid),
                                           self._now + max(m.rebalance_timeout_ms, 0))

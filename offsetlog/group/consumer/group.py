@@ -19,6 +19,7 @@ from offsetlog.group.consumer import regex
 from offsetlog.group.consumer.member import (
     NOTHING,
     STABLE,
+    ClassicMetadata,
     ConsumerMember,
     partitions_from_value,
     partitions_value,
@@ -35,6 +36,10 @@ TARGET_MEMBER = "ConsumerGroupTargetAssignmentMember"
 #: key (group, member) -> epochs, state, assigned and pending revocation
 CURRENT_ASSIGNMENT = "ConsumerGroupCurrentMemberAssignment"
 KINDS = (GROUP_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
+#: key (group,) -> a classic group's GROUP_METADATA value (None: tombstone): written beside
+#: the records above when a group changes protocol (``offsetlog.group.migration``); the
+#: classic coordinator, not ``ConsumerGroup.apply``, reads it
+CLASSIC_GROUP_METADATA = "GroupMetadata"
 
 # Kafka's group states, as ListGroups and ConsumerGroupDescribe name them
 EMPTY = "Empty"
@@ -147,7 +152,8 @@ class ConsumerGroup:
                 subscribed_topics=tuple(value["subscribed_topic_names"]),
                 subscribed_topic_regex=value.get("subscribed_topic_regex"),
                 server_assignor=value["server_assignor"],
-                rebalance_timeout_ms=value["rebalance_timeout_ms"]))
+                rebalance_timeout_ms=value["rebalance_timeout_ms"],
+                classic=ClassicMetadata.from_value(value.get("classic_member_metadata"))))
         elif kind == TARGET_MEMBER:
             if value is None:
                 self.targets.pop(key[1], None)
@@ -198,6 +204,17 @@ def removal_records(group_id: str, member_id: str) -> list[tuple]:
     return [(CURRENT_ASSIGNMENT, (group_id, member_id), None),
             (TARGET_MEMBER, (group_id, member_id), None),
             (MEMBER_METADATA, (group_id, member_id), None)]
+
+
+def group_tombstones(group: ConsumerGroup) -> list[tuple]:
+    """Every record of ``group`` deleted, in Kafka's order (its members', then the target
+    assignment metadata, then the group's): the group is gone from the log."""
+    out = []
+    for mid in sorted(group.members):
+        out.extend(removal_records(group.group_id, mid))
+    out.append((TARGET_METADATA, (group.group_id,), None))
+    out.append((GROUP_METADATA, (group.group_id,), None))
+    return out
 
 
 def group_records(group: ConsumerGroup) -> list[tuple]:

@@ -33,6 +33,26 @@ NOTHING: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
+class ClassicMetadata:
+    """What a classic-protocol member of a consumer group joined with."""
+
+    session_timeout_ms: int
+    #: its JoinGroup protocols, ``(name, metadata)``, most preferred first
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @classmethod
+    def from_value(cls, value: dict | None) -> ClassicMetadata | None:
+        if value is None:
+            return None
+        return cls(int(value["session_timeout_ms"]),
+                   tuple((str(n), bytes(m)) for n, m in value["supported_protocols"]))
+
+    def protocol_name(self) -> str:
+        """The protocol a JoinGroup answer names: its most preferred (Kafka's)."""
+        return self.protocols[0][0]
+
+
+@dataclass(frozen=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None
@@ -49,6 +69,14 @@ class ConsumerMember:
     previous_member_epoch: int = 0
     assigned: frozenset = NOTHING
     pending_revocation: frozenset = NOTHING
+    #: a member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) in a
+    #: consumer group: its session timeout and JoinGroup protocols (Kafka's
+    #: ClassicMemberMetadata); None for a consumer-protocol member
+    classic: ClassicMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def metadata(self) -> dict:
         out = {"instance_id": self.instance_id, "rack_id": self.rack_id,
@@ -58,6 +86,10 @@ class ConsumerMember:
                "rebalance_timeout_ms": self.rebalance_timeout_ms}
         if self.subscribed_topic_regex is not None:  # left out when none: older readers
             out["subscribed_topic_regex"] = self.subscribed_topic_regex
+        if self.classic is not None:  # likewise: only a classic member's record has it
+            out["classic_member_metadata"] = {
+                "session_timeout_ms": self.classic.session_timeout_ms,
+                "supported_protocols": [[n, m] for n, m in self.classic.protocols]}
         return out
 
     def current_assignment(self) -> dict:
