@@ -471,3 +471,21 @@ def test_a_named_user_granted_the_cluster_manages_acls_and_users(named, gid):
     assert "CLUSTER_AUTHORIZATION_FAILED" not in repr(kafka) and gid in repr(kafka[1])
     kafka = compare_phases(named, [(acls, steps)], who="bob")
     assert repr(kafka).count("CLUSTER_AUTHORIZATION_FAILED") >= 5, kafka
+
+
+def test_describe_client_quotas_needs_describe_configs_on_the_cluster(acl_targets):
+    """offsetlog has no quotas: Kafka with none set answers the same empty list, and refuses
+    or rejects the same filters (``kafka-configs --describe --entity-type users`` asks)."""
+    def comp(entity_type, match_type, match=None):
+        return dict(entity_type=entity_type, match_type=match_type, match=match)
+    filters = [[comp("user", 0, "bob")], [], [comp("user", 1)], [comp("client-id", 2)],
+               [comp("ip", 0, "10.0.0.1")], [comp("nope", 0, "x")],
+               [comp("user", 0, "a"), comp("user", 0, "b")], [comp("", 0, "x")],
+               [comp("user", 7, "x")], [comp("user", 0, None)],
+               [comp("ip", 0, "10.0.0.1"), comp("user", 0, "x")]]
+    steps = [Req(48, v, dict(components=f, strict=False)) for v in (0, 1) for f in filters]
+    kafka = one(acl_targets, [], steps)
+    assert repr(kafka).count("CLUSTER_AUTHORIZATION_FAILED") == len(steps)
+    kafka = one(acl_targets, [allow(C, "kafka-cluster", O.DESCRIBE_CONFIGS)], steps)
+    assert [at(kafka, f"{i}.error_code") for i in range(len(filters))] == [
+        "NONE"] * 5 + ["UNSUPPORTED_VERSION"] + ["INVALID_REQUEST"] * 5
