@@ -84,7 +84,7 @@ APIS = {
     SYNC_GROUP: (0, 5, groups.sync_group),
     DESCRIBE_GROUPS: (0, 6, admin.describe_groups),
     # before authentication, a SASL listener's connection answers these itself (sasl.py)
-    SASL_HANDSHAKE: (1, 1, users.sasl_after_authentication),
+    SASL_HANDSHAKE: (0, 1, users.sasl_after_authentication),
     SASL_AUTHENTICATE: (0, 2, users.sasl_after_authentication),
     LIST_GROUPS: (0, 5, admin.list_groups),
     API_VERSIONS: (0, 4, api_versions),

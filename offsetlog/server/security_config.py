@@ -126,6 +126,8 @@ SECURITY_PROPERTIES = {
     "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _overrides),
     "sasl.plain.over.plaintext.enable": ("plain_over_plaintext", _bool),
     "authentication.timeout.ms": ("authentication_timeout_ms", _positive),
+    "connections.max.reauth.ms": ("max_reauth_ms", _nonneg),
+    "connection.failed.authentication.delay.ms": ("failed_authentication_delay_ms", _nonneg),
 }
 
 #: Kafka's default map: each protocol's name is a listener name of that protocol
@@ -163,6 +165,12 @@ class SecurityConfig:
     plain_over_plaintext: bool = False
     #: a connection that has not authenticated this long after it was accepted is closed
     authentication_timeout_ms: int = 10_000
+    #: connections.max.reauth.ms (KIP-368): a SASL session lasts this long, then the client
+    #: re-authenticates on the same connection or it is closed; 0 (Kafka's default): forever
+    max_reauth_ms: int = 0
+    #: connection.failed.authentication.delay.ms (KIP-306): a failed authentication is
+    #: answered, and its connection closed, this long after it failed (Kafka's default)
+    failed_authentication_delay_ms: int = 100
     given: dict = field(default_factory=dict, compare=False)
 
     def parsed_listeners(self, listen: tuple[str, int] | None = None) -> list[Listener]:
