@@ -106,6 +106,13 @@ def _bool(text: str) -> bool:
     return text.lower() == "true"
 
 
+def _mapping_rules(text: str) -> str:
+    from offsetlog.server.principal_mapping import parse_rules
+
+    parse_rules(text)  # :raises ValueError: Kafka's "Invalid rule" message
+    return text
+
+
 #: Kafka property -> (SecurityConfig field, parser)
 SECURITY_PROPERTIES = {
     "listeners": ("listeners", _str),
@@ -121,6 +128,7 @@ SECURITY_PROPERTIES = {
     "ssl.client.auth": ("client_auth", _choice("required", "requested", "none")),
     "ssl.enabled.protocols": ("tls_protocols", _protocols),
     "ssl.cipher.suites": ("cipher_suites", _list),
+    "ssl.principal.mapping.rules": ("principal_mapping_rules", _mapping_rules),
     "max.connections": ("max_connections", _nonneg),
     "max.connections.per.ip": ("max_connections_per_ip", _nonneg),
     "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _overrides),
@@ -156,6 +164,9 @@ class SecurityConfig:
     #: ssl.cipher.suites: OpenSSL names for TLS 1.2 (TLS 1.3's suites are OpenSSL's
     #: defaults); empty: OpenSSL's defaults
     cipher_suites: tuple[str, ...] = ()
+    #: ssl.principal.mapping.rules: a client certificate's name -> its principal's name
+    #: (principal_mapping.py); Kafka's default, DEFAULT, keeps the distinguished name
+    principal_mapping_rules: str = "DEFAULT"
     #: max.connections: 0 = unlimited (Kafka's default is Int.MaxValue)
     max_connections: int = 0
     #: max.connections.per.ip: 0 = unlimited
