@@ -117,6 +117,7 @@ def _mapping_rules(text: str) -> str:
 SECURITY_PROPERTIES = {
     "listeners": ("listeners", _str),
     "listener.security.protocol.map": ("protocol_map", _str),
+    "advertised.listeners": ("advertised_listeners", _str),
     "sasl.enabled.mechanisms": ("sasl_mechanisms", _mechanisms),
     "ssl.keystore.type": ("keystore_type", _choice("pem", "pkcs12")),
     "ssl.keystore.location": ("keystore_location", _str),
@@ -149,6 +150,9 @@ class SecurityConfig:
     #: listener.security.protocol.map: ``NAME:PROTOCOL,...`` (Kafka's default maps each
     #: protocol's own name to itself)
     protocol_map: str = ""
+    #: advertised.listeners: ``NAME://HOST:PORT,...``, the address Metadata and
+    #: FindCoordinator give the clients of listener NAME (default: the listener's own)
+    advertised_listeners: str = ""
     #: sasl.enabled.mechanisms (Kafka's default is GSSAPI, which this server does not have)
     sasl_mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
     keystore_type: str = "pkcs12"  #: Kafka's default (JKS is Java's own: not read here)
@@ -234,6 +238,34 @@ class SecurityConfig:
                              "ssl.truststore.location")
         if any(li.sasl for li in listeners) and not self.sasl_mechanisms:
             raise ValueError("a SASL listener needs sasl.enabled.mechanisms")
+        self.advertised(listeners)
+
+    def advertised(self, listeners: list[Listener]) -> dict[str, tuple[str, int]]:
+        """advertised.listeners: listener name -> the (host, port) its clients are given.
+
+        :raises ValueError: a malformed entry, a name not among the listeners, the
+            wildcard address (Kafka's messages)
+        """
+        out: dict[str, tuple[str, int]] = {}
+        names = [li.name for li in listeners]
+        for item in _list(self.advertised_listeners):
+            name, sep, rest = item.partition("://")
+            host, colon, port = rest.rpartition(":")
+            if not sep or not colon or not port.isdigit() or int(port) > 65535:
+                raise ValueError(f"advertised.listeners {item!r}: expected NAME://HOST:PORT")
+            name, host = name.upper(), host.strip("[]")
+            if name not in names:
+                raise ValueError("advertised.listeners listener names must be equal to or a "
+                                 f"subset of the ones defined in listeners. Found {name}. The "
+                                 "valid options based on currently configured listeners are "
+                                 + ",".join(names))
+            if host in ("0.0.0.0", "::"):
+                raise ValueError("advertised.listeners cannot use the nonroutable "
+                                 "meta-address 0.0.0.0. Use a routable IP address.")
+            if name in out:
+                raise ValueError(f"advertised.listeners: {name} is named twice")
+            out[name] = (host, int(port))
+        return out
 
     def authenticates(self, listener: Listener) -> bool:
         """Whether every client of ``listener`` is authenticated (SASL, or TLS with a
