@@ -22,6 +22,7 @@ from offsetlog.bench.kafka_broker import (
 from offsetlog.server.principal_mapping import map_name, parse_rules
 from offsetlog.server.scram import make_credential
 from offsetlog.store import OffsetStore
+from support.kafka_broker import _unavailable
 from support.sasl_raw import scram_login
 from support.tls_certs import CLIENT_DN, KEYSTORE_PASSWORD
 from support.wire_raw import call
@@ -62,7 +63,7 @@ def sides(certs, tmp_path_factory):
     try:
         check_available()
     except KafkaUnavailable as e:
-        pytest.skip(f"Apache Kafka broker unavailable: {e}")
+        _unavailable(str(e))  # a skip, except under CI
     directory = str(tmp_path_factory.mktemp("mapping") / "store")
     with OffsetStore.open(directory) as store:
         store.registries.set_scram_credential(

@@ -15,6 +15,7 @@ import pytest
 from kafka.net.sasl.scram import ScramClient
 
 from offsetlog.bench.kafka_broker import KafkaBroker, KafkaUnavailable, check_available
+from support.kafka_broker import _unavailable
 from support.kafka_diff import diff, normalise
 from support.sasl_raw import scram_login
 from support.wire_raw import _exactly, call
@@ -34,7 +35,7 @@ def ports(tmp_path_factory):
     try:
         check_available()
     except KafkaUnavailable as e:
-        pytest.skip(f"Apache Kafka broker unavailable: {e}")
+        _unavailable(str(e))  # a skip, except under CI
     directory = str(tmp_path_factory.mktemp("sessions") / "store")
     add_users(directory, USERS)
     server = Server(directory, config=[
