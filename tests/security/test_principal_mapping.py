@@ -146,3 +146,33 @@ def test_the_mapped_name_is_the_principal_the_acls_judge(sides, certs):
                           commit_outcome(port, certs, unmapped)]
     assert outcomes["offsetlog"] == outcomes["Kafka"] == [
         "committed", "GROUP_AUTHORIZATION_FAILED"]
+
+
+def test_a_certificate_no_rule_applies_to_is_closed(tmp_path, certs):
+    """No rule maps the client certificate's name: its connection is closed after the TLS
+    handshake, before any request is answered (Kafka fails building the principal and
+    closes); without a certificate the same listener serves (User:ANONYMOUS is not mapped)."""
+    import ssl
+
+    server = Server(str(tmp_path / "store"), config=[
+        "listeners=SSL://127.0.0.1:0", *tls_config(certs),
+        "ssl.principal.mapping.rules=RULE:^CN=nobody$/nobody/"]).start()
+    try:
+        for with_cert in (True, False):
+            ctx = ssl.create_default_context(cafile=str(certs.ca))
+            if with_cert:
+                ctx.load_cert_chain(str(certs.client_cert), str(certs.client_key))
+            raw = socket.create_connection(("127.0.0.1", server.ports["SSL"]), timeout=10)
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+                if with_cert:
+                    with pytest.raises((ConnectionError, ssl.SSLError, OSError)):
+                        metadata_over(sock)
+                else:
+                    assert metadata_over(sock).brokers
+    finally:
+        server.stop()
+
+
+def metadata_over(sock):
+    return call(sock, 3, 12, topics=None, allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False)
