@@ -13,7 +13,8 @@ SIGTERM (SIGKILL after a timeout).
 ``KafkaBroker(authorizer=True)`` runs Kafka's StandardAuthorizer: clients of ``bootstrap``
 (PLAINTEXT) are ``User:ANONYMOUS``, and the super user ``User:admin`` (``ADMIN``) speaks
 SASL_PLAINTEXT PLAIN on a second listener (``admin_socket()``), which the broker and its
-controller use between themselves too.
+controller use between themselves too. With ``secure={"users": {...}}`` as well, those users
+authenticate with SCRAM on a SASL_PLAINTEXT listener as named principals.
 
 It needs Java 17+ (``java`` on PATH, or ``$JAVA_HOME/bin/java``) and Maven (``mvn``);
 :class:`KafkaUnavailable` names what is missing.
@@ -157,20 +158,24 @@ class KafkaBroker:
     ``extra``: broker properties on top of :data:`BASE_PROPERTIES` (e.g.
     ``{"flush.messages": "1"}``). ``heap``: the JVM's ``-Xmx``.
 
-    ``secure``: also an SSL and a SASL_SSL listener (``ports["SSL"]``, ``ports["SASL_SSL"]``;
-    the PLAINTEXT one stays the inter-broker listener): ``{"keystore": PKCS12 path,
-    "keystore_password", "truststore": PEM path of the CAs of client certificates,
-    "users": {name: password}}``; the users get SCRAM-SHA-256 and -512 credentials when the
-    storage is formatted (``--add-scram``), and both SCRAM mechanisms and PLAIN are enabled.
+    ``secure``: ``{"users": {name: password}}`` adds a SASL_PLAINTEXT listener
+    (``ports["SASL_PLAINTEXT"]``), and with ``"keystore"`` (a PKCS12 path),
+    ``"keystore_password"`` and ``"truststore"`` (a PEM path of the CAs of client
+    certificates) an SSL and a SASL_SSL one too (``ports["SSL"]``, ``ports["SASL_SSL"]``); the
+    users get SCRAM-SHA-256 and -512 credentials when the storage is formatted
+    (``--add-scram``), and both SCRAM mechanisms and PLAIN are enabled on the SASL listeners.
+
+    ``authorizer``: the StandardAuthorizer, with the super user ``User:admin`` (``ADMIN``,
+    PLAIN on the INTERNAL listener, which the broker and its controller use too) and
+    ``super_users`` (names, made ``User:NAME``) besides. It composes with ``secure``: SASL
+    users are then named principals the ACLs judge.
     """
 
     def __init__(self, *, extra: dict | None = None, heap: str = "512m",
                  start_timeout: float = 120.0, secure: dict | None = None,
-                 authorizer: bool = False) -> None:
-        if secure and authorizer:
-            raise ValueError("a broker is either secure (SSL, SASL_SSL) or runs the authorizer "
-                             "(with its INTERNAL super-user listener), not both")
+                 authorizer: bool = False, super_users: tuple[str, ...] = ()) -> None:
         self.secure = secure
+        self.super_users = list(super_users)
         self.ports: dict[str, int] = {}
         self.authorizer = authorizer
         self.internal_port = 0
@@ -200,61 +205,72 @@ class KafkaBroker:
             return "(no log)"
 
     def _server_properties(self, data: Path) -> str:
+        # one map: listener name -> (port, security protocol); the optional listeners are
+        # added by ``secure`` (SASL_PLAINTEXT, and SSL and SASL_SSL with a keystore) and
+        # ``authorizer`` (INTERNAL, the super user's), which compose
+        listeners = {"PLAINTEXT": (self.port, "PLAINTEXT")}
+        for name, port in self.ports.items():
+            listeners[name] = (port, name)
+        if self.authorizer:
+            listeners["INTERNAL"] = (self.internal_port, "SASL_PLAINTEXT")
+        advertised = ",".join(f"{n}://127.0.0.1:{p}" for n, (p, _) in listeners.items())
+        listeners["CONTROLLER"] = (self.controller_port,
+                                   "SASL_PLAINTEXT" if self.authorizer else "PLAINTEXT")
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
-                         f"CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, (p, _) in listeners.items()),
+            "advertised.listeners": advertised,
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL" if self.authorizer else "PLAINTEXT",
+            "listener.security.protocol.map": ",".join(f"{n}:{proto}" for n, (_, proto)
+                                                       in listeners.items()),
             "log.dirs": str(data),
             **self.properties,
         }
+        mechanisms: list[str] = []
         if self.secure:
             sec = self.secure
-            extra = ",".join(f"{name}://127.0.0.1:{self.ports[name]}"
-                             for name in ("SSL", "SASL_SSL"))
             scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
             plain = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
                      + " ".join(f'user_{u}="{pw}"' for u, pw in sec["users"].items()) + ";")
-            props.update({
-                "listeners": props["listeners"] + "," + extra,
-                "advertised.listeners": props["advertised.listeners"] + "," + extra,
-                "listener.security.protocol.map": props["listener.security.protocol.map"]
-                + ",SSL:SSL,SASL_SSL:SASL_SSL",
-                "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
-                "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
-                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
-                "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
-                "ssl.keystore.type": "PKCS12", "ssl.keystore.location": sec["keystore"],
-                "ssl.keystore.password": sec["keystore_password"],
-                "ssl.truststore.type": "PEM", "ssl.truststore.location": sec["truststore"],
-                "ssl.client.auth": "requested",
-            })
+            mechanisms += ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]
+            for name in ("SASL_PLAINTEXT", "SASL_SSL"):
+                if name in self.ports:
+                    low = name.lower()
+                    props.update({
+                        f"listener.name.{low}.sasl.enabled.mechanisms":
+                            "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+                        f"listener.name.{low}.scram-sha-256.sasl.jaas.config": scram,
+                        f"listener.name.{low}.scram-sha-512.sasl.jaas.config": scram,
+                        f"listener.name.{low}.plain.sasl.jaas.config": plain,
+                    })
+            if sec.get("keystore"):
+                props.update({
+                    "ssl.keystore.type": "PKCS12", "ssl.keystore.location": sec["keystore"],
+                    "ssl.keystore.password": sec["keystore_password"],
+                    "ssl.truststore.type": "PEM", "ssl.truststore.location": sec["truststore"],
+                    "ssl.client.auth": "requested",
+                })
         if self.authorizer:
             user, password = ADMIN
             jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
                     f'username="{user}" password="{password}" user_{user}="{password}";')
+            mechanisms += [] if "PLAIN" in mechanisms else ["PLAIN"]
             props.update({
-                "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
-                             f"INTERNAL://127.0.0.1:{self.internal_port},"
-                             f"CONTROLLER://127.0.0.1:{self.controller_port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
-                                        f"INTERNAL://127.0.0.1:{self.internal_port}",
-                "inter.broker.listener.name": "INTERNAL",
-                "listener.security.protocol.map":
-                    "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-                "sasl.enabled.mechanisms": "PLAIN",
                 "sasl.mechanism.inter.broker.protocol": "PLAIN",
                 "sasl.mechanism.controller.protocol": "PLAIN",
+                "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
+                "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
                 "listener.name.internal.plain.sasl.jaas.config": jaas,
                 "listener.name.controller.plain.sasl.jaas.config": jaas,
                 "authorizer.class.name": STANDARD_AUTHORIZER,
-                "super.users": f"User:{user}",
+                "super.users": ";".join([f"User:{user}", *(f"User:{u}" for u in
+                                                          self.super_users)]),
             })
+        if mechanisms:
+            props["sasl.enabled.mechanisms"] = ",".join(mechanisms)
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     def start(self) -> "KafkaBroker":
@@ -265,12 +281,14 @@ class KafkaBroker:
         # distinct free ports: the client and controller listeners, SSL and SASL_SSL for a
         # secure broker, INTERNAL (the super user's) for one with the authorizer
         ports: set[int] = set()
-        while len(ports) < 2 + (2 if self.secure else 0) + (1 if self.authorizer else 0):
+        secured = ([] if not self.secure else ["SASL_PLAINTEXT"]
+                   + (["SSL", "SASL_SSL"] if self.secure.get("keystore") else []))
+        while len(ports) < 2 + len(secured) + (1 if self.authorizer else 0):
             ports.add(free_port())
         free = sorted(ports)
         self.port, self.controller_port = free.pop(0), free.pop(0)
-        if self.secure:
-            self.ports["SSL"], self.ports["SASL_SSL"] = free.pop(0), free.pop(0)
+        for name in secured:
+            self.ports[name] = free.pop(0)
         if self.authorizer:
             self.internal_port = free.pop(0)
         config = self.directory / "server.properties"

@@ -179,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Output(json_mode=getattr(args, "json", False))
     debug = getattr(args, "debug", False)
     try:
-        if args.command in _NEEDS_DIR and not os.path.isdir(args.dir):
+        # (``users add`` makes a new store: a server's users come before its first start)
+        if (args.command in _NEEDS_DIR and not os.path.isdir(args.dir)
+                and (args.command, getattr(args, "action", "")) != ("users", "add")):
             raise UsageError(f"{args.dir}: no such directory")
         return args.func(args, out)
     except UsageError as e:

@@ -14,16 +14,18 @@ from offsetlog.cli.output import Output, Styled
 from offsetlog.errors import SnapshotError
 
 
-def open_existing(out: Output, path: str, **options):
+def open_existing(out: Output, path: str, *, create: bool = False, **options):
     """``OffsetStore.open(path, create=False)`` with the background passes off, showing the
-    replay of the log as a progress bar on a terminal."""
+    replay of the log as a progress bar on a terminal. ``create``: a store that does not
+    exist yet is made (``users add`` before the first ``serve``)."""
     from offsetlog.recovery.tools.inspect import total_segment_bytes
     from offsetlog.store import OffsetStore
     from offsetlog.store.opening import check_store_path
 
-    check_store_path(path, create=False)  # before the size scan: a clear error, not a guess
-    with out.progress(total_segment_bytes(path), "opening (replaying the log)") as advance:
-        return OffsetStore.open(path, create=False, cleaner_backoff_ms=0,
+    check_store_path(path, create=create)  # before the size scan: a clear error, not a guess
+    size = total_segment_bytes(path) if os.path.isdir(path) else 0
+    with out.progress(size, "opening (replaying the log)") as advance:
+        return OffsetStore.open(path, create=create, cleaner_backoff_ms=0,
                                 retention_check_interval_ms=0, progress=advance, **options)
 
 

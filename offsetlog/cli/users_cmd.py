@@ -49,7 +49,8 @@ def cmd_users(args: argparse.Namespace, out: Output) -> int:
         if not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
             raise UsageError(f"--iterations must be from {MIN_ITERATIONS} to {MAX_ITERATIONS}")
         password = _password(args)
-        with open_existing(out, args.dir) as store:
+        # the users of a new server are added before its first start: make the store
+        with open_existing(out, args.dir, create=True) as store:
             mechanisms = list(dict.fromkeys(args.mechanism or ["SCRAM-SHA-512"]))
             for mechanism in mechanisms:
                 store.registries.set_scram_credential(

@@ -177,6 +177,12 @@ class ServerConfig:
         if config.min_session_timeout_ms > config.max_session_timeout_ms:
             raise ConfigError("group.min.session.timeout.ms is above "
                               "group.max.session.timeout.ms")
+        delay = config.security.failed_authentication_delay_ms
+        if delay >= config.connections_max_idle_ms:  # Kafka's check, and its words
+            raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always "
+                              "be less than connections.max.idle.ms="
+                              f"{config.connections_max_idle_ms} to prevent failed "
+                              "authentication responses from timing out")
         return config
 
     def group_config(self) -> GroupConfig:

@@ -69,7 +69,7 @@ from offsetlog.server.codec import (
     response_schema,
 )
 from offsetlog.server.context import Call, Context
-from offsetlog.server.sasl import Session
+from offsetlog.server.sasl import SASL_HANDSHAKE, Session
 from offsetlog.server.work import Outcome, Reply
 from offsetlog.server.workers import Workers
 
@@ -259,7 +259,8 @@ class Connection:
             if self.closing or not self.reading:
                 break
             size = frame_length(data, pos)
-            if not MIN_FRAME <= size <= self.limit:
+            # (after SaslHandshake v0 a raw token may be shorter than any request)
+            if not (MIN_FRAME <= size or self.session.raw) or size > self.limit:
                 log.warning("%s: frame of %d bytes (limit %d): closing", self.host, size,
                             self.limit)
                 self.close_when_answered()
@@ -286,8 +287,14 @@ class Connection:
         if answer is None:
             return
         if answer.__class__ is bytes:
+            # a failed authentication is answered connection.failed.authentication.delay.ms
+            # later (a slot holds its place), then the connection is closed
+            delay = self.session.failure_delay_s if self.session.close else 0
             with self.lock:
-                if self.pending:
+                if delay:
+                    self.pending.append(slot := Slot())
+                    self.loop.call_later(delay, self._answered, slot, answer)
+                elif self.pending:
                     self.pending.append(Slot(answer))
                 else:
                     self._send(answer)
@@ -309,6 +316,14 @@ class Connection:
 
         :raises FrameError: the connection must be closed
         """
+        session = self.session
+        if session.raw:  # after SaslHandshake v0: a raw token, answered raw (sasl.py)
+            answer = session.raw_token(frame)
+            if answer is None:
+                raise FrameError("SASL authentication failed")
+            return answer
+        if session.expires_at is not None and session.expired():  # connections.max.reauth.ms
+            raise FrameError("its SASL session expired")
         api_key, version, correlation_id = peek_api(frame)
         if not apis.supported(api_key, version):
             if api_key == apis.API_VERSIONS:
@@ -319,11 +334,11 @@ class Connection:
                     api_keys=apis.version_list()))
             raise FrameError(f"API {api_key} version {version} is not supported")
         header, body = decode_request(frame, api_key, version)
-        session = self.session
         call = Call(api_key, version, header, body, self.host, session.principal,
                     session.listener)
         try:
-            if not session.authenticated:  # a SASL listener's client, before it has
+            if (not session.authenticated or session.reauthenticating  # (re-)authentication
+                    or api_key == SASL_HANDSHAKE and session.wants(call)):
                 result = session.handle(call, self._api_versions)
                 if result is None:
                     raise FrameError("closed before authentication")

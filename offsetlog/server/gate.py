@@ -151,6 +151,13 @@ def _alter_user_scram_credentials(ctx: Context, call: Call):
                                  for u in users])
 
 
+def _describe_client_quotas(ctx: Context, call: Call):
+    if authz.allowed(ctx, call, authz.DESCRIBE_CONFIGS, CLUSTER):
+        return None
+    return call.respond(error_code=E.CLUSTER_AUTHORIZATION_FAILED, error_message=None,
+                        entries=None)
+
+
 _GATES = {
     K.OFFSET_COMMIT: _offset_commit,
     K.OFFSET_FETCH: _offset_fetch,
@@ -164,6 +171,7 @@ _GATES = {
     K.TXN_OFFSET_COMMIT: _txn_offset_commit,
     K.OFFSET_DELETE: _offset_delete,
     K.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
+    K.DESCRIBE_CLIENT_QUOTAS: _describe_client_quotas,
     K.DESCRIBE_USER_SCRAM_CREDENTIALS: _describe_user_scram_credentials,
     K.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
 }

@@ -18,9 +18,10 @@ import socket
 from collections import Counter
 
 from offsetlog.server.connection import Connection, Connections
+from offsetlog.server.principal_mapping import parse_rules
 from offsetlog.server.sasl import Session
 from offsetlog.server.security_config import Listener, SecurityConfig
-from offsetlog.server.tls import TlsSocket, server_context
+from offsetlog.server.tls import TlsSocket, principal_of, server_context
 
 log = logging.getLogger("offsetlog.server")
 
@@ -37,6 +38,9 @@ class Acceptor:
         self.loop = conns.loop
         self.security = security
         self.tls = server_context(security) if any(li.tls for li in listeners) else None
+        rules = security.principal_mapping_rules
+        #: ssl.principal.mapping.rules, parsed (None: DEFAULT, the name as it is)
+        self.mapping_rules = None if rules.strip() == "DEFAULT" else parse_rules(rules)
         self.timeout_s = security.authentication_timeout_ms / 1000
         self.per_host: Counter[str] = Counter()
         #: connections not yet authenticated, oldest first (entries are dropped lazily)
@@ -130,7 +134,8 @@ class Acceptor:
         if listener.tls:
             wrapped = TlsSocket(sock, self.tls,
                                 lambda: self.conns.later(conn_ref[0]._set_writing, True),
-                                session.tls_established)
+                                lambda der: session.tls_established(
+                                    principal_of(der, self.mapping_rules)))
         # the client's host as Kafka shows it (Java's InetAddress.toString: "/1.2.3.4")
         conn = Connection(self.conns, wrapped, f"/{ip}" if ip else "", session)
         conn_ref.append(conn)

@@ -185,6 +185,7 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
         # the address Metadata and FindCoordinator answer this listener's clients
         ctx.addresses[li.name] = (socket.gethostname() if li.host in ("0.0.0.0", "::", "")
                                   else li.host, bound[li.name][1])
+    ctx.addresses.update(config.security.advertised(listeners))  # advertised.listeners
     ctx.host, ctx.port = ctx.addresses[listeners[0].name]
     first = bound[listeners[0].name]
     if config.security.listeners:

@@ -106,10 +106,18 @@ def _bool(text: str) -> bool:
     return text.lower() == "true"
 
 
+def _mapping_rules(text: str) -> str:
+    from offsetlog.server.principal_mapping import parse_rules
+
+    parse_rules(text)  # :raises ValueError: Kafka's "Invalid rule" message
+    return text
+
+
 #: Kafka property -> (SecurityConfig field, parser)
 SECURITY_PROPERTIES = {
     "listeners": ("listeners", _str),
     "listener.security.protocol.map": ("protocol_map", _str),
+    "advertised.listeners": ("advertised_listeners", _str),
     "sasl.enabled.mechanisms": ("sasl_mechanisms", _mechanisms),
     "ssl.keystore.type": ("keystore_type", _choice("pem", "pkcs12")),
     "ssl.keystore.location": ("keystore_location", _str),
@@ -121,11 +129,14 @@ SECURITY_PROPERTIES = {
     "ssl.client.auth": ("client_auth", _choice("required", "requested", "none")),
     "ssl.enabled.protocols": ("tls_protocols", _protocols),
     "ssl.cipher.suites": ("cipher_suites", _list),
+    "ssl.principal.mapping.rules": ("principal_mapping_rules", _mapping_rules),
     "max.connections": ("max_connections", _nonneg),
     "max.connections.per.ip": ("max_connections_per_ip", _nonneg),
     "max.connections.per.ip.overrides": ("max_connections_per_ip_overrides", _overrides),
     "sasl.plain.over.plaintext.enable": ("plain_over_plaintext", _bool),
     "authentication.timeout.ms": ("authentication_timeout_ms", _positive),
+    "connections.max.reauth.ms": ("max_reauth_ms", _nonneg),
+    "connection.failed.authentication.delay.ms": ("failed_authentication_delay_ms", _nonneg),
 }
 
 #: Kafka's default map: each protocol's name is a listener name of that protocol
@@ -139,6 +150,9 @@ class SecurityConfig:
     #: listener.security.protocol.map: ``NAME:PROTOCOL,...`` (Kafka's default maps each
     #: protocol's own name to itself)
     protocol_map: str = ""
+    #: advertised.listeners: ``NAME://HOST:PORT,...``, the address Metadata and
+    #: FindCoordinator give the clients of listener NAME (default: the listener's own)
+    advertised_listeners: str = ""
     #: sasl.enabled.mechanisms (Kafka's default is GSSAPI, which this server does not have)
     sasl_mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
     keystore_type: str = "pkcs12"  #: Kafka's default (JKS is Java's own: not read here)
@@ -154,6 +168,9 @@ class SecurityConfig:
     #: ssl.cipher.suites: OpenSSL names for TLS 1.2 (TLS 1.3's suites are OpenSSL's
     #: defaults); empty: OpenSSL's defaults
     cipher_suites: tuple[str, ...] = ()
+    #: ssl.principal.mapping.rules: a client certificate's name -> its principal's name
+    #: (principal_mapping.py); Kafka's default, DEFAULT, keeps the distinguished name
+    principal_mapping_rules: str = "DEFAULT"
     #: max.connections: 0 = unlimited (Kafka's default is Int.MaxValue)
     max_connections: int = 0
     #: max.connections.per.ip: 0 = unlimited
@@ -163,6 +180,12 @@ class SecurityConfig:
     plain_over_plaintext: bool = False
     #: a connection that has not authenticated this long after it was accepted is closed
     authentication_timeout_ms: int = 10_000
+    #: connections.max.reauth.ms (KIP-368): a SASL session lasts this long, then the client
+    #: re-authenticates on the same connection or it is closed; 0 (Kafka's default): forever
+    max_reauth_ms: int = 0
+    #: connection.failed.authentication.delay.ms (KIP-306): a failed authentication is
+    #: answered, and its connection closed, this long after it failed (Kafka's default)
+    failed_authentication_delay_ms: int = 100
     given: dict = field(default_factory=dict, compare=False)
 
     def parsed_listeners(self, listen: tuple[str, int] | None = None) -> list[Listener]:
@@ -215,6 +238,34 @@ class SecurityConfig:
                              "ssl.truststore.location")
         if any(li.sasl for li in listeners) and not self.sasl_mechanisms:
             raise ValueError("a SASL listener needs sasl.enabled.mechanisms")
+        self.advertised(listeners)
+
+    def advertised(self, listeners: list[Listener]) -> dict[str, tuple[str, int]]:
+        """advertised.listeners: listener name -> the (host, port) its clients are given.
+
+        :raises ValueError: a malformed entry, a name not among the listeners, the
+            wildcard address (Kafka's messages)
+        """
+        out: dict[str, tuple[str, int]] = {}
+        names = [li.name for li in listeners]
+        for item in _list(self.advertised_listeners):
+            name, sep, rest = item.partition("://")
+            host, colon, port = rest.rpartition(":")
+            if not sep or not colon or not port.isdigit() or int(port) > 65535:
+                raise ValueError(f"advertised.listeners {item!r}: expected NAME://HOST:PORT")
+            name, host = name.upper(), host.strip("[]")
+            if name not in names:
+                raise ValueError("advertised.listeners listener names must be equal to or a "
+                                 f"subset of the ones defined in listeners. Found {name}. The "
+                                 "valid options based on currently configured listeners are "
+                                 + ",".join(names))
+            if host in ("0.0.0.0", "::"):
+                raise ValueError("advertised.listeners cannot use the nonroutable "
+                                 "meta-address 0.0.0.0. Use a routable IP address.")
+            if name in out:
+                raise ValueError(f"advertised.listeners: {name} is named twice")
+            out[name] = (host, int(port))
+        return out
 
     def authenticates(self, listener: Listener) -> bool:
         """Whether every client of ``listener`` is authenticated (SASL, or TLS with a

@@ -113,15 +113,29 @@ def server_context(security: SecurityConfig) -> ssl.SSLContext:
     return ctx
 
 
-def principal_of(der: bytes | None) -> str:
+def principal_of(der: bytes | None, rules=None) -> str:
     """Kafka's default principal of a client certificate: ``User:`` and its subject's
     distinguished name as RFC 2253 renders it (Java's ``X500Principal.getName()``:
-    most specific first, ``CN=client,OU=eng,O=org``); ``User:ANONYMOUS`` without one."""
+    most specific first, ``CN=client,OU=eng,O=org``), as ``ssl.principal.mapping.rules``
+    (parsed: principal_mapping.py; None: DEFAULT) map it; ``User:ANONYMOUS`` without one.
+
+    :raises OSError: no rule applies to the name (the connection is closed, as Kafka's)"""
     if not der:
         return ANONYMOUS
     from cryptography import x509
 
-    return "User:" + x509.load_der_x509_certificate(der).subject.rfc4514_string()
+    name = x509.load_der_x509_certificate(der).subject.rfc4514_string()
+    if rules is not None:
+        from offsetlog.server.principal_mapping import map_name
+
+        try:
+            mapped = map_name(rules, name)
+        except ValueError as e:  # a replacement naming a group its pattern lacks
+            raise OSError(f"ssl.principal.mapping.rules: {e}") from None
+        if mapped is None:
+            raise OSError(f"ssl.principal.mapping.rules: no rule applies to {name}")
+        name = mapped
+    return "User:" + name
 
 
 class TlsSocket:
@@ -133,7 +147,8 @@ class TlsSocket:
         self.outgoing = ssl.MemoryBIO()
         self.obj = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
         self.want_write = want_write  #: () -> None: watch the socket for writing
-        self.on_handshake = on_handshake  #: (principal) -> None, once
+        #: (the client certificate, DER, or None) -> None, once; may raise OSError: close
+        self.on_handshake = on_handshake
         self.handshaken = False
         self.out = bytearray()  #: ciphertext the kernel has not taken yet
         self.lock = threading.Lock()  # reads (the loop) and writes (any thread) share obj
@@ -160,7 +175,7 @@ class TlsSocket:
                     self._flush()  # the alert, if any
                     raise OSError(f"TLS handshake failed: {e}") from None
                 self.handshaken = True
-                self.on_handshake(principal_of(self.obj.getpeercert(binary_form=True)))
+                self.on_handshake(self.obj.getpeercert(binary_form=True))
             view = memoryview(buffer)
             n = 0
             while n < len(view):

@@ -28,7 +28,8 @@ def sasl_after_authentication(ctx: Context, call: Call, now_ms: int):
     if call.api_key == 17:
         return call.respond(error_code=E.ILLEGAL_SASL_STATE, mechanisms=[])
     return call.respond(error_code=E.ILLEGAL_SASL_STATE, auth_bytes=b"",
-                        error_message="Unexpected SASL request after authentication")
+                        error_message="SaslAuthenticate request received after successful "
+                                      "authentication")
 
 
 def describe_user_scram_credentials(ctx: Context, call: Call, now_ms: int):

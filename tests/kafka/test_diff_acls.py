@@ -1,18 +1,25 @@
 """Apache Kafka's StandardAuthorizer as the judge of offsetlog's: for each API the server
-offers, ``User:ANONYMOUS`` with and without each permission the API needs; the same ACLs on
-both targets, the answers compared field by field (support/acl_targets.py)."""
+offers, a principal with and without each permission the API needs; the same ACLs created
+over the wire on both targets by their super user, the answers compared field by field
+(support/acl_targets.py). Every case runs twice: as ``User:alice``, authenticated with
+SCRAM-SHA-512 on SASL_PLAINTEXT, and as ``User:ANONYMOUS`` on PLAINTEXT."""
 
 from __future__ import annotations
 
+import socket
 import struct
 import uuid
 
 import pytest
 
 from offsetlog.acl import AclBinding, Operation, PatternType, Permission, ResourceType
-from support.acl_targets import ANONYMOUS, STANDARD, compare_phases
+from offsetlog.bench.kafka_broker import ADMIN
+from offsetlog.server.scram import make_credential
+from offsetlog.store import OffsetStore
+from support.acl_targets import ME, STANDARD, SUPER_USERS, USERS, AclTargets, Side, compare_phases
 from support.kafka_diff import Req, at
 from support.kafka_steps import commit_body, fetch, formed, heartbeat, join_body, leave
+from support.sasl_raw import scram_login
 from support.wire_raw import call
 from support.wire_server import Server
 
@@ -22,9 +29,9 @@ T, G, C, X = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
 O = Operation
 
 
-def allow(rtype, name, op, *, prefixed=False, perm=Permission.ALLOW, host="*"):
+def allow(rtype, name, op, *, prefixed=False, perm=Permission.ALLOW, host="*", principal=ME):
     return AclBinding(rtype, name, PatternType.PREFIXED if prefixed else PatternType.LITERAL,
-                      ANONYMOUS, host, op, perm)
+                      principal, host, op, perm)
 
 
 def deny(rtype, name, op, **kw):
@@ -32,18 +39,47 @@ def deny(rtype, name, op, **kw):
 
 
 @pytest.fixture(scope="module")
-def acl_targets(kafka_acl_broker, tmp_path_factory):
+def acl_sides(kafka_acl_broker, tmp_path_factory):
+    """Kafka's side and offsetlog's: the same topics, SCRAM users and super users."""
     with kafka_acl_broker.admin_socket() as sock:
         r = call(sock, 19, 7, topics=[dict(name=n, num_partitions=int(p), replication_factor=1,
                                            assignments=(), configs=())
                                       for n, p in (t.split(":") for t in TOPICS)],
                  timeout=30_000, validate_only=False)
         assert {x.error_code.value for x in r.topics} <= {0, 36}, r  # made, or there already
-    server = Server(str(tmp_path_factory.mktemp("acl") / "store"), topics=TOPICS,
-                    config=[f"authorizer.class.name={STANDARD}"]).start()
-    yield kafka_acl_broker, server
+    directory = str(tmp_path_factory.mktemp("acl") / "store")
+    with OffsetStore.open(directory) as store:
+        for name, password in {**USERS, ADMIN[0]: ADMIN[1]}.items():
+            store.registries.set_scram_credential(
+                name, "SCRAM-SHA-512", make_credential("SCRAM-SHA-512", password))
+    supers = ";".join(f"User:{u}" for u in (ADMIN[0], *SUPER_USERS))
+    server = Server(directory, topics=TOPICS, config=[
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=SCRAM-SHA-512", f"authorizer.class.name={STANDARD}",
+        f"super.users={supers}"]).start()
+
+    def our_admin():
+        sock = socket.create_connection(("127.0.0.1", server.ports["SASL_PLAINTEXT"]),
+                                        timeout=10)
+        scram_login(sock, *ADMIN)
+        return sock
+
+    kafka = Side("Kafka", {"PLAINTEXT": kafka_acl_broker.port, **kafka_acl_broker.ports},
+                 kafka_acl_broker.admin_socket)
+    yield kafka, Side("offsetlog", dict(server.ports), our_admin)
     if server.proc is not None:
         server.stop()
+
+
+@pytest.fixture(params=["alice", None], ids=["User:alice", "User:ANONYMOUS"])
+def acl_targets(acl_sides, request):
+    return AclTargets(*acl_sides, who=request.param)
+
+
+@pytest.fixture
+def named(acl_sides):
+    """The targets with sessions as ``User:alice`` (for the cases about named principals)."""
+    return AclTargets(*acl_sides, who="alice")
 
 
 @pytest.fixture
@@ -60,7 +96,7 @@ def errors_at(**paths):
 
 
 def one(acl_targets, acls, steps, **kw):
-    return compare_phases(*acl_targets, [(acls, steps)], **kw)
+    return compare_phases(acl_targets, [(acls, steps)], **kw)
 
 
 def two_topics_commit(g, v):
@@ -102,7 +138,7 @@ def test_offset_fetch(acl_targets, gid, v):
         ([allow(G, gid, O.DESCRIBE), allow(T, "orders", O.DESCRIBE)],
          [fetch(gid, v, topics=both)] + ([fetch(gid, v, topics=None)] if v >= 2 else [])),
     ]
-    kafka = compare_phases(*acl_targets, phases)
+    kafka = compare_phases(acl_targets, phases)
     assert "GROUP_AUTHORIZATION_FAILED" in repr(kafka[1])
     assert "TOPIC_AUTHORIZATION_FAILED" in repr(kafka[2])
     if v >= 2:  # every partition: only the describable topic's
@@ -117,7 +153,7 @@ def test_offset_delete(acl_targets, gid):
         ([], [Req(47, 0, body)]),
         ([allow(G, gid, O.DELETE), allow(T, "orders", O.READ)], [Req(47, 0, body)]),
     ]
-    kafka = compare_phases(*acl_targets, phases)
+    kafka = compare_phases(acl_targets, phases)
     assert at(kafka, "1.error_code") == "GROUP_AUTHORIZATION_FAILED"
     assert "TOPIC_AUTHORIZATION_FAILED" in repr(kafka[2])
 
@@ -157,7 +193,7 @@ def test_describe_and_list_groups(acl_targets, gid, v):
          [Req(15, v, body), Req(16, min(v, 4), dict(states_filter=[], types_filter=[]))]),
         ([], [Req(15, v, body), Req(16, min(v, 4), dict(states_filter=[], types_filter=[]))]),
     ]
-    kafka = compare_phases(*acl_targets, phases)
+    kafka = compare_phases(acl_targets, phases)
     assert "GROUP_AUTHORIZATION_FAILED" in repr(kafka[-2])
     assert gid in repr(kafka[-3]) and gid not in repr(kafka[-1])
 
@@ -347,7 +383,7 @@ def test_consumer_group_describe_of_a_group_on_topics_not_describable(acl_target
     describe = Req(69, 1, dict(group_ids=[gid], include_authorized_operations=True))
     phases = [([allow(G, gid, O.READ), allow(T, "secret", O.DESCRIBE)], [hb]),
               ([allow(G, gid, O.DESCRIBE)], [describe])]
-    compare_phases(*acl_targets, phases, view=lambda a: at(a, "1.groups"),
+    compare_phases(acl_targets, phases, view=lambda a: at(a, "1.groups"),
                    check=lambda a: "TOPIC_AUTHORIZATION_FAILED" in repr(a))
 
 
@@ -359,10 +395,97 @@ def test_scram_credential_apis_need_the_cluster(acl_targets):
     user = f"u-{uuid.uuid4().hex[:8]}"
     steps = [Req(50, 0, dict(users=[dict(name=user)])),
              Req(51, 0, dict(deletions=[dict(name=user, mechanism=1)], upsertions=[]))]
-    compare_phases(*acl_targets, [([], steps),
+    compare_phases(acl_targets, [([], steps),
                                   ([allow(C, "kafka-cluster", O.DESCRIBE),
                                     allow(C, "kafka-cluster", O.ALTER)], steps)],
                    check=errors_at(_0__results__0__error_code="CLUSTER_AUTHORIZATION_FAILED",
                                    _1__results__0__error_code="CLUSTER_AUTHORIZATION_FAILED",
                                    _2__results__0__error_code="RESOURCE_NOT_FOUND",
                                    _3__results__0__error_code="RESOURCE_NOT_FOUND"))
+
+
+# -- named principals ------------------------------------------------------------------------
+
+def test_super_users_by_name_need_no_acls(named, gid):
+    """``carol`` is in super.users by name: everything is allowed without an ACL, the ACL
+    APIs too; ``alice``, with the same (no) ACLs, is refused."""
+    creation = dict(resource_type=2, resource_name=gid, resource_pattern_type=3,
+                    principal="User:bob", host="*", operation=3, permission_type=3)
+    steps = [two_topics_commit(gid, 8), fetch(gid, 8, topics=(("orders", [0]),)),
+             Req(15, 5, dict(groups=[gid], include_authorized_operations=True)),
+             Req(30, 3, dict(creations=[creation]))]
+    kafka = compare_phases(named, [([], steps)], who="carol")
+    assert "AUTHORIZATION_FAILED" not in repr(kafka), kafka
+    kafka = compare_phases(named, [([], steps)], who="alice")
+    assert repr(kafka).count("AUTHORIZATION_FAILED") >= 4, kafka
+
+
+def test_a_deny_for_a_named_user_beats_a_wildcard_allow(named, gid):
+    """``User:*`` may read every group and topic, but ``User:alice`` is denied the group:
+    alice is refused, bob (only the wildcard's) commits."""
+    acls = [allow(G, "*", O.READ, principal="User:*"), allow(T, "*", O.READ, principal="User:*"),
+            deny(G, gid, O.READ, principal="User:alice")]
+    steps = [two_topics_commit(gid, 8)]
+    compare_phases(named, [(acls, steps)], who="alice", check=errors_at(
+        _0__topics__0__partitions__0__error_code="GROUP_AUTHORIZATION_FAILED"))
+    compare_phases(named, [(acls, steps)], who="bob", check=errors_at(
+        _0__topics__0__partitions__0__error_code="NONE",
+        _0__topics__1__partitions__0__error_code="NONE"))
+    # a prefixed DENY of the topic for alice alone, under the wildcard's ALLOW
+    acls = acls[:2] + [deny(T, "sec", O.READ, prefixed=True, principal="User:alice")]
+    compare_phases(named, [(acls, steps)], who="alice", check=errors_at(
+        _0__topics__0__partitions__0__error_code="TOPIC_AUTHORIZATION_FAILED",
+        _0__topics__1__partitions__0__error_code="NONE"))
+
+
+def test_acls_of_one_user_do_not_serve_another(named, gid):
+    """alice's ACLs are alice's: bob, authenticated, is refused what she may do, and
+    User:ANONYMOUS too; host restrictions apply to the named user's address."""
+    acls = [allow(G, gid, O.READ, principal="User:alice"),
+            allow(T, "orders", O.READ, principal="User:alice"),
+            allow(T, "secret", O.READ, principal="User:alice", host="10.9.9.9")]
+    steps = [two_topics_commit(gid, 8)]
+    compare_phases(named, [(acls, steps)], who="alice", check=errors_at(
+        _0__topics__0__partitions__0__error_code="TOPIC_AUTHORIZATION_FAILED",  # secret
+        _0__topics__1__partitions__0__error_code="NONE"))
+    for who in ("bob", None):
+        compare_phases(named, [(acls, steps)], who=who, check=errors_at(
+            _0__topics__0__partitions__0__error_code="GROUP_AUTHORIZATION_FAILED"))
+
+
+def test_a_named_user_granted_the_cluster_manages_acls_and_users(named, gid):
+    """Alter and Describe on the cluster granted to alice by name: she creates, lists and
+    deletes ACLs and alters SCRAM credentials; bob, without them, cannot."""
+    creation = dict(resource_type=3, resource_name=gid, resource_pattern_type=3,
+                    principal="User:bob", host="*", operation=3, permission_type=3)
+    match = dict(resource_type_filter=3, resource_name_filter=gid, pattern_type_filter=1,
+                 principal_filter=None, host_filter=None, operation=1, permission_type=1)
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    steps = [Req(30, 3, dict(creations=[creation])), Req(29, 3, match),
+             Req(31, 3, dict(filters=[match])),
+             Req(51, 0, dict(deletions=[dict(name=user, mechanism=2)], upsertions=[])),
+             Req(50, 0, dict(users=[dict(name=user)]))]
+    acls = [allow(C, "kafka-cluster", O.ALTER, principal="User:alice"),
+            allow(C, "kafka-cluster", O.DESCRIBE, principal="User:alice")]
+    kafka = compare_phases(named, [(acls, steps)], who="alice")
+    assert "CLUSTER_AUTHORIZATION_FAILED" not in repr(kafka) and gid in repr(kafka[1])
+    kafka = compare_phases(named, [(acls, steps)], who="bob")
+    assert repr(kafka).count("CLUSTER_AUTHORIZATION_FAILED") >= 5, kafka
+
+
+def test_describe_client_quotas_needs_describe_configs_on_the_cluster(acl_targets):
+    """offsetlog has no quotas: Kafka with none set answers the same empty list, and refuses
+    or rejects the same filters (``kafka-configs --describe --entity-type users`` asks)."""
+    def comp(entity_type, match_type, match=None):
+        return dict(entity_type=entity_type, match_type=match_type, match=match)
+    filters = [[comp("user", 0, "bob")], [], [comp("user", 1)], [comp("client-id", 2)],
+               [comp("ip", 0, "10.0.0.1")], [comp("nope", 0, "x")],
+               [comp("user", 0, "a"), comp("user", 0, "b")], [comp("", 0, "x")],
+               [comp("user", 7, "x")], [comp("user", 0, None)],
+               [comp("ip", 0, "10.0.0.1"), comp("user", 0, "x")]]
+    steps = [Req(48, v, dict(components=f, strict=False)) for v in (0, 1) for f in filters]
+    kafka = one(acl_targets, [], steps)
+    assert repr(kafka).count("CLUSTER_AUTHORIZATION_FAILED") == len(steps)
+    kafka = one(acl_targets, [allow(C, "kafka-cluster", O.DESCRIBE_CONFIGS)], steps)
+    assert [at(kafka, f"{i}.error_code") for i in range(len(filters))] == [
+        "NONE"] * 5 + ["UNSUPPORTED_VERSION"] + ["INVALID_REQUEST"] * 5

@@ -120,10 +120,10 @@ def test_api_versions_offered_are_a_subset_of_kafkas(targets):
         k_lo, k_hi = kafka[key]
         assert k_lo <= lo <= hi <= k_hi, (key, (lo, hi), (k_lo, k_hi))
     # the lowest versions Kafka still serves that offsetlog does not: Produce 0-2 (records
-    # in the old message formats, which offsetlog never reads) and SaslHandshake 0 (raw SASL
-    # tokens after it instead of SaslAuthenticate; docs/SECURITY.md)
+    # in the old message formats, which offsetlog never reads); SaslHandshake 0 is served
+    # (tests/security/test_sasl_sessions.py)
     assert {k: (kafka[k][0], lo - 1) for k, (lo, _) in ours.items() if lo > kafka[k][0]} == {
-        0: (0, 2), 17: (0, 0)}
+        0: (0, 2)}
 
 
 def test_no_concurrent_transactions_while_a_transaction_ends(targets, gid):

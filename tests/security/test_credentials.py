@@ -130,3 +130,15 @@ def test_users_is_refused_while_the_store_is_open(tmp_path):
         r = run_cli("users", directory, "list")
         assert r.returncode == 1 and "open in another process" in r.stderr
 
+
+
+def test_users_add_makes_a_new_store_and_the_others_refuse_a_missing_one(tmp_path):
+    """A server's first users are added before its first start (the README's example), so
+    ``add`` makes the store; ``list`` and ``delete`` of a directory that is not there fail."""
+    directory = str(tmp_path / "new" / "store")
+    assert run_cli("users", directory, "list").returncode == 2
+    assert run_cli("users", directory, "delete", "erin").returncode == 2
+    r = run_cli("users", directory, "add", "erin", "--password-stdin", stdin="erin pw\n")
+    assert r.returncode == 0, r.stderr
+    with OffsetStore.open(directory, create=False) as store:
+        assert store.registries.scram_credential("erin", "SCRAM-SHA-512") is not None

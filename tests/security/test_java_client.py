@@ -65,3 +65,39 @@ def test_java_over_ssl_with_a_client_certificate(java, secure_server, certs, tmp
                                                  group_id):
     run_member(java, secure_server, "SSL", group_id,
                props(tmp_path, certs, "SSL", client_cert=True))
+
+
+def test_java_re_authenticates_before_its_sessions_end(java, tmp_path, certs, group_id):
+    """connections.max.reauth.ms (KIP-368): the Java client re-authenticates its connections
+    before their sessions end, so the server closes none of them over 2.5 sessions, and the
+    member stays in its group and commits. (The Java client re-authenticates at its next
+    request after 85-95% of a session, and its consumer asks at least every fetch.max.wait.ms,
+    500 ms: a session of 6 s leaves it time.)"""
+    import time
+
+    from support.wire_server import Server
+
+    from .conftest import add_users
+
+    lifetime_ms = 6000
+    directory = str(tmp_path / "store")
+    add_users(directory)
+    server = Server(directory, config=["listeners=SASL_PLAINTEXT://127.0.0.1:0",
+                                       f"connections.max.reauth.ms={lifetime_ms}"]).start()
+    env = {**os.environ, "CLIENT_PROPERTIES": props(tmp_path, certs, "SASL_PLAINTEXT",
+                                                    "SCRAM-SHA-512")}
+    m = MemberProcess(java.command("Member", server.bootstrap, group_id, "orders", "range",
+                                   "java-reauth", "-", 6000), "java reauth", env=env)
+    try:
+        assigned = m.wait_for(lambda e: e.get("event") == "assigned", timeout=60,
+                              what="assignment")
+        assert assigned["partitions"] == [0, 1, 2, 3]
+        time.sleep(2.5 * lifetime_ms / 1000)
+        m.send("commit 0 43")
+        assert m.wait_for(lambda e: e.get("event") == "committed", what="commit")["error"] is None
+        m.send("committed")
+        assert m.wait_for(lambda e: e.get("event") == "offsets")["offsets"]["0"] == 43
+    finally:
+        m.close()
+        server.stop()
+    assert "its SASL session expired" not in "".join(server.log)

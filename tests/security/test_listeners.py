@@ -154,3 +154,13 @@ def test_ssl_client_auth_required_refuses_a_client_without_a_certificate(tmp_pat
                 assert call(s, 18, 0).error_code == 0
     finally:
         server.stop()
+
+
+def test_the_failed_authentication_delay_must_be_less_than_the_idle_timeout():
+    """Kafka's check: a failure answered after the connection idled out would never be."""
+    with pytest.raises(ConfigError, match="should always be less than connections.max.idle"):
+        ServerConfig.parse(["connection.failed.authentication.delay.ms=60000",
+                            "connections.max.idle.ms=60000"])
+    c = ServerConfig.parse(["connection.failed.authentication.delay.ms=500",
+                            "connections.max.reauth.ms=3000"])
+    assert (c.security.failed_authentication_delay_ms, c.security.max_reauth_ms) == (500, 3000)

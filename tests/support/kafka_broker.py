@@ -82,13 +82,17 @@ def kafka_topics(kafka_broker):
 
 @pytest.fixture(scope="session")
 def kafka_acl_broker():
-    """A second broker, with Kafka's StandardAuthorizer (``KafkaBroker(authorizer=True)``):
-    PLAINTEXT clients are ``User:ANONYMOUS``; ``admin_socket()`` is the super user's."""
+    """A second broker, with Kafka's StandardAuthorizer and SCRAM users
+    (``KafkaBroker(authorizer=True, secure=...)``): PLAINTEXT clients are ``User:ANONYMOUS``,
+    the users of support/acl_targets.py authenticate on ``ports["SASL_PLAINTEXT"]``
+    (``carol`` a super user by name); ``admin_socket()`` is the super user's."""
+    from support.acl_targets import SUPER_USERS, USERS
+
     try:
         check_available()
     except KafkaUnavailable as e:
         _unavailable(str(e))
-    broker = KafkaBroker(authorizer=True)
+    broker = KafkaBroker(authorizer=True, secure={"users": USERS}, super_users=SUPER_USERS)
     try:
         broker.start()
     except KafkaUnavailable as e:

@@ -105,9 +105,11 @@ Step = Req | Send | Recv | Poll
 
 
 class _Conn:
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, login: Callable[[socket.socket], None] | None = None) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if login is not None:
+            login(self.sock)
         self.pending: list[tuple[int, int, int]] = []
         self.next_id = 1
 
@@ -168,14 +170,16 @@ def _resolve(value: Any, ctx: dict) -> Any:
     return value
 
 
-def run(port: int, steps: list[Step]) -> tuple[list, dict]:
-    """Drive one target through ``steps``: (raw answers in step order, context)."""
+def run(port: int, steps: list[Step], *,
+        login: Callable[[socket.socket], None] | None = None) -> tuple[list, dict]:
+    """Drive one target through ``steps``: (raw answers in step order, context).
+    ``login(sock)``: run on each new connection first (SASL: support/sasl_raw.py)."""
     conns: dict[str, _Conn] = {}
     ctx: dict = {}
     answers = []
     try:
         for step in steps:
-            conn = conns.get(step.conn) or conns.setdefault(step.conn, _Conn(port))
+            conn = conns.get(step.conn) or conns.setdefault(step.conn, _Conn(port, login))
             if isinstance(step, Poll):
                 deadline = time.monotonic() + step.timeout
                 while True:
