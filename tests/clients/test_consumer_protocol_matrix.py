@@ -1,7 +1,9 @@
 """The consumer group protocol's client matrix (issue 28, the first judge): Kafka's Java client
 with ``group.protocol=consumer`` (``group.remote.assignor`` uniform and range) and
-confluent-kafka (librdkafka) with ``group.protocol=consumer``, in groups of 1, 3 and 10 members
-across two topics (``orders``: 4 partitions, ``wide``: 6), against ``offsetlog serve``.
+confluent-kafka (librdkafka) with ``group.protocol=consumer`` and franz-go v1.22.3 with
+``kgo.ServerSideBalancer`` (its sticky balancer asks for ``uniform``, its range balancer for
+``range``), in groups of 1, 3 and 10 members across two topics (``orders``: 4 partitions,
+``wide``: 6), against ``offsetlog serve``.
 
 One session per case: the group forms; rebalances when a member joins, when one leaves and when
 one stops heartbeating (a raw member the test heartbeats, then stops: the session timeout
@@ -13,8 +15,7 @@ At every look the server's books (ConsumerGroupDescribe) have no partition owned
 members. A step is done when the group is Stable: every member at the assignment epoch with its
 target, the two topics' ten partitions owned once each, and each client's own view of its
 assignment equal to the server's. Waiting is bounded (a failure, not a hang); no durations are
-asserted. franz-go's KIP-848 path (kgo.ServerSideBalancer, v1.22.3) is not in this matrix yet
-(docs/PROTOCOL.md, "What the clients showed us")."""
+asserted."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ import time
 
 import pytest
 
-from support.client_runners import java_client
-from support.consumer_matrix import Books, ConfluentPool, JavaPool, RawMember
+from support.client_runners import franzgo_binary, java_client
+from support.consumer_matrix import Books, ConfluentPool, RawMember, franzgo_pool, java_pool
 from support.wire_server import Server
 
 TOPICS = ["orders:4", "wide:6"]
@@ -134,10 +135,16 @@ def java():
 
 @pytest.mark.parametrize("assignor,n", [("uniform", 10), ("range", 3)])
 def test_java_consumer_protocol(server, java, gid, assignor, n):
-    session(server, lambda *a: JavaPool(java, *a), n, gid, assignor)
+    session(server, lambda *a: java_pool(java, *a), n, gid, assignor)
 
 
 @pytest.mark.parametrize("assignor,n", [("uniform", 1), ("range", 10)])
 def test_confluent_kafka_consumer_protocol(server, gid, assignor, n):
     pytest.importorskip("confluent_kafka")
     session(server, ConfluentPool, n, gid, assignor)
+
+
+@pytest.mark.parametrize("assignor,n", [("range", 1), ("uniform", 3)])
+def test_franzgo_consumer_protocol(server, gid, assignor, n):
+    binary = franzgo_binary()
+    session(server, lambda *a: franzgo_pool(binary, *a), n, gid, assignor)

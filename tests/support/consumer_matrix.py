@@ -17,12 +17,12 @@ from support.wire_raw import call
 HB, DESCRIBE, OFFSET_FETCH = 68, 69, 9
 
 
-class JavaPool:
-    """Members of Kafka's Java client (tests/clients/java/ConsumerMembers.java), one JVM."""
+class ProcessPool:
+    """Members in one child process that speaks the protocol of
+    tests/clients/java/ConsumerMembers.java (its franz-go twin: ``franzgo members848``)."""
 
-    def __init__(self, java, bootstrap: str, group: str, topics, assignor: str, names) -> None:
-        self.proc = MemberProcess(java.command("ConsumerMembers", bootstrap, group,
-                                               ",".join(topics), assignor, *names), "java")
+    def __init__(self, cmd: list[str], label: str, names) -> None:
+        self.proc = MemberProcess(cmd, label)
         self.names = list(names)
         self.views: dict[str, set] = {n: set() for n in names}
 
@@ -69,6 +69,19 @@ class JavaPool:
             pass
         if self.proc.proc.poll() is None:
             self.proc.proc.kill()
+
+
+def java_pool(java, bootstrap: str, group: str, topics, assignor: str, names) -> ProcessPool:
+    """Members of Kafka's Java client, several KafkaConsumers in one JVM."""
+    return ProcessPool(java.command("ConsumerMembers", bootstrap, group, ",".join(topics),
+                                    assignor, *names), "java", names)
+
+
+def franzgo_pool(binary: str, bootstrap: str, group: str, topics, assignor: str,
+                 names) -> ProcessPool:
+    """Members of franz-go (kgo.ServerSideBalancer), one kgo.Client each, in one process."""
+    return ProcessPool([binary, "members848", bootstrap, group, ",".join(topics), assignor,
+                        *names], "franz-go", names)
 
 
 class ConfluentPool:
