@@ -2,7 +2,8 @@
 service that keeps its offsets in an :class:`~offsetlog.store.OffsetStore` in the same process.
 
 Start at :class:`GroupMember`; docs/MEMBER.md shows how to embed one. Modules: ``group_member``
-(the member and its threads), ``protocol`` (subscription metadata and the leader's assignment,
+(the member and its threads), ``heartbeat`` (its heartbeat), ``rebalance`` and ``commits`` (its
+rebalance steps and commit rules), ``protocol`` (subscription metadata and the leader's assignment,
 pure), ``listener`` (:class:`RebalanceListener`), ``errors``.
 """
 
