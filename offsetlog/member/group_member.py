@@ -109,7 +109,24 @@ class GroupMember(RebalanceSteps, CommitTracking, ClassicHeartbeat):
         time by hand pass False and call :meth:`tick`
     :param request_timeout_ms: real-time ms a blocking call (``commit_sync``, ``close``, a
         heartbeat) waits for the store
+    :param group_protocol: ``"classic"`` (JoinGroup/SyncGroup, the assignor runs in the
+        leader), or ``"consumer"`` (KIP-848: the store's coordinator assigns; the result is
+        an :class:`~offsetlog.member.consumer_member.ConsumerGroupMember`, with the same
+        methods, whose ``server_assignor`` and ``rack_id`` replace ``assignors``,
+        ``session_timeout_ms`` and ``heartbeat_interval_ms``; docs/MEMBER.md)
     """
+
+    def __new__(cls, *args, group_protocol: str = "classic", **kwargs):
+        # group_protocol="consumer": a member of the consumer group protocol (KIP-848), as
+        # Kafka's KafkaConsumer delegates to its AsyncKafkaConsumer for group.protocol=consumer
+        if group_protocol == "consumer" and cls is GroupMember:
+            from offsetlog.member.consumer_member import ConsumerGroupMember
+
+            return ConsumerGroupMember(*args, **kwargs)
+        if group_protocol not in ("classic", "consumer"):
+            raise ValueError(f"group_protocol must be 'classic' or 'consumer', not "
+                             f"{group_protocol!r}")
+        return super().__new__(cls)
 
     def __init__(self, store, group_id: str, *,
                  partitions_per_topic: Mapping[str, int] | Callable[[], Mapping[str, int]],
@@ -119,7 +136,7 @@ class GroupMember(RebalanceSteps, CommitTracking, ClassicHeartbeat):
                  max_poll_interval_ms: int = 300_000, rebalance_timeout_ms: int | None = None,
                  enable_auto_commit: bool = True, auto_commit_interval_ms: int = 5_000,
                  clock: Callable[[], int] | None = None, heartbeat_thread: bool = True,
-                 request_timeout_ms: int = 30_000) -> None:
+                 request_timeout_ms: int = 30_000, group_protocol: str = "classic") -> None:
         check_group_id(group_id)
         if not isinstance(client_id, str):
             raise TypeError(f"client_id must be a str, not {type(client_id).__name__}")
