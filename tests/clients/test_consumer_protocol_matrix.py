@@ -31,7 +31,7 @@ TOPICS = ["orders:4", "wide:6"]
 NAMES = ["orders", "wide"]
 ALL = {f"orders:{p}" for p in range(4)} | {f"wide:{p}" for p in range(6)}
 #: short sessions and heartbeats, so a member that stops heartbeating is removed soon
-CONFIG = ["group.consumer.session.timeout.ms=4000", "group.consumer.heartbeat.interval.ms=500"]
+CONFIG = ["group.consumer.session.timeout.ms=6000", "group.consumer.heartbeat.interval.ms=500"]
 
 
 @pytest.fixture(scope="module")
