@@ -164,7 +164,7 @@ def _state_row(v: GroupView) -> dict:
     md = v.metadata or {}
     return {"group": v.group, "state": v.state, "generation": md.get("generation", 0) if md else 0,
             "protocol_type": md.get("protocol_type") or None, "protocol": md.get("protocol"),
-            "leader": md.get("leader"), "num_members": len(v.members), "type": "classic"}
+            "leader": md.get("leader"), "num_members": len(v.members)}
 
 
 def _print_rows(out: Output, columns, rows: list[dict], *, title: str, right=()) -> None:
@@ -213,15 +213,19 @@ def cmd_describe(args: argparse.Namespace, out: Output) -> int:
 def _describe_members(args: argparse.Namespace, out: Output, views: dict) -> int:
     """Classic groups' members in kafka-consumer-groups' columns; consumer-protocol groups'
     with their epochs, assignments and targets (``consumer_view``), in a table of their
-    own."""
+    own. In JSON the consumer-protocol rows have ``"type": "consumer"``; classic rows, and
+    a store with no consumer-protocol group, print exactly what they did before (the
+    compatibility fixtures, tests/store/test_compat_fixtures.py, hold old stores to it)."""
     rows = [r for v in views.values() if v.consumer is None for r in _member_rows(v)]
     groups = [v.consumer for v in views.values() if v.consumer is not None]
     consumer_rows = [r for g in groups for r in consumer_view.member_rows(g)]
     if out.json:
-        out.emit_json({
-            "members": [{**r, "type": "classic"} for r in rows] + consumer_rows,
-            "consumer_groups": [consumer_view.group_row(
-                g, consumer_view.preferred_assignor(g)) for g in groups]})
+        # a store without consumer-protocol groups prints what it always printed
+        doc: dict = {"members": rows + consumer_rows}
+        if groups:
+            doc["consumer_groups"] = [consumer_view.group_row(
+                g, consumer_view.preferred_assignor(g)) for g in groups]
+        out.emit_json(doc)
         return 0
     if not rows and not consumer_rows:
         out.line(f"{_which(args)} no active members.")

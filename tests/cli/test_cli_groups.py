@@ -40,7 +40,7 @@ def test_describe_members_and_state(group_store, capsys):
     groups = {g["group"]: g for g in json.loads(capsys.readouterr().out)["groups"]}
     assert groups["billing"] | {"leader": None} == {
         "group": "billing", "state": "Stable", "generation": 1, "protocol_type": "consumer",
-        "protocol": "range", "leader": None, "num_members": 2, "type": "classic"}
+        "protocol": "range", "leader": None, "num_members": 2}
     assert groups["solo"]["state"] == "Empty" and groups["solo"]["num_members"] == 0
 
 
