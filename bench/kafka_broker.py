@@ -374,10 +374,15 @@ def _die_with_parent() -> None:
 
 
 def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (22 chars)."""
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (22 chars),
+    never starting with "-" (as Kafka's ``Uuid.randomUuid``): StorageTool's ``-t -abc...``
+    reads such an id as an option and refuses to format, one start in 64."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _request(sock: socket.socket, api_key: int, version: int, body: dict):

@@ -33,6 +33,9 @@ Cases (and what each compares):
 ``kafka``      the same OffsetCommit load against Apache Kafka and ``offsetlog serve``: Kafka's
                defaults vs fsync=interval, flush.messages=1 vs fsync=always (bench/kafka.py;
                needs Java 17+ and Maven; runs only when named in --only)
+``rebalance``  10 confluent-kafka members: the last joining / one leaving -> every partition
+               owned, consumer vs classic protocol, offsetlog vs Kafka (bench/rebalance.py;
+               runs only when named in --only)
 """
 
 from __future__ import annotations
@@ -79,9 +82,9 @@ from offsetlog.bench.workload import (
 )
 
 CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
-         "transactions", "wire", "kafka")
-#: what runs without --only: all but kafka, which starts Apache Kafka (Java, Maven) twice
-DEFAULT_CASES = tuple(c for c in CASES if c != "kafka")
+         "transactions", "wire", "kafka", "rebalance")
+#: what runs without --only: all but those that start Apache Kafka (Java, Maven)
+DEFAULT_CASES = tuple(c for c in CASES if c not in ("kafka", "rebalance"))
 
 #: sizes of a full run (~10 minutes on 2 cores) and of --quick (~1-2 minutes)
 FULL = {
@@ -525,6 +528,9 @@ def _run(args, console, only) -> int:
             elif name == "kafka":
                 from offsetlog.bench.kafka import run_kafka_benchmark
                 runner.rows.extend(run_kafka_benchmark(runner.data_dir, quick=args.quick))
+            elif name == "rebalance":
+                from offsetlog.bench.rebalance import run_rebalance_benchmark
+                runner.rows.extend(run_rebalance_benchmark(runner.data_dir, quick=args.quick))
             else:
                 getattr(runner, "async_" if name == "async" else name)()
         except Exception as e:  # noqa: BLE001 - one broken case must not hide the others

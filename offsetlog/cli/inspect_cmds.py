@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
+from offsetlog.cli import consumer_view
 from offsetlog.cli.output import Output, Styled, ts
 from offsetlog.errors import OffsetlogError
+from offsetlog.group.consumer import ConsumerGroup
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from offsetlog.recovery.tools import inspect
 from offsetlog.store.opening import check_store_path
@@ -32,13 +34,18 @@ class GroupView:
     #: (topic, partition) -> [(producer id, entry, superseded)] of open transactions
     pending: dict = field(default_factory=dict)
     metadata: dict | None = None  # its latest GROUP_METADATA value
+    #: the group as a consumer-protocol (KIP-848) group, when it is one
+    consumer: ConsumerGroup | None = None
 
     @property
     def members(self) -> list[dict]:
+        """The classic protocol's members (a consumer-protocol group's are in ``consumer``)."""
         return list((self.metadata or {}).get("members") or [])
 
     @property
     def state(self) -> str:
+        if self.consumer is not None:
+            return self.consumer.state()
         # as the coordinator loads a group: Stable with members, Empty without (a group that
         # only ever committed, like Kafka's simple consumer, is Empty too)
         return "Stable" if self.members else "Empty"
@@ -57,6 +64,12 @@ class GroupView:
             return []
 
     def owner_of(self, topic: str, partition: int) -> dict | None:
+        if self.consumer is not None:
+            mid = self.consumer.owners.get((topic, partition))
+            if mid is None:
+                return None
+            m = self.consumer.members[mid]
+            return {"member_id": mid, "client_host": m.client_host, "client_id": m.client_id}
         for m in self.members:
             if (topic, partition) in {tuple(tp) for tp in self.assignment(m)}:
                 return m
@@ -71,10 +84,12 @@ def load_groups(out: Output, path: str) -> dict[str, GroupView]:
         _, tables = inspect.scan(path, salvage=False, tables=True, progress=advance)
     views: dict[str, GroupView] = {}
     for p, table in tables.items():
-        for group in table.groups() | set(table.txn.keys):
+        consumer = consumer_view.consumer_groups(table)
+        for group in table.groups() | set(table.txn.keys) | set(consumer):
             views[group] = v = GroupView(group, p)
             v.offsets = dict(table.offsets.get(group, {}))
             v.metadata = table.group_metadata.get(group)
+            v.consumer = consumer.get(group)
             for tp, per_pid in table.txn.keys.get(group, {}).items():
                 v.pending[tp] = [(pid, slot[0], slot[2]) for pid, slot in sorted(per_pid.items())]
     return dict(sorted(views.items()))
@@ -140,6 +155,12 @@ def _member_rows(v: GroupView) -> list[dict]:
 
 
 def _state_row(v: GroupView) -> dict:
+    if v.consumer is not None:  # a consumer-protocol group: its group epoch and assignor
+        g = v.consumer
+        return {"group": v.group, "state": v.state, "generation": g.group_epoch,
+                "protocol_type": "consumer", "protocol": consumer_view.preferred_assignor(g),
+                "leader": None, "num_members": len(g.members), "type": "consumer",
+                "target_assignment_epoch": g.assignment_epoch}
     md = v.metadata or {}
     return {"group": v.group, "state": v.state, "generation": md.get("generation", 0) if md else 0,
             "protocol_type": md.get("protocol_type") or None, "protocol": md.get("protocol"),
@@ -171,15 +192,7 @@ def cmd_describe(args: argparse.Namespace, out: Output) -> int:
                         right=("GENERATION", "#MEMBERS"))
         return 0
     if args.members:
-        rows = [r for v in views.values() for r in _member_rows(v)]
-        if out.json:
-            out.emit_json({"members": rows})
-        elif rows:
-            _print_rows(out, MEMBER_COLUMNS, rows, title=f"members in {args.dir}",
-                        right=("#PARTITIONS",))
-        else:
-            out.line(f"{_which(args)} no active members.")
-        return 0
+        return _describe_members(args, out, views)
     rows = [r for v in views.values() for r in _offset_rows(v)]
     if out.json:
         out.emit_json({"offsets": rows})
@@ -194,6 +207,38 @@ def cmd_describe(args: argparse.Namespace, out: Output) -> int:
     if any(r["pending"] for r in rows):
         out.line("TRANSACTION 'pending': offsets of a transaction not yet committed or "
                  "aborted; fetch() does not return them until it commits.")
+    return 0
+
+
+def _describe_members(args: argparse.Namespace, out: Output, views: dict) -> int:
+    """Classic groups' members in kafka-consumer-groups' columns; consumer-protocol groups'
+    with their epochs, assignments and targets (``consumer_view``), in a table of their
+    own. In JSON the consumer-protocol rows have ``"type": "consumer"``; classic rows, and
+    a store with no consumer-protocol group, print exactly what they did before (the
+    compatibility fixtures, tests/store/test_compat_fixtures.py, hold old stores to it)."""
+    rows = [r for v in views.values() if v.consumer is None for r in _member_rows(v)]
+    groups = [v.consumer for v in views.values() if v.consumer is not None]
+    consumer_rows = [r for g in groups for r in consumer_view.member_rows(g)]
+    if out.json:
+        # a store without consumer-protocol groups prints what it always printed
+        doc: dict = {"members": rows + consumer_rows}
+        if groups:
+            doc["consumer_groups"] = [consumer_view.group_row(
+                g, consumer_view.preferred_assignor(g)) for g in groups]
+        out.emit_json(doc)
+        return 0
+    if not rows and not consumer_rows:
+        out.line(f"{_which(args)} no active members.")
+        return 0
+    if rows:
+        _print_rows(out, MEMBER_COLUMNS, rows, title=f"members in {args.dir}",
+                    right=("#PARTITIONS",))
+    if consumer_rows:
+        if rows:
+            out.line()
+        _print_rows(out, consumer_view.COLUMNS, consumer_rows,
+                    title=f"consumer-protocol members in {args.dir}",
+                    right=consumer_view.RIGHT)
     return 0
 
 

@@ -72,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", help="only this group")
     shown = p.add_mutually_exclusive_group()
     shown.add_argument("--members", action="store_true",
-                       help="the members: id, instance id, client id, host, assignment")
+                       help="the members: id, instance id, client id, host, assignment; for "
+                            "consumer-protocol groups also rack, state, epochs and target "
+                            "assignment")
     shown.add_argument("--state", action="store_true",
                        help="state, generation, protocol type, protocol, members")
     json_flag(p)

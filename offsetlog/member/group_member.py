@@ -55,17 +55,10 @@ from offsetlog.assignors import (
     get_assignor,
     select_rebalance_protocol,
 )
-from offsetlog.errors import (
-    CommitTimeoutError,
-    FencedInstanceIdError,
-    IllegalGenerationError,
-    OffsetlogError,
-    RebalanceInProgressError,
-    StoreClosedError,
-    UnknownMemberIdError,
-)
+from offsetlog.errors import CommitTimeoutError, StoreClosedError
 from offsetlog.member.commits import CommitCallback, CommitTracking, _Commit
 from offsetlog.member.errors import MemberClosedError, NotSubscribedError, PartitionNotAssignedError
+from offsetlog.member.heartbeat import ClassicHeartbeat
 from offsetlog.member.listener import RebalanceListener, invoke, note
 from offsetlog.member.rebalance import MemberState, RebalanceSteps
 from offsetlog.store.futures import resolved_future
@@ -77,7 +70,7 @@ log = logging.getLogger("offsetlog.member")
 _UNJOINED, _PREPARING, _COMPLETING, _STABLE = MemberState
 
 
-class GroupMember(RebalanceSteps, CommitTracking):
+class GroupMember(RebalanceSteps, CommitTracking, ClassicHeartbeat):
     """One member of a consumer group, for a service that consumes in the same process as its
     :class:`~offsetlog.store.OffsetStore`.
 
@@ -116,7 +109,24 @@ class GroupMember(RebalanceSteps, CommitTracking):
         time by hand pass False and call :meth:`tick`
     :param request_timeout_ms: real-time ms a blocking call (``commit_sync``, ``close``, a
         heartbeat) waits for the store
+    :param group_protocol: ``"classic"`` (JoinGroup/SyncGroup, the assignor runs in the
+        leader), or ``"consumer"`` (KIP-848: the store's coordinator assigns; the result is
+        an :class:`~offsetlog.member.consumer_member.ConsumerGroupMember`, with the same
+        methods, whose ``server_assignor`` and ``rack_id`` replace ``assignors``,
+        ``session_timeout_ms`` and ``heartbeat_interval_ms``; docs/MEMBER.md)
     """
+
+    def __new__(cls, *args, group_protocol: str = "classic", **kwargs):
+        # group_protocol="consumer": a member of the consumer group protocol (KIP-848), as
+        # Kafka's KafkaConsumer delegates to its AsyncKafkaConsumer for group.protocol=consumer
+        if group_protocol == "consumer" and cls is GroupMember:
+            from offsetlog.member.consumer_member import ConsumerGroupMember
+
+            return ConsumerGroupMember(*args, **kwargs)
+        if group_protocol not in ("classic", "consumer"):
+            raise ValueError(f"group_protocol must be 'classic' or 'consumer', not "
+                             f"{group_protocol!r}")
+        return super().__new__(cls)
 
     def __init__(self, store, group_id: str, *,
                  partitions_per_topic: Mapping[str, int] | Callable[[], Mapping[str, int]],
@@ -126,7 +136,7 @@ class GroupMember(RebalanceSteps, CommitTracking):
                  max_poll_interval_ms: int = 300_000, rebalance_timeout_ms: int | None = None,
                  enable_auto_commit: bool = True, auto_commit_interval_ms: int = 5_000,
                  clock: Callable[[], int] | None = None, heartbeat_thread: bool = True,
-                 request_timeout_ms: int = 30_000) -> None:
+                 request_timeout_ms: int = 30_000, group_protocol: str = "classic") -> None:
         check_group_id(group_id)
         if not isinstance(client_id, str):
             raise TypeError(f"client_id must be a str, not {type(client_id).__name__}")
@@ -408,67 +418,6 @@ class GroupMember(RebalanceSteps, CommitTracking):
         if errors:
             raise errors[0]
         return self.assignment()
-
-    def tick(self, now_ms: int | None = None) -> None:
-        """Do what the heartbeat thread does, once: heartbeat if ``heartbeat_interval_ms`` has
-        passed since the last one (and wait for the answer), or leave the group if ``poll`` was
-        not called within ``max_poll_interval_ms``. The thread calls it; tests with a manual
-        clock call it instead of starting the thread.
-
-        :param now_ms: the member clock's time to judge by (default: now)
-        """
-        with self._lock:
-            if self._closed or self._closing or self._fatal is not None or not self._topics:
-                return
-            now = self._clock() if now_ms is None else now_ms
-            state = self._state
-            if (state in (_STABLE, _COMPLETING) and self._last_poll_ms is not None
-                    and now - self._last_poll_ms > self._max_poll_interval_ms):
-                self._leave_for_poll_timeout(now)
-                return
-            last = self._last_heartbeat_ms
-            if state is not _STABLE or (last is not None
-                                        and now - last < self._heartbeat_interval_ms):
-                return
-            self._last_heartbeat_ms = now
-            sent = (self._generation, self._member_id)
-            try:
-                fut = self._store.heartbeat(self._group_id, member_id=self._member_id,
-                                            generation_id=self._generation,
-                                            group_instance_id=self._instance_id)
-            except OffsetlogError as e:  # the store is closed or failed
-                log.debug("heartbeat of %s not sent: %r", self, e)
-                return
-        try:
-            response = fut.result(timeout=self._request_timeout_s)
-        except Exception as e:
-            log.debug("heartbeat of %s got no answer: %r", self, e)
-            return
-        with self._lock:
-            error = response.error
-            if error is None or (self._generation, self._member_id) != sent or self._closed:
-                return  # fine, or about a generation the member has left behind already
-            if isinstance(error, RebalanceInProgressError):
-                if self._state is _STABLE and not self._rejoin_needed:
-                    log.info("%s: the group is rebalancing; rejoining on the next poll", self)
-                    self._rejoin_needed = True
-                    self._bump()
-            elif isinstance(error, FencedInstanceIdError):
-                self._fence(error)
-            elif isinstance(error, (UnknownMemberIdError, IllegalGenerationError)):
-                log.info("%s: heartbeat answered %r; its partitions are lost", self, error)
-                self._reset(error, forget_member_id=isinstance(error, UnknownMemberIdError))
-            else:  # CoordinatorNotAvailable and the like: try again at the next interval
-                log.debug("heartbeat of %s answered %r", self, error)
-
-    def _heartbeat_loop(self) -> None:
-        # wake often enough to heartbeat on time and to notice a stalled poll() promptly
-        period = min(self._heartbeat_interval_ms, 100) / 1000.0
-        while not self._hb_stop.wait(period):
-            try:
-                self.tick()
-            except Exception:
-                log.exception("%s: heartbeat failed", self)
 
     # -- commits -------------------------------------------------------------------------------
 

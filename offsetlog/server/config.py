@@ -91,6 +91,8 @@ PROPERTIES = {
     "authorizer.class.name": ("authorizer", _authorizer),
     "super.users": ("super_users", _text),
     "allow.everyone.if.no.acl.found": ("allow_everyone_if_no_acl", _bool),
+    # the node's rack: Metadata gives it for the node (every partition's one replica)
+    "broker.rack": ("broker_rack", _text),
 }
 
 
@@ -147,6 +149,10 @@ class ServerConfig:
     super_users: str = ""
     #: allow.everyone.if.no.acl.found: allow an action on a resource no ACL applies to
     allow_everyone_if_no_acl: bool = False
+    #: broker.rack: the rack Metadata names for this node, so every partition's (one) replica
+    #: is in it; None: no rack, as Kafka's default. Kafka 4.4's server-side assignors
+    #: (``uniform``, ``range``) do not read racks, and neither do ours (docs/GROUPS.md)
+    broker_rack: str | None = None
     #: the settings given, by Kafka name (for the startup log)
     given: dict = field(default_factory=dict, compare=False)
 

@@ -34,7 +34,9 @@ def broker_configs(config: ServerConfig, log_partitions: int) -> list[tuple[str,
     out = []
     for name, (field, _) in sorted(PROPERTIES.items()):
         value = getattr(config, field)
-        if isinstance(value, bool):
+        if value is None and field == "broker_rack":  # Kafka's: a STRING with no value
+            text, kind = None, STRING
+        elif isinstance(value, bool):
             text, kind = ("true" if value else "false"), BOOLEAN
         elif isinstance(value, str):
             text, kind = value, STRING

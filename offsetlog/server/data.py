@@ -93,7 +93,8 @@ def metadata(ctx: Context, call: Call, now_ms: int):
                       for name in hidden_create + hidden)
         host, port = ctx.address(call.listener)  # the listener the client came in on
         return call.respond(
-            brokers=[dict(node_id=NODE_ID, host=host, port=port, rack=None)],
+            brokers=[dict(node_id=NODE_ID, host=host, port=port,
+                          rack=ctx.config.broker_rack)],
             cluster_id=CLUSTER_ID, controller_id=NODE_ID, topics=topics,
             cluster_authorized_operations=cluster_ops, error_code=E.NONE)
 

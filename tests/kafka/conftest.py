@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from support.consumer_settle import wait_until_assignable
 from support.wire_server import Server
 
 #: the topics every case may use, on both targets
@@ -25,6 +26,7 @@ def offsetlog_target(tmp_path_factory):
 def targets(kafka_broker, kafka_topics, offsetlog_target):
     """``(kafka port, offsetlog port)``."""
     kafka_topics(TOPICS)
+    wait_until_assignable(kafka_broker.port, TOPICS)
     return kafka_broker.port, offsetlog_target.port
 
 

@@ -38,6 +38,7 @@ def test_confluent_describes_the_broker_and_topics(configured):
     assert broker["num.io.threads"].value == "8"  # Kafka's default
     assert broker["offsets.topic.num.partitions"].value == "50"  # the store's own count
     assert broker["group.max.size"].value == str(2 ** 31 - 1)  # Kafka's "no limit"
+    assert broker["broker.rack"].value is None  # Kafka's default: no rack
     # the consumer group protocol's settings (KIP-848), Kafka's defaults
     assert {k: v.value for k, v in broker.items() if k.startswith("group.consumer.")} == {
         "group.consumer.session.timeout.ms": "45000",
@@ -71,6 +72,7 @@ def test_kafka_python_describes_the_broker_with_synonyms(configured):
     assert types["auto.create.topics.enable"] == "BOOLEAN"  # Kafka's declared types
     assert types["connections.max.idle.ms"] == "LONG"
     assert types["num.io.threads"] == "INT"
+    assert types["broker.rack"] == "STRING"
     assert types["transaction.abort.timed.out.transaction.cleanup.interval.ms"] == "INT"
 
 

@@ -618,7 +618,7 @@ func txn(args []string) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: franzgo member|admin|txn ..."))
+		fail(errors.New("usage: franzgo member|admin|txn|members848 ..."))
 	}
 	switch os.Args[1] {
 	case "member":
@@ -627,6 +627,8 @@ func main() {
 		admin(os.Args[2:])
 	case "txn":
 		txn(os.Args[2:])
+	case "members848":
+		members848(os.Args[2:])
 	default:
 		fail(fmt.Errorf("unknown mode %s", os.Args[1]))
 	}
