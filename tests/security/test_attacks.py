@@ -155,7 +155,10 @@ def test_a_nonce_that_does_not_extend_the_clients_fails(secure_server):
         first = call(s, AUTHENTICATE, 2, auth_bytes=client.first_message())
         client.process_server_first_message(first.auth_bytes)
         final = client.final_message()
-        forged = final.replace(b"r=" + client.nonce, b"r=" + client.nonce[:-2] + b"zz")
+        # the nonce's last two characters changed to ones they are not (they are random)
+        tail = b"yy" if client.nonce.endswith(b"zz") else b"zz"
+        forged = final.replace(b"r=" + client.nonce, b"r=" + client.nonce[:-2] + tail)
+        assert forged != final
         answer = call(s, AUTHENTICATE, 2, auth_bytes=forged)
         assert answer.error_code == E.SASL_AUTHENTICATION_FAILED
         assert closed(s)
@@ -199,12 +202,11 @@ def test_many_half_open_tls_handshakes_do_not_stop_the_server(tmp_path, certs):
             s.sendall(hello[:len(hello) // 2])
             flood.append(s)
         ctx = ssl.create_default_context(cafile=str(certs.ca))
-        started = time.monotonic()
+        # (served while the flood is held: the socket's timeout fails the test otherwise)
         with socket.create_connection(("127.0.0.1", server.ports["SASL_SSL"]), timeout=10) as raw:
             with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
                 _, _, answer = authenticate(s)
                 assert answer.error_code == E.NONE
-        assert time.monotonic() - started < 10
         for s in flood:
             s.close()
     finally:
