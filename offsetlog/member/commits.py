@@ -52,8 +52,9 @@ class _Commit:
     callback: CommitCallback | None
 
 
-class CommitTracking:
-    """Mixin: positions to offsets, commits with the member's generation, auto-commit."""
+class OwnedOffsets:
+    """Mixin of both kinds of member (classic and consumer protocol): the offsets a commit
+    sends, checked, or the positions of the partitions the member owns."""
 
     def _offsets_to_commit(self, offsets) -> dict:
         """``offsets`` checked (bad input raises at once, even for a commit that will be held),
@@ -69,6 +70,10 @@ class CommitTracking:
         with self._lock:
             return {tp: OffsetAndMetadata(self._positions[tp])
                     for tp in sorted(partitions) if tp in self._positions}
+
+
+class CommitTracking(OwnedOffsets):
+    """Mixin: positions to offsets, commits with the member's generation, auto-commit."""
 
     def _submit_commit(self, offsets: dict, callback: CommitCallback | None) -> Future:
         commit = _Commit(offsets, running_future(), callback)

@@ -51,10 +51,11 @@ from offsetlog.group.consumer.errors import (
     UnsupportedAssignorError,
 )
 from offsetlog.group.errors import GroupMaxSizeReachedError
+from offsetlog.member.commits import OwnedOffsets
 from offsetlog.member.errors import MemberClosedError, NotSubscribedError, PartitionNotAssignedError
 from offsetlog.member.listener import RebalanceListener, invoke
 from offsetlog.types import OffsetAndMetadata, TopicPartition
-from offsetlog.validation import check_group_id, check_offsets, check_partition
+from offsetlog.validation import check_group_id, check_partition
 
 log = logging.getLogger("offsetlog.member")
 
@@ -67,7 +68,7 @@ _FATAL = (FencedInstanceIdError, UnreleasedInstanceIdError, GroupMaxSizeReachedE
 CLASSIC_ONLY = ("assignors", "session_timeout_ms", "heartbeat_interval_ms")
 
 
-class ConsumerGroupMember:
+class ConsumerGroupMember(OwnedOffsets):
     """One member of a consumer-protocol group; see the module docstring. The parameters
     are :class:`~offsetlog.member.GroupMember`'s, except that the coordinator sets the session
     timeout and heartbeat interval and runs the assignor:
@@ -421,7 +422,7 @@ class ConsumerGroupMember:
         :raises StaleMemberEpochError, UnknownMemberIdError: the member's epoch or membership
             moved on (a STALE_MEMBER_EPOCH is retried once with the member's newer epoch)
         """
-        offsets = self._to_commit(offsets)
+        offsets = self._offsets_to_commit(offsets)
         try:
             if offsets:
                 self._commit(offsets, timeout_ms)
@@ -444,7 +445,7 @@ class ConsumerGroupMember:
     def commit_async(self, offsets=None, callback=None) -> Future:
         """Commit in the background; ``callback(offsets, exception_or_None)`` runs on the
         caller's thread in a later ``poll``, ``commit_sync`` or ``close``."""
-        offsets = self._to_commit(offsets)
+        offsets = self._offsets_to_commit(offsets)
         fut: Future = Future()
         fut.set_running_or_notify_cancel()
 
@@ -461,19 +462,6 @@ class ConsumerGroupMember:
 
         threading.Thread(target=run, daemon=True, name="offsetlog-member-commit").start()
         return fut
-
-    def _to_commit(self, offsets) -> dict:
-        with self._lock:
-            self._check_open()
-            if offsets is None:
-                return self._positions_of(self._owned)
-        check_offsets(offsets, metadata_max=self._store.config.metadata_max_bytes)
-        return dict(offsets)
-
-    def _positions_of(self, partitions: Iterable[TopicPartition]) -> dict:
-        with self._lock:
-            return {tp: OffsetAndMetadata(self._positions[tp])
-                    for tp in sorted(partitions) if tp in self._positions}
 
     def _commit_quietly(self, offsets: dict) -> None:
         if offsets:
