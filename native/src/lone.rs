@@ -7,7 +7,7 @@
 //! lock, queue and flags, the log's next offset, the active segment's position and reserve,
 //! the table's offsets): this module reads and sets it in the same lock holds and order as the
 //! protocol's Python does, so rounds, the async writer and the tests see one protocol. What it
-//! saves is the interpreter's work between the steps (31,400 -> 21,300 instructions per
+//! saves is the interpreter's work between the steps (31,400 -> 21,600 instructions per
 //! `commit_sync`, docs/DESIGN.md). Every case off the usual path is left to the Python that
 //! handles it: a partition that is not idle (`GroupCommitter._queue_sync`), a write that
 //! needs a new segment, a reserve, a first `RWF_DSYNC` try or a fault-injection hook

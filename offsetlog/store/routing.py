@@ -11,12 +11,9 @@ from __future__ import annotations
 from typing import Callable
 
 from offsetlog.errors import IllegalGenerationError, UnknownMemberIdError
-from offsetlog.log import records
-from offsetlog.log._native import plain_commit_fields
-from offsetlog.log.records import KEYS_CACHED, PLAIN_COMMIT_BOUND, offset_commit_fields
+from offsetlog.log.records import offset_commit_fields
 from offsetlog.partitioner import partition_for
 from offsetlog.store.commit_queue import PartitionWriter
-from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id
 
 Check = Callable[[], None]
@@ -52,17 +49,8 @@ class CommitRouter:
             route = self.routes[group_id] = make_route(self._parts, group_id, self._clock)
         part, precheck = route
         now = self._clock()
-        # offset_commit_fields' first step, inline (a call fewer per commit): the usual call
-        # checked in one native pass; anything else, or a call too large, the long way (the
-        # limit read from records at each call: tests lower it)
-        usual = (plain_commit_fields(group_id, offsets, now, self._keys, KEYS_CACHED,
-                                     PLAIN_COMMIT_BOUND, TopicPartition, OffsetAndMetadata)
-                 if offsets.__class__ is dict else None)
-        if usual is not None and usual[1] <= records.MAX_CALL_BYTES:
-            fields, nbytes = usual
-        else:
-            fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
-                                                  self._keys, self._min_offset)
+        fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
+                                              self._keys, self._min_offset)
         if transactional or not (generation_id.__class__ is int and generation_id == -1
                                  and member_id == "" and group_instance_id is None):
             precheck = fencing(part, group_id, generation_id, member_id, group_instance_id,
