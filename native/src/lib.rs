@@ -5,8 +5,9 @@
 //! live path's commit calls framed and applied from their fields (`commits`), the
 //! durable write of a round, its wait without the GIL (`write`), and the lone commit's pass
 //! with the usual durable write (`lone`), a `commit_async` call's queueing (`async_commit`),
-//! the hot state they read (`state`), and the io_uring ring the wire server's event loop
-//! writes through (`uring`, Linux).
+//! the hot state they read (`state`), the io_uring ring the store's async writer writes
+//! through when an event loop leads it (`uring`, Linux), and the wire server's plaintext
+//! request loop with its hot requests' codec (`wire_conn`, `wire_codec`).
 //!
 //! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
@@ -21,6 +22,7 @@ pub mod apply;
 mod async_commit;
 pub mod batch;
 mod commits;
+mod huge_alloc;
 mod lone;
 pub mod msgpack;
 mod scan;
@@ -28,7 +30,13 @@ mod snapshot;
 mod state;
 #[cfg(target_os = "linux")]
 mod uring;
+mod wire_codec;
+mod wire_conn;
 mod write;
+
+/// (`huge_alloc` says why: a hostile frame's array counts must not abort the process)
+#[global_allocator]
+static ALLOCATOR: huge_alloc::HugeAlloc = huge_alloc::HugeAlloc;
 
 #[pymodule]
 #[pyo3(name = "_native")]
@@ -46,6 +54,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     lone::register(m)?;
     async_commit::register(m)?;
     state::register(m)?;
+    wire_conn::register(m)?;
     #[cfg(target_os = "linux")]
     uring::register(m)?;
     scan::register(m)

@@ -121,7 +121,10 @@ def encoded(response: Any) -> Encoded:
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The length-prefixed response frame (header version as the response's schema says:
     v0 for non-flexible versions and for ApiVersions, v1 otherwise); ``response`` is a kio
-    message or an :class:`Encoded` one."""
+    message or an :class:`Encoded` one, or the whole frame already (``bytes``: an answer the
+    native codec encoded)."""
+    if response.__class__ is bytes:
+        return response
     if response.__class__ is Encoded:
         header_schema, body = response.header_schema, response.body
     else:

@@ -135,10 +135,8 @@ class ServerConfig:
     #: connections.max.idle.ms (10 min): a connection that sends nothing and is owed nothing
     #: for this long is closed (a half-sent frame cannot hold one open)
     connections_max_idle_ms: int = 600_000
-    #: num.io.threads: threads for the requests that wait for the disk (commits, group
-    #: deletes, transaction steps, topic creation). Kafka's default, 8: 32 connections of
-    #: commits got 8 % more through 8 threads than through 32, whose writes wait longer for
-    #: the GIL (bench/RESULTS.md, ninth session)
+    #: num.io.threads: accepted, so a Kafka broker's configuration loads, and not used: each
+    #: connection's thread does its own requests' work (connection.py)
     num_io_threads: int = 8
     #: listeners, TLS, SASL and connection limits (security_config.py, docs/SECURITY.md)
     security: SecurityConfig = field(default_factory=SecurityConfig)

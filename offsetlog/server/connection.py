@@ -1,49 +1,30 @@
-"""Sockets: accept connections, cut frames, decode them, and send the answers in request
-order on each connection. Everything Kafka-specific is elsewhere: frames go to ``codec``
-and ``apis.handle`` (plain functions), and the ``work.Reply`` they return is carried out
-here (store futures, blocking store calls on worker threads, delays), so the event loop
-never waits for an fsync.
+"""Connections: each served by its own thread, a plain request loop. Everything
+Kafka-specific is elsewhere: frames go to ``codec`` and ``apis.handle`` (plain functions),
+and the ``work.Reply`` they return is carried out here, on the connection's thread.
 
-The asyncio event loop reads: it watches the listening and the connected sockets
-(``add_reader``), cuts frames, decodes them and runs the handlers. Each connection keeps a
-FIFO of *slots*, one per request that is answered, in request order; an answer is sent as
-soon as every answer ahead of it has been, by whichever thread made it, under the
-connection's lock. A JoinGroup parked for a rebalance holds back the answers behind it on
-its own connection only, as in Kafka.
+A connection's thread reads a frame, answers it and only then reads the next, as Kafka's
+broker handles one request of a connection at a time: answers go out in request order with
+no bookkeeping, a JoinGroup parked for a rebalance holds back its own connection only, and
+a commit waits for its fsync on the thread of the connection that asked for it, so one slow
+write holds up nobody else. Requests a client sends ahead wait in the socket's buffer.
 
-Why commits look the way they do (bench/wire.py; measured on 2 cores, 32 connections):
+Why threads (bench/wire.py; docs/PROTOCOL.md has the figures): the event loop that served
+every connection before spent more CPU handing commits between itself, worker threads and
+the store's writer than the commits cost, and each hand-off was a thread wake-up and a wait
+for the GIL. A thread per connection calls the store's ``commit_sync`` itself, as the
+embedded API's callers do, and waits for nothing else. The asyncio loop only accepts
+connections and keeps the listeners' timers (``listeners.Acceptor``).
 
-* Under load a commit is ``store.commit_async`` (``Reply.queued``), and the loop's thread
-  leads the store's async writer itself (``store.async_writer.drive_from_loop``): it frames
-  each log partition's round, the kernel makes its DSYNC write through an io_uring ring
-  (threads that run only the system call where there is none; writes to many partitions
-  overlap), and when one is done the loop applies it and the future's done-callback makes
-  and sends the answer, all on this thread. Committing on
-  ``num.io.threads`` workers with ``commit_sync`` instead, each worker leading its
-  partition's round and answering, spread a commit's Python over nine threads that queued
-  for the GIL after every system call: this gets 1.08-1.23x as many through (medians of
-  two sets of interleaved runs, bench/RESULTS.md).
-* A lone commit runs on the loop's own thread (``Reply.inline``): ``commit_sync`` writes it
-  at once, with no hand-off at all (a queued one would cost two: to a pool thread and back).
-  It is lone when no other connection has committed in the last ``INLINE_ALONE_S``, no
-  queued commit waits for its write and no worker is busy; if one ever takes longer than
-  ``INLINE_STALL_S``, commits are queued only for ``INLINE_PAUSE_S``, so a slow disk cannot
-  hold up heartbeats and reads commit after commit.
-* The thread that made an answer sends it, under the connection's lock: the loop's for
-  commits, a worker for the other blocking calls (transactions, deletions, topic creation).
-* Plain sockets rather than asyncio transports, because transports may only be written
-  from the loop's thread. A send that does not fit the socket buffer keeps the rest and
-  asks the loop to finish it (``add_writer``).
-
-Listening and accepting (and TLS, limits) are ``listeners.Acceptor``'s; each connection has a
-``sasl.Session``: until it is authenticated its requests go to the session (ApiVersions and
-the SASL APIs), and every request's ``Call`` carries its principal and listener.
+Each connection has a ``sasl.Session``: until it is authenticated its requests go to the
+session (ApiVersions and the SASL APIs), and every request's ``Call`` carries its principal
+and listener. TLS connections read and write through ``tls.TlsSocket``.
 
 A frame longer than ``socket.request.max.bytes`` or shorter than a header, one that does not
 decode, an unknown API key or an unsupported version (except ApiVersions, answered with
 UNSUPPORTED_VERSION and the supported versions) closes that connection after the answers
-already queued; nothing of it reaches the store. A connection that sends nothing, and is
-owed nothing, for ``connections.max.idle.ms`` is closed (a half frame cannot hold it open).
+already sent; nothing of it reaches the store. A connection that sends nothing, and is
+owed nothing, for ``connections.max.idle.ms`` is closed (a half frame cannot hold it open),
+as is one whose client stops reading its answers for that long.
 """
 
 from __future__ import annotations
@@ -53,14 +34,16 @@ import logging
 import socket
 import threading
 import time
-from collections import deque
 from concurrent.futures import Future
 
+from offsetlog.log import _native
 from offsetlog.server import apis
 from offsetlog.server import errors as E
+from offsetlog.server.apis_keys import OFFSET_COMMIT
 from offsetlog.server.codec import (
     LENGTH_SIZE,
     FrameError,
+    Header,
     build,
     decode_request,
     encode_response,
@@ -69,246 +52,218 @@ from offsetlog.server.codec import (
     response_schema,
 )
 from offsetlog.server.context import Call, Context
+from offsetlog.server.offsets import NATIVE_OFFSET_COMMIT, commit_fields, decode_offset_commit
 from offsetlog.server.sasl import SASL_HANDSHAKE, Session
 from offsetlog.server.work import Outcome, Reply
-from offsetlog.server.workers import Workers
 
 log = logging.getLogger("offsetlog.server")
 
-#: answers a connection may have outstanding before the server stops reading from it
-MAX_IN_FLIGHT = 128
-#: unsent answer bytes of a connection (its client does not read) before the server stops
-#: reading from it
-MAX_UNSENT = 1 << 20
 #: the shortest frame that can hold a request header (key, version, correlation id, client)
 MIN_FRAME = 10
-#: bytes asked of one recv, into the loop's one receive buffer: a recv() of this size would
-#: allocate it afresh each time, and an allocation this large is an mmap and munmap (12 us
-#: more a call than a recv of 64 KiB, measured), paid by every request
-RECV_SIZE = 256 * 1024
-#: a commit run on the loop's thread that takes longer than this (seconds) ...
-INLINE_STALL_S = 0.02
-#: ... sends every commit to the workers for this long (seconds)
-INLINE_PAUSE_S = 10.0
-#: a commit runs on the loop's thread only if no other connection's came this recently
-INLINE_ALONE_S = 0.005
-#: an answer that could not be made (the handler failed, logged): the connection is closed
-#: after the answers ahead of it, since its client would wait for it forever
-_FAILED = object()
-
-
-class Slot:
-    """One answer's place in its connection's order: ``data`` is None until it is made."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data=None) -> None:
-        self.data = data
+#: bytes asked of one recv: one allocation under malloc's mmap threshold (an mmap and munmap
+#: a call cost 12 us more, measured), more than a commit's frame, and what a TLS
+#: connection's ciphertext read (``tls.RAW_READ``) decrypts into at most
+RECV_SIZE = 64 * 1024
 
 
 class Connections:
-    """The listening sockets and the connections, and what they share: the context, the
-    worker threads, the clock, the idle limit."""
+    """The open connections and what they share: the context, the clock, the idle limit,
+    the listening sockets (``listeners.Acceptor`` opens them and accepts on the loop)."""
 
-    def __init__(self, ctx: Context, workers: Workers, clock, *,
-                 monotonic=time.monotonic) -> None:
+    def __init__(self, ctx: Context, clock) -> None:
         self.ctx = ctx
-        self.workers = workers
         self.clock = clock
-        self.monotonic = monotonic  #: seconds, for the inline commits' guards
         self.loop = asyncio.get_running_loop()
-        self.loop_thread = threading.get_ident()
         self.open: set[Connection] = set()
+        self.open_lock = threading.Lock()
         #: the listening sockets (listeners.Acceptor opens them and accepts)
         self.listeners: list[socket.socket] = []
         #: (loop thread) called with each connection that closes (listeners.Acceptor's)
         self.on_close = lambda conn: None
         self.stopping = False
         self.idle_s = ctx.config.connections_max_idle_ms / 1000
-        #: what each recv reads into (the loop's thread only): see RECV_SIZE
-        self.recv_buffer = bytearray(RECV_SIZE)
-        self.recv_view = memoryview(self.recv_buffer)
-        #: (time.monotonic) commits run on the loop's thread again from then on
-        self.inline_from = 0.0
-        #: the connection of the last commit that asked to run inline, and when it asked
-        self.last_inline: tuple[Connection | None, float] = (None, 0.0)
-        #: the loop's thread is inside a commit it runs itself. That commit may lead a round
-        #: holding other requests' group records, whose futures then resolve on this thread,
-        #: inside the store call: their continuations wait for the loop instead of running
-        #: nested in it.
-        self.inline_running = False
-        #: queued commits not yet answered (any thread ends one: ``queued_lock``)
-        self.queued = 0
-        self.queued_lock = threading.Lock()
-
-    def may_inline(self, conn: Connection) -> bool:
-        """(loop thread) Whether a commit of ``conn`` may run on the loop's thread now: no
-        worker is busy, no queued commit is waiting for its write, and no other connection
-        has committed in the last ``INLINE_ALONE_S`` (under load the loop must keep reading:
-        a commit it ran itself would hold up every other connection's request for one
-        fsync)."""
-        now = self.monotonic()
-        last, at = self.last_inline
-        self.last_inline = (conn, now)
-        return (self.workers.idle and not self.queued and now >= self.inline_from
-                and (last is conn or now - at > INLINE_ALONE_S))
-
-    def ran_inline(self, seconds: float) -> None:
-        """(loop thread) A commit ran on the loop's thread for ``seconds``."""
-        if seconds > INLINE_STALL_S:
-            log.warning("a commit held the event loop for %.0f ms: commits go to worker "
-                        "threads only for the next %.0f s", seconds * 1000, INLINE_PAUSE_S)
-            self.inline_from = self.monotonic() + INLINE_PAUSE_S
-
-    def call_in_loop(self, fn, *args) -> None:
-        """``fn(*args)`` on the loop's thread: now if this is it (and it is not inside a
-        commit it runs itself), else as soon as it can."""
-        if threading.get_ident() == self.loop_thread and not self.inline_running:
-            fn(*args)
-        else:
-            self.later(fn, *args)
 
     def later(self, fn, *args) -> None:
-        """``fn(*args)`` on the loop's thread, never now (what a connection's lock holder
-        asks for: ``fn`` may take that lock)."""
+        """``fn(*args)`` on the loop's thread."""
         try:
-            if threading.get_ident() == self.loop_thread:
-                self.loop.call_soon(fn, *args)
-            else:
-                self.loop.call_soon_threadsafe(fn, *args)
+            self.loop.call_soon_threadsafe(fn, *args)
         except RuntimeError:
-            pass  # the loop has closed: the server has stopped and nobody awaits the answer
+            pass  # the loop has closed: the server has stopped
 
     def stop_reading(self) -> None:
-        """Accept nothing more and read no more requests: each connection closes once its
-        answers are out."""
+        """(loop thread) Accept nothing more and read no more requests: each connection
+        closes once the answer it is making is out."""
         self.stopping = True
         for sock in self.listeners:
             self.loop.remove_reader(sock.fileno())
             sock.close()
         self.listeners.clear()
-        for conn in list(self.open):
+        with self.open_lock:
+            conns = list(self.open)
+        for conn in conns:
             conn.close_when_answered()
 
     async def drain(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` seconds) for every connection's answers to go out, then
+        """Wait (at most ``timeout`` seconds) for every connection's answer to go out, then
         close them all."""
         deadline = time.monotonic() + timeout
         while self.open and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        for conn in list(self.open):
+        with self.open_lock:
+            conns = list(self.open)
+        for conn in conns:
             conn.close()
 
 
 class Connection:
     def __init__(self, conns: Connections, sock, host: str, session: Session) -> None:
-        """``sock``: a non-blocking socket, or a ``tls.TlsSocket`` over one."""
+        """``sock``: a socket with a timeout (the idle limit), or a ``tls.TlsSocket`` over
+        one."""
         self.conns = conns
         self.session = session  #: its listener, principal, authentication (sasl.py)
         self.ctx = conns.ctx
-        self.loop = conns.loop
         self.sock = sock
-        self.fd = sock.fileno()
+        self.raw = getattr(sock, "sock", sock)  #: the socket itself, under TLS too
         self.host = host
         self.limit = conns.ctx.config.socket_request_max_bytes
-        self.buf = bytearray()  #: received bytes not yet cut into frames (loop thread only)
-        #: guards everything below: answers are made and sent on several threads
-        self.lock = threading.Lock()
-        self.pending: deque[Slot] = deque()
-        self.unsent = bytearray()  #: answer bytes the socket did not take yet
-        self.closing = False  #: no more requests are read; closed once answers are out
+        self.buf = bytearray()  #: received bytes not yet cut into frames
+        self.lock = threading.Lock()  #: guards ``closed``
+        self.closing = False  #: no more requests are read; closed once the answer is out
         self.closed = False
-        self.reading = False
-        self.writing = False
         self.last_active = time.monotonic()
-        self.idle_timer: asyncio.TimerHandle | None = None
+        #: set when the connection closes: ends a pause (a delayed answer) early
+        self.wake = threading.Event()
+        self.recv = (sock.recv if sock is self.raw else self._recv_tls)
 
     def start(self) -> None:
-        self.conns.open.add(self)
-        self._set_reading(True)
-        self.idle_timer = self.loop.call_later(self.conns.idle_s, self._check_idle)
+        with self.conns.open_lock:
+            self.conns.open.add(self)
+        threading.Thread(target=self._serve, name=f"offsetlog-conn {self.host}",
+                         daemon=True).start()
 
-    # -- reading (the loop's thread) -----------------------------------------------------
+    # -- the request loop (the connection's thread) ----------------------------------------
 
-    def _readable(self) -> None:
-        conns = self.conns
+    def _serve(self) -> None:
         try:
-            n = self.sock.recv_into(conns.recv_buffer)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            n = 0
-        data = conns.recv_view[:n].tobytes()
-        if not data:  # the client has gone (or half-closed: it reads no more answers)
+            if self.sock is self.raw and self.session.authenticated:
+                self._serve_natively()
+            else:
+                while not self.closing:
+                    frame = self._next_frame()
+                    if frame is None or not self._request(frame):
+                        break
+        except Exception:
+            log.exception("%s: connection failed", self.host)
+        finally:
             self.close()
-            return
-        self.last_active = time.monotonic()
-        if self.closing:
-            return
-        if self.buf:
-            self.buf += data
-            self._cut(self.buf)
-        else:
-            self._cut(data)
+            try:
+                self.raw.close()
+            except OSError:
+                pass
 
-    def _cut(self, data) -> None:
-        """Handle every whole frame of ``data`` (``self.buf`` or a fresh chunk) and keep the
-        rest; stop early when the connection must stop reading."""
-        pos, end = 0, len(data)
-        while end - pos >= LENGTH_SIZE:
-            if self.closing or not self.reading:
-                break
-            size = frame_length(data, pos)
-            # (after SaslHandshake v0 a raw token may be shorter than any request)
-            if not (MIN_FRAME <= size or self.session.raw) or size > self.limit:
-                log.warning("%s: frame of %d bytes (limit %d): closing", self.host, size,
-                            self.limit)
-                self.close_when_answered()
-                return
-            if end - pos - LENGTH_SIZE < size:
-                break
-            start = pos + LENGTH_SIZE
-            pos = start + size
-            self._request(bytes(data[start:pos]))
-        if self.closing:
-            return  # close_when_answered dropped what was buffered
-        if data is self.buf:
-            del self.buf[:pos]
-        elif pos < end:
-            self.buf += data[pos:]
+    def _serve_natively(self) -> None:
+        """A plaintext connection with nothing to authenticate: the native request loop
+        reads, answers OffsetCommit itself (with ``offset_commit``'s checks and commit)
+        and hands every other frame to ``answer`` (without an authorizer: with one, every
+        request goes to ``answer``, whose checks need the whole request)."""
+        why = _native.serve_connection(self.raw.fileno(), int(self.conns.idle_s * 1000),
+                                       self.limit, self,
+                                       self.ctx.acl is None and NATIVE_OFFSET_COMMIT)
+        if why == "idle":
+            log.info("%s: idle for %.0f ms: closing", self.host, self.conns.idle_s * 1000)
+        elif why.startswith("frame "):
+            log.warning("%s: frame of %s bytes (limit %d): closing", self.host, why[6:],
+                        self.limit)
 
-    def _request(self, frame: bytes) -> None:
+    def answer(self, frame: bytes):
+        """(the native request loop) The answer to ``frame``: its bytes, None (none is
+        sent) or False (close the connection)."""
         try:
             answer = self._dispatch(frame)
         except FrameError as e:
             log.warning("%s: %s: closing", self.host, e)
-            self.close_when_answered()
-            return
+            return False
+        if answer is not None and answer.__class__ is not bytes:
+            answer = self._carry_out(*answer)
+            if answer is None:
+                return False
+        return answer
+
+    def offset_commit(self, version: int, group_id: str, generation: int, member_id: str,
+                      instance: str | None, topics):
+        """(the native request loop) An OffsetCommit's fields, checked and committed
+        (``offsets.commit_fields``)."""
+        return commit_fields(self.ctx, version, group_id, generation, member_id, instance,
+                             topics)
+
+    def _next_frame(self) -> bytes | None:
+        """The next request frame, or None: the connection is to be closed (the client
+        went, sent a frame of a size no request has, or was idle too long)."""
+        buf = self.buf
+        while True:
+            if len(buf) >= LENGTH_SIZE:
+                size = frame_length(buf)
+                # (after SaslHandshake v0 a raw token may be shorter than any request)
+                if not (MIN_FRAME <= size or self.session.raw) or size > self.limit:
+                    log.warning("%s: frame of %d bytes (limit %d): closing", self.host, size,
+                                self.limit)
+                    return None
+                end = LENGTH_SIZE + size
+                if len(buf) >= end:
+                    frame = bytes(buf[LENGTH_SIZE:end])
+                    del buf[:end]
+                    return frame
+            data = self._receive()
+            if not data:
+                return None
+            buf += data
+
+    def _receive(self) -> bytes:
+        """What the client sends next (empty: the connection is to be closed)."""
+        while not self.closing:
+            left = self.conns.idle_s - (time.monotonic() - self.last_active)
+            if left <= 0:
+                log.info("%s: idle for %.0f ms: closing", self.host, self.conns.idle_s * 1000)
+                return b""
+            self.raw.settimeout(left)
+            try:
+                data = self.recv(RECV_SIZE)
+            except (BlockingIOError, InterruptedError, TimeoutError):
+                continue  # (TLS: ciphertext with no whole record of plaintext yet)
+            except OSError:
+                return b""
+            if data:
+                self.last_active = time.monotonic()
+            return data
+        return b""
+
+    def _recv_tls(self, size: int) -> bytes:
+        buffer = self.__dict__.get("_tls_buffer")
+        if buffer is None:
+            buffer = self._tls_buffer = bytearray(size)
+        n = self.sock.recv_into(buffer)
+        return bytes(buffer[:n])
+
+    def _request(self, frame: bytes) -> bool:
+        """Answer ``frame``; False when the connection is to be closed."""
+        try:
+            answer = self._dispatch(frame)
+        except FrameError as e:
+            log.warning("%s: %s: closing", self.host, e)
+            return False
         if answer is None:
-            return
-        if answer.__class__ is bytes:
+            return True
+        if answer.__class__ is not bytes:
+            answer = self._carry_out(*answer)
+            if answer is None:
+                return False  # no answer could be made: its client would wait forever
+        if self.session.close:
             # a failed authentication is answered connection.failed.authentication.delay.ms
-            # later (a slot holds its place), then the connection is closed
-            delay = self.session.failure_delay_s if self.session.close else 0
-            with self.lock:
-                if delay:
-                    self.pending.append(slot := Slot())
-                    self.loop.call_later(delay, self._answered, slot, answer)
-                elif self.pending:
-                    self.pending.append(Slot(answer))
-                else:
-                    self._send(answer)
-            if self.session.close:  # authentication failed: closed once the answer is out
-                self.close_when_answered()
-            return
-        call, reply = answer
-        slot = Slot()
-        with self.lock:
-            self.pending.append(slot)
-            full = len(self.pending) >= MAX_IN_FLIGHT
-        if full:
-            self._set_reading(False)
-        self._start(reply, call, slot)
+            # later, then the connection is closed
+            self.wake.wait(self.session.failure_delay_s)
+            self._send(answer)
+            return False
+        return self._send(answer)
 
     def _dispatch(self, frame: bytes):
         """The encoded answer of ``frame``, ``(call, reply)`` for one that waits, or None
@@ -333,7 +288,14 @@ class Connection:
                     response_schema(apis.API_VERSIONS, 0), error_code=E.UNSUPPORTED_VERSION,
                     api_keys=apis.version_list()))
             raise FrameError(f"API {api_key} version {version} is not supported")
-        header, body = decode_request(frame, api_key, version)
+        if api_key == OFFSET_COMMIT and NATIVE_OFFSET_COMMIT:  # one codec: the native one
+            decoded = decode_offset_commit(frame)
+            if decoded is None:
+                raise FrameError(f"bad OffsetCommit v{version}")
+            correlation_id, client_id, version, body = decoded
+            header = Header(api_key, version, correlation_id, client_id, 0)
+        else:
+            header, body = decode_request(frame, api_key, version)
         call = Call(api_key, version, header, body, self.host, session.principal,
                     session.listener)
         try:
@@ -358,229 +320,67 @@ class Connection:
     def _api_versions(self, call: Call):
         return apis.handle(self.ctx, call, self.conns.clock())
 
-    # -- replies: delay, then store futures, then a blocking call, then finish ------------
-
-    def _start(self, reply: Reply, call: Call, slot: Slot) -> None:
-        """(loop thread)"""
-        if reply.delay_ms:
-            self.loop.call_later(reply.delay_ms / 1000, self._gather, reply, call, slot, [])
-        else:
-            self._gather(reply, call, slot, [])
-
-    def _gather(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
-        """(loop thread)"""
-        futures = reply.futures
-        while len(outcomes) < len(futures):
-            fut = futures[len(outcomes)]
-            if not fut.done():
-                # resolved on a store thread: carry on in the loop, not in the store's thread
-                fut.add_done_callback(lambda f: self.conns.call_in_loop(
-                    self._gather, reply, call, slot, outcomes))
-                return
-            outcomes.append(_outcome(fut))
-        if reply.blocking is None:
-            self._finish(reply, call, slot, outcomes)
-            return
-        conns = self.conns
-        if reply.inline and threading.get_ident() == conns.loop_thread \
-                and conns.may_inline(self):
-            started = conns.monotonic()
-            conns.inline_running = True
+    def _carry_out(self, call: Call, reply: Reply) -> bytes | None:
+        """The answer a reply makes (work.py): its pause, then the futures it waits for,
+        then its blocking call, all on this thread; None if it failed (logged)."""
+        while True:
+            if reply.delay_ms:
+                self.wake.wait(reply.delay_ms / 1000)
+            outcomes = [_outcome(fut) for fut in reply.futures]
+            if reply.blocking is not None:
+                try:
+                    outcomes.append(Outcome(reply.blocking()))
+                except Exception as e:
+                    outcomes.append(Outcome(error=e))
             try:
-                self._run_blocking(reply, call, slot, outcomes)
-            finally:
-                conns.inline_running = False
-            conns.ran_inline(conns.monotonic() - started)
-            return
-        if reply.queued is not None:
-            try:
-                fut = reply.queued()
-            except Exception as e:  # refused before anything was queued (fencing, a bad call)
-                outcomes.append(Outcome(error=e))
-                self._finish(reply, call, slot, outcomes)
-                return
-            with conns.queued_lock:
-                conns.queued += 1
-            # the answer is made and sent by the thread that resolves the future
-            fut.add_done_callback(lambda f: self._queued_done(reply, call, slot, outcomes, f))
-            return
+                result = reply.finish(outcomes)
+                if isinstance(result, Reply):
+                    reply = result
+                    continue
+                return encode_response(call.header.correlation_id, result)
+            except Exception:
+                log.exception("%s: %s v%d failed", self.host, type(call.body).__name__,
+                              call.version)
+                return None
+
+    def _send(self, data: bytes) -> bool:
+        """Send all of ``data``; False if the connection broke or its client did not read
+        for ``connections.max.idle.ms``."""
         try:
-            conns.workers.submit(self._run_blocking, reply, call, slot, outcomes)
-        except RuntimeError as e:  # the workers have stopped: the server is stopping
-            outcomes.append(Outcome(error=e))
-            self._finish(reply, call, slot, outcomes)
-
-    def _queued_done(self, reply: Reply, call: Call, slot: Slot, outcomes: list,
-                     fut: Future) -> None:
-        """(the thread that resolved a queued commit's future)"""
-        conns = self.conns
-        with conns.queued_lock:
-            conns.queued -= 1
-        outcomes.append(_outcome(fut))
-        self._finish(reply, call, slot, outcomes)
-
-    def _run_blocking(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
-        """(a worker thread, or the loop's for an inline commit) The blocking call, then the
-        answer, made and sent from here."""
-        try:
-            outcome = Outcome(reply.blocking())
-        except Exception as e:
-            outcome = Outcome(error=e)
-        outcomes.append(outcome)
-        self._finish(reply, call, slot, outcomes)
-
-    def _finish(self, reply: Reply, call: Call, slot: Slot, outcomes: list) -> None:
-        """(any thread) ``finish`` is a plain function of the outcomes (work.py)."""
-        try:
-            result = reply.finish(outcomes)
-            if isinstance(result, Reply):
-                self.conns.call_in_loop(self._start, result, call, slot)
-                return
-            data = encode_response(call.header.correlation_id, result)
-        except Exception:
-            log.exception("%s: %s v%d failed", self.host, type(call.body).__name__,
-                          call.version)
-            data = _FAILED
-        self._answered(slot, data)
-
-    # -- answers (any thread) ------------------------------------------------------------
-
-    def _answered(self, slot: Slot, data) -> None:
-        with self.lock:
-            slot.data = data
-            pending = self.pending
-            if not pending or pending[0] is not slot:
-                return  # an answer ahead of it is not made yet: it sends this one too
-            while pending and pending[0].data is not None:
-                data = pending.popleft().data
-                if data is _FAILED:
-                    pending.clear()
-                    self.closing = True
-                    break
-                self._send(data)
-            if self.closing:
-                if not pending and not self.unsent:
-                    self.conns.later(self.close)
-            elif not self.reading and len(pending) < MAX_IN_FLIGHT // 2:
-                self.conns.later(self._maybe_resume)
-
-    def _send(self, data: bytes) -> None:
-        """Send ``data`` after what is unsent (``self.lock`` held)."""
-        if self.closed:
-            return
-        self.last_active = time.monotonic()
-        if self.unsent:
-            self.unsent += data
-            if len(self.unsent) > MAX_UNSENT and self.reading:
-                self.conns.later(self._maybe_resume)  # there: stops reading
-            return
-        try:
-            n = self.sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            n = 0
+            self.raw.settimeout(self.conns.idle_s)
+            self.sock.sendall(data)
         except OSError:
-            return  # the connection is broken: its reader sees it and closes it
-        if n < len(data):
-            self.unsent += data[n:]
-            self.conns.later(self._set_writing, True)
+            return False
+        self.last_active = time.monotonic()
+        return True
 
-    def _writable(self) -> None:
-        """(loop thread) The socket takes more of what is unsent."""
-        with self.lock:
-            if self.closed:
-                return
-            try:
-                n = self.sock.send(self.unsent)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                self.unsent.clear()
-                n = 0
-            del self.unsent[:n]
-            done = not self.unsent
-            close = done and self.closing and not self.pending
-        if done:
-            self._set_writing(False)
-            if close:
-                self.close()
-            else:
-                self._maybe_resume()
-
-    # -- state (the loop's thread) -------------------------------------------------------
-
-    def _set_reading(self, on: bool) -> None:
-        if self.closed or on == self.reading:
-            return
-        self.reading = on
-        if on:
-            self.loop.add_reader(self.fd, self._readable)
-        else:
-            self.loop.remove_reader(self.fd)
-
-    def _set_writing(self, on: bool) -> None:
-        if self.closed or on == self.writing:
-            return
-        self.writing = on
-        if on:
-            self.loop.add_writer(self.fd, self._writable)
-        else:
-            self.loop.remove_writer(self.fd)
-
-    def _maybe_resume(self) -> None:
-        """Read again if the answers owed and unsent allow it; stop if they do not."""
-        with self.lock:
-            ok = (len(self.pending) < MAX_IN_FLIGHT // 2 and len(self.unsent) <= MAX_UNSENT
-                  and not self.closing)
-        if ok != self.reading:
-            self._set_reading(ok)
-            if ok and self.buf:  # frames that arrived before the pause
-                self._cut(self.buf)
+    # -- closing (any thread) ------------------------------------------------------------
 
     def close_when_answered(self) -> None:
-        """Read no more requests; close once the answers already queued are out."""
+        """Read no more requests; close once the answer being made is out."""
         self.closing = True
-        self.buf = bytearray()
-        self._set_reading(False)
-        with self.lock:
-            done = not self.pending and not self.unsent
-        if done:
-            self.close()
+        try:
+            self.raw.shutdown(socket.SHUT_RD)  # a thread waiting for a request sees the end
+        except OSError:
+            pass
 
     def close(self) -> None:
-        # Work already started goes on (a queued commit is written whatever happens); its
-        # answer has nowhere to go.
+        """Close now: the connection's thread stops at its next step (work it started goes
+        on: a commit is written whatever happens; its answer has nowhere to go)."""
         with self.lock:
             if self.closed:
                 return
-            self._set_reading(False)
-            self._set_writing(False)
             self.closed = self.closing = True
-            self.pending.clear()
-            self.unsent.clear()
-            self.sock.close()
-        self.conns.open.discard(self)
-        if self.idle_timer is not None:
-            self.idle_timer.cancel()
-        self.conns.on_close(self)
-
-    def _check_idle(self) -> None:
-        """``connections.max.idle.ms``: close a connection that has sent nothing and been
-        sent nothing for that long, unless it is still owed an answer (a JoinGroup may be
-        parked for a whole rebalance timeout)."""
-        if self.closed:
-            return
-        idle_s = self.conns.idle_s
-        quiet = time.monotonic() - self.last_active
-        with self.lock:
-            owed = bool(self.pending)
-        if quiet >= idle_s and not owed:
-            log.info("%s: idle for %.0f ms: closing", self.host, quiet * 1000)
-            self.close()
-            return
-        self.idle_timer = self.loop.call_later(idle_s if owed else max(idle_s - quiet, 0.001),
-                                               self._check_idle)
+        self.wake.set()
+        try:
+            self.raw.shutdown(socket.SHUT_RDWR)  # wakes its thread if it waits on the socket
+        except OSError:
+            pass
+        with self.conns.open_lock:
+            self.conns.open.discard(self)
+        self.conns.later(self.conns.on_close, self)
 
 
 def _outcome(fut: Future) -> Outcome:
-    error = fut.exception()
+    error = fut.exception()  # waits for it
     return Outcome(error=error) if error is not None else Outcome(fut.result())

@@ -13,7 +13,7 @@ from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.authz import CLUSTER, GROUP, READ, TRANSACTIONAL_ID, WRITE
 from offsetlog.server.context import Call, Context
-from offsetlog.server.offsets import partition_answers
+from offsetlog.server.offsets import partition_answers, refused_commit
 
 GROUP_DENIED = E.GROUP_AUTHORIZATION_FAILED
 TXN_DENIED = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -37,7 +37,7 @@ def _txn(ctx: Context, call: Call) -> bool:
 
 def _offset_commit(ctx: Context, call: Call):
     if not _group(ctx, call):
-        return call.respond(topics=partition_answers(call.body.topics, {}, GROUP_DENIED))
+        return refused_commit(call, GROUP_DENIED)
     return None
 
 

@@ -120,7 +120,7 @@ class Acceptor:
                 log.warning("%s: max.connections.per.ip (%d) reached: closing", ip, limit)
                 sock.close()
                 continue
-            sock.setblocking(False)
+            sock.settimeout(conns.idle_s)  # its thread's reads and writes wait so long
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
@@ -129,16 +129,12 @@ class Acceptor:
 
     def _start(self, sock: socket.socket, ip: str, listener: Listener) -> None:
         session = Session(listener, self.security, self.conns.ctx.store)
-        conn_ref: list[Connection] = []
         wrapped = sock
         if listener.tls:
-            wrapped = TlsSocket(sock, self.tls,
-                                lambda: self.conns.later(conn_ref[0]._set_writing, True),
-                                lambda der: session.tls_established(
-                                    principal_of(der, self.mapping_rules)))
+            wrapped = TlsSocket(sock, self.tls, lambda der: session.tls_established(
+                principal_of(der, self.mapping_rules)))
         # the client's host as Kafka shows it (Java's InetAddress.toString: "/1.2.3.4")
         conn = Connection(self.conns, wrapped, f"/{ip}" if ip else "", session)
-        conn_ref.append(conn)
         conn.ip = ip
         self.per_host[ip] += 1
         if not session.authenticated:

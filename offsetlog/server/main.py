@@ -22,8 +22,6 @@ from offsetlog.server.listeners import Acceptor
 from offsetlog.server.security_config import Listener
 from offsetlog.server.tls import server_context
 from offsetlog.server.topics import TopicRegistry
-from offsetlog.server.workers import Workers
-from offsetlog.store.async_writer import drive_from_loop
 
 log = logging.getLogger("offsetlog.server")
 
@@ -167,17 +165,13 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass  # not the main thread (tests run servers in threads)
-    # commits queued under load are framed, applied and answered on this thread, with no
-    # hand-off between threads (offsetlog/store/async_writer.py; docs/PROTOCOL.md)
-    undrive = drive_from_loop(store, loop)
-    workers = Workers(config.num_io_threads)
     if listeners is None:
         listeners = config.security.parsed_listeners((host, port))
     ctx = Context(store=store, config=config, topics=registry, host=host, port=port)
     if config.authorizer:  # Kafka's ACLs, checked per request (docs/SECURITY.md)
         ctx.acl = AclState(store, super_users=config.super_users,
                            allow_if_no_acl=config.allow_everyone_if_no_acl)
-    conns = Connections(ctx, workers, store.config.clock)
+    conns = Connections(ctx, store.config.clock)
     acceptor = Acceptor(conns, config.security, listeners)
     bound = {}
     for li in listeners:
@@ -205,9 +199,7 @@ async def serve(store, config: ServerConfig, registry: TopicRegistry, host: str,
         # Closing the store answers parked JoinGroups and SyncGroups (COORDINATOR_NOT_AVAILABLE)
         # and finishes every queued commit; it waits for fsyncs, so not on the loop's thread.
         await asyncio.to_thread(store.close)
-        undrive()
         await conns.drain(DRAIN_SECONDS)
-        workers.shutdown()
 
 
 def main(argv: list[str] | None = None) -> int:

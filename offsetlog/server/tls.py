@@ -6,12 +6,11 @@ encrypted with ``ssl.key.password`` or not; PKCS12, read with ``cryptography``),
 truststore for client certificates, ``ssl.client.auth``, ``ssl.enabled.protocols`` and
 ``ssl.cipher.suites``.
 
-``TlsSocket`` puts TLS between a connection and its non-blocking socket with memory BIOs
-(``SSLContext.wrap_bio``), so the connection's reading and writing stay as they are: it
-offers the socket's ``recv_into``, ``send``, ``fileno`` and ``close``. ``recv_into`` reads
+``TlsSocket`` puts TLS between a connection and its socket (one with a timeout) with memory
+BIOs (``SSLContext.wrap_bio``), so the connection reads and writes as it does without TLS:
+it offers the socket's ``recv_into``, ``sendall`` and ``fileno``. ``recv_into`` reads
 ciphertext, drives the handshake and returns plaintext (``BlockingIOError`` when there is
-none yet); ``send`` encrypts and sends, keeping ciphertext the kernel did not take and
-asking for the socket to be watched for writing (``want_write``) until it has gone. A
+none yet: a partial record, a handshake message); ``sendall`` encrypts and sends it all. A
 client that does not speak TLS (a plaintext Kafka request) fails the handshake: the
 connection is closed and nothing it sent is read as a request.
 """
@@ -139,19 +138,17 @@ def principal_of(der: bytes | None, rules=None) -> str:
 
 
 class TlsSocket:
-    """A server-side TLS connection over a non-blocking socket (see the module's doc)."""
+    """A server-side TLS connection over a socket (see the module's doc)."""
 
-    def __init__(self, sock, context: ssl.SSLContext, want_write, on_handshake) -> None:
+    def __init__(self, sock, context: ssl.SSLContext, on_handshake) -> None:
         self.sock = sock
         self.incoming = ssl.MemoryBIO()
         self.outgoing = ssl.MemoryBIO()
         self.obj = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
-        self.want_write = want_write  #: () -> None: watch the socket for writing
         #: (the client certificate, DER, or None) -> None, once; may raise OSError: close
         self.on_handshake = on_handshake
         self.handshaken = False
-        self.out = bytearray()  #: ciphertext the kernel has not taken yet
-        self.lock = threading.Lock()  # reads (the loop) and writes (any thread) share obj
+        self.lock = threading.Lock()  # reads and writes share obj
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -197,35 +194,18 @@ class TlsSocket:
             raise BlockingIOError
         return n
 
-    def send(self, data) -> int:
+    def sendall(self, data) -> None:
+        """Encrypt ``data`` and send it all (OSError: the socket failed or timed out)."""
         with self.lock:
-            if self.out:
-                self._flush()
-                if self.out:
-                    raise BlockingIOError
-            if not data:
-                return 0
             try:
                 self.obj.write(data)
             except ssl.SSLError as e:
                 raise OSError(f"TLS: {e}") from None
             self._flush()
-        return len(data)
 
     def _flush(self) -> None:
-        """Send the ciphertext made so far (``self.lock`` held)."""
+        """Send the ciphertext made so far (``self.lock`` held); OSError goes to the caller,
+        which closes the connection."""
         pending = self.outgoing.read()
         if pending:
-            self.out += pending
-        if not self.out:
-            return
-        try:
-            n = self.sock.send(self.out)
-        except (BlockingIOError, InterruptedError):
-            n = 0
-        except OSError:
-            self.out.clear()  # broken: the reader sees it and closes the connection
-            return
-        del self.out[:n]
-        if self.out:
-            self.want_write()
+            self.sock.sendall(pending)

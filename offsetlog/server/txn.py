@@ -24,7 +24,7 @@ from __future__ import annotations
 from offsetlog.errors import InvalidTxnStateError, ProducerFencedError, TransactionTimeoutError
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
-from offsetlog.server.offsets import checked_offsets, group_error, partition_answers
+from offsetlog.server.offsets import checked_offsets, group_error, partition_answers, topic_fields
 from offsetlog.server.work import run_blocking
 from offsetlog.store.transactions import Transaction
 from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT
@@ -148,7 +148,7 @@ def txn_offset_commit(ctx: Context, call: Call, now_ms: int):
     code = group_error(ctx, b.group_id)
     if code:
         return call.respond(topics=partition_answers(b.topics, {}, code))
-    good, bad = checked_offsets(ctx, b.topics, call)
+    good, bad = checked_offsets(ctx, topic_fields(b.topics), call)
 
     def commit():
         txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)

@@ -1,44 +1,24 @@
-"""Commits answered under load, queued through the store's async writer, are durable: the
-server killed with SIGKILL while eight connections commit, every offset answered is in the
-store on reopen. Both ways the writes are made: an io_uring ring (where there is one, seen
-in the server process) and the write pool's threads (``OFFSETLOG_IO_URING=0``)."""
+"""Commits answered under load are durable: the server killed with SIGKILL while eight
+connections commit (each on its connection's thread, sharing the log partitions' group
+commits), every offset answered is in the store on reopen."""
 
 from __future__ import annotations
 
-import glob
-import os
 import threading
 import time
 
 import pytest
 
 from offsetlog import OffsetStore, TopicPartition
-from offsetlog.log import uring
 from support.wire_raw import call
 from support.wire_server import Server, raw_socket
 
 CLIENTS = 8
 
 
-def _has_a_ring(pid: int) -> bool:
-    """Whether the server process holds an io_uring instance (its file descriptors show it;
-    without one, the write pool makes the writes)."""
-    for fd in glob.glob(f"/proc/{pid}/fd/*"):
-        try:
-            if "io_uring" in os.readlink(fd):
-                return True
-        except OSError:
-            pass
-    return False
-
-
-@pytest.fixture(params=["ring", "pool"])
-def server(request, tmp_path):
-    if request.param == "ring" and uring.open_ring(8) is None:
-        pytest.skip("no io_uring here")
-    env = dict(os.environ, OFFSETLOG_IO_URING="1" if request.param == "ring" else "0")
-    s = Server(str(tmp_path / "store"), env=env).start()
-    s.writes = request.param
+@pytest.fixture
+def server(tmp_path):
+    s = Server(str(tmp_path / "store")).start()
     yield s
     if s.proc is not None and s.proc.poll() is None:
         s.stop()
@@ -70,7 +50,6 @@ def test_every_commit_answered_under_load_survives_kill9(server):
     deadline = time.monotonic() + 20
     while min(acked) < 50 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _has_a_ring(server.proc.pid) == (server.writes == "ring")
     server.kill9()
     stop.set()
     for t in threads:

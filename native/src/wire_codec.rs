@@ -1,0 +1,203 @@
+//! The wire server's hot requests in and their answers out, with the `kafka-protocol` crate
+//! (generated from Kafka's message schemas): OffsetCommit, decoded into the fields the
+//! Python handler checks (`offsetlog.server.offsets.commit_fields`) and answered from the
+//! error codes it gives back. Nothing here decides anything: a frame the crate refuses goes
+//! to the Python path, which answers it as every other bad frame (kio's decoder, closing
+//! the connection).
+
+use bytes::BytesMut;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    OffsetCommitRequest, OffsetCommitResponse, RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+
+/// OffsetCommit's API key and the versions taken natively (those the server offers:
+/// `offsetlog.server.apis.APIS`, checked there against this module's `OFFSET_COMMIT_VERSIONS`)
+pub const OFFSET_COMMIT: i16 = 8;
+pub const OFFSET_COMMIT_VERSIONS: (i16, i16) = (2, 9);
+
+/// One partition of a commit: index, offset, leader epoch (-1: none), metadata (None: null)
+pub type Partition = (i32, i64, i32, Option<String>);
+
+/// An OffsetCommit request's fields, as the Python handler takes them.
+#[derive(Debug, PartialEq)]
+pub struct OffsetCommit {
+    pub correlation_id: i32,
+    pub client_id: Option<String>,
+    pub version: i16,
+    pub group_id: String,
+    pub generation: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub topics: Vec<(String, Vec<Partition>)>,
+}
+
+/// The request's API key and version (the first four bytes of every request header), if
+/// the frame has them.
+pub fn peek(frame: &[u8]) -> Option<(i16, i16)> {
+    let key = frame.get(0..2)?;
+    let version = frame.get(2..4)?;
+    Some((i16::from_be_bytes([key[0], key[1]]), i16::from_be_bytes([version[0], version[1]])))
+}
+
+/// An OffsetCommit frame's fields (the frame without its length prefix); None when the crate
+/// does not decode it whole (trailing bytes included), or it is not a natively taken
+/// version.
+pub fn decode_offset_commit(frame: &[u8]) -> Option<OffsetCommit> {
+    let (key, version) = peek(frame)?;
+    let (lo, hi) = OFFSET_COMMIT_VERSIONS;
+    if key != OFFSET_COMMIT || version < lo || version > hi {
+        return None;
+    }
+    let mut buf = frame;
+    let header = RequestHeader::decode(&mut buf, OffsetCommitRequest::header_version(version)).ok()?;
+    let body = OffsetCommitRequest::decode(&mut buf, version).ok()?;
+    if !buf.is_empty() {
+        return None;
+    }
+    let text = |s: &StrBytes| s.as_str().to_owned();
+    Some(OffsetCommit {
+        correlation_id: header.correlation_id,
+        client_id: header.client_id.as_ref().map(text),
+        version,
+        group_id: text(&body.group_id.0),
+        generation: body.generation_id_or_member_epoch,
+        member_id: text(&body.member_id),
+        group_instance_id: body.group_instance_id.as_ref().map(text),
+        topics: body.topics.iter().map(|t| (text(&t.name.0), t.partitions.iter().map(|p| (
+            p.partition_index, p.committed_offset, p.committed_leader_epoch,
+            p.committed_metadata.as_ref().map(text))).collect())).collect(),
+    })
+}
+
+/// The length-prefixed OffsetCommit response frame: each topic's partitions with their
+/// error codes, in the order given.
+pub fn encode_offset_commit_response(correlation_id: i32, version: i16,
+                                     topics: &[(String, Vec<(i32, i16)>)])
+                                     -> Result<Vec<u8>, String> {
+    let response = OffsetCommitResponse::default().with_topics(topics.iter().map(|(name, parts)| {
+        OffsetCommitResponseTopic::default()
+            .with_name(TopicName(StrBytes::from_string(name.clone())))
+            .with_partitions(parts.iter().map(|&(index, code)| {
+                OffsetCommitResponsePartition::default()
+                    .with_partition_index(index)
+                    .with_error_code(code)
+            }).collect())
+    }).collect());
+    let mut out = BytesMut::with_capacity(64);
+    out.extend_from_slice(&[0; 4]);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut out, OffsetCommitResponse::header_version(version))
+        .map_err(|e| e.to_string())?;
+    response.encode(&mut out, version).map_err(|e| e.to_string())?;
+    let size = i32::try_from(out.len() - 4).map_err(|e| e.to_string())?;
+    out[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(out.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::GroupId;
+
+    fn frame(version: i16, metadata: Option<&'static str>) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(OFFSET_COMMIT)
+            .with_request_api_version(version)
+            .with_correlation_id(7)
+            .with_client_id(Some(StrBytes::from_static_str("c")))
+            .encode(&mut out, OffsetCommitRequest::header_version(version))
+            .unwrap();
+        OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_generation_id_or_member_epoch(3)
+            .with_member_id(StrBytes::from_static_str("m"))
+            .with_topics(vec![OffsetCommitRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("t")))
+                .with_partitions(vec![OffsetCommitRequestPartition::default()
+                    .with_partition_index(1)
+                    .with_committed_offset(42)
+                    .with_committed_leader_epoch(if version >= 6 { 5 } else { -1 })
+                    .with_committed_metadata(metadata.map(StrBytes::from_static_str))])])
+            .encode(&mut out, version)
+            .unwrap();
+        out.to_vec()
+    }
+
+    #[test]
+    fn every_version_decodes_to_its_fields() {
+        for version in 2..=9 {
+            let c = decode_offset_commit(&frame(version, Some("md"))).unwrap();
+            assert_eq!((c.correlation_id, c.version, c.group_id.as_str()), (7, version, "g"));
+            assert_eq!((c.generation, c.member_id.as_str()), (3, "m"));
+            let epoch = if version >= 6 { 5 } else { -1 };
+            assert_eq!(c.topics, vec![("t".to_owned(), vec![(1, 42, epoch, Some("md".to_owned()))])]);
+        }
+    }
+
+    #[test]
+    fn truncated_and_padded_frames_and_other_apis_are_refused() {
+        let whole = frame(8, None);
+        for end in 0..whole.len() {
+            assert!(decode_offset_commit(&whole[..end]).is_none(), "{end} bytes decoded");
+        }
+        let mut padded = whole.clone();
+        padded.push(0);
+        assert!(decode_offset_commit(&padded).is_none());
+        let mut other = whole;
+        other[1] = 9; // OffsetFetch's key
+        assert!(decode_offset_commit(&other).is_none());
+        let mut old = frame(2, None);
+        old[3] = 1; // v1: not taken natively
+        assert!(decode_offset_commit(&old).is_none());
+    }
+
+    #[test]
+    fn mutated_frames_never_panic() {
+        // bytes flipped, cut and grown at random (xorshift, fixed seed): decode either
+        // refuses the frame or gives fields; it never panics or reads out of bounds
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for version in 2..=9 {
+            let whole = frame(version, Some("metadata"));
+            for _ in 0..20_000 {
+                let mut f = whole.clone();
+                for _ in 0..1 + next() % 4 {
+                    let at = (next() as usize) % f.len();
+                    f[at] = next() as u8;
+                }
+                match next() % 3 {
+                    0 => f.truncate((next() as usize) % (f.len() + 1)),
+                    1 => f.extend((0..next() % 16).map(|_| next() as u8)),
+                    _ => {}
+                }
+                let _ = decode_offset_commit(&f);
+            }
+        }
+    }
+
+    #[test]
+    fn the_response_frame_is_length_prefixed_with_its_header() {
+        let out = encode_offset_commit_response(9, 8, &[("t".to_owned(), vec![(1, 0), (2, 3)])])
+            .unwrap();
+        assert_eq!(i32::from_be_bytes(out[..4].try_into().unwrap()) as usize, out.len() - 4);
+        assert_eq!(&out[4..8], &9i32.to_be_bytes());
+        let mut body = &out[9..]; // v8's header has its tagged fields (one empty byte)
+        let r = OffsetCommitResponse::decode(&mut body, 8).unwrap();
+        assert_eq!(r.topics[0].partitions[1].error_code, 3);
+        assert!(body.is_empty());
+    }
+}

@@ -1,0 +1,283 @@
+//! A plaintext connection's request loop (`offsetlog.server.connection` runs it on the
+//! connection's thread): frames are read and answers sent without the GIL, and an
+//! OffsetCommit goes from its bytes to its answer's bytes with one call into Python in
+//! between, the handler's checks and the store's commit (`wire_codec` decodes and encodes).
+//! Every other request is the Python connection's (`Connection.answer`), frame in, answer
+//! bytes out, so this loop knows nothing of Kafka beyond the frame and OffsetCommit.
+
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use crate::wire_codec::{self, OffsetCommit};
+use crate::write::os_error;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(serve_connection, m)?)?;
+    m.add_function(wrap_pyfunction!(wire_decode_safe, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_offset_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_offset_commit_response, m)?)?;
+    m.add("OFFSET_COMMIT_VERSIONS", wire_codec::OFFSET_COMMIT_VERSIONS)?;
+    Ok(())
+}
+
+/// Whether OffsetCommit may be decoded natively here: a hostile frame's claimed array
+/// sizes can be reserved without backing them (`huge_alloc`)
+#[pyfunction]
+fn wire_decode_safe() -> bool {
+    crate::huge_alloc::wire_safe()
+}
+
+/// An OffsetCommit frame (without its length) decoded, for the connections that answer in
+/// Python (TLS, SASL, an authorizer): `(correlation_id, client_id, version, group,
+/// generation, member, instance, topics)`, the topics as `Connection.offset_commit` gets
+/// them; None when the crate does not decode it whole.
+#[pyfunction]
+fn decode_offset_commit<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some(c) = wire_codec::decode_offset_commit(frame) else { return Ok(None) };
+    let topics = topic_list(py, &c)?;
+    Ok(Some((c.correlation_id, &c.client_id, c.version, &c.group_id, c.generation,
+             &c.member_id, &c.group_instance_id, topics).into_pyobject(py)?))
+}
+
+/// The length-prefixed OffsetCommit response of `topics`, `[(name, [(partition, code)])]`
+/// in the answer's order.
+#[pyfunction]
+fn encode_offset_commit_response<'py>(py: Python<'py>, correlation_id: i32, version: i16,
+                                      topics: Vec<(String, Vec<(i32, i16)>)>)
+                                      -> PyResult<Bound<'py, PyBytes>> {
+    let out = wire_codec::encode_offset_commit_response(correlation_id, version, &topics)
+        .map_err(PyValueError::new_err)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+fn topic_list<'py>(py: Python<'py>, c: &OffsetCommit) -> PyResult<Bound<'py, PyList>> {
+    let topics = PyList::empty(py);
+    for (name, parts) in &c.topics {
+        let list = PyList::empty(py);
+        for (index, offset, epoch, metadata) in parts {
+            list.append((index, offset, epoch, metadata))?;
+        }
+        topics.append((name, list))?;
+    }
+    Ok(topics)
+}
+
+/// The shortest frame that holds a request header (`connection.MIN_FRAME`)
+const MIN_FRAME: i32 = 10;
+/// Bytes read at once (`connection.RECV_SIZE`)
+const RECV_SIZE: usize = 64 * 1024;
+
+enum Read {
+    Data,
+    /// the client went (or the connection was shut down: the server closes it)
+    Closed,
+    Idle,
+}
+
+/// Serve requests on `fd` (a connected socket in non-blocking mode, owned by the caller)
+/// until the connection is to be closed; returns why: "closed" (the client went, or
+/// `conn.closing` was set), "idle" (nothing for `idle_ms`), "answer" (`conn.answer` said
+/// close), or "frame N" (a frame of N bytes, outside [MIN_FRAME, `limit`]).
+///
+/// `conn` gives `answer(frame) -> bytes | None | False` (the answer, none, or close) and
+/// `offset_commit(version, group, generation, member, instance, topics) -> None | list`
+/// (None: every partition committed; else each topic's `(name, [(partition, code)])` in the
+/// answer's order), and `closing`; with `hot` false every request goes to `answer`.
+#[pyfunction]
+#[pyo3(signature = (fd, idle_ms, limit, conn, hot))]
+fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bound<'_, PyAny>,
+                    hot: bool) -> PyResult<String> {
+    let idle = Duration::from_millis(u64::try_from(idle_ms).map_err(|_| PyValueError::new_err("idle_ms < 0"))?);
+    let mut buf: Vec<u8> = Vec::with_capacity(RECV_SIZE);
+    let mut start = 0usize; // where the unhandled bytes of `buf` begin
+    let mut last_active = Instant::now();
+    loop {
+        // a whole frame in the buffer?
+        let avail = &buf[start..];
+        if avail.len() >= 4 {
+            let size = i32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]);
+            if size < MIN_FRAME || i64::from(size) > limit {
+                return Ok(format!("frame {size}"));
+            }
+            let end = 4 + size as usize; // (size >= MIN_FRAME > 0)
+            if avail.len() >= end {
+                let frame = &avail[4..end];
+                let answer = handle(py, conn, frame, hot)?;
+                start += end;
+                if start == buf.len() {
+                    buf.clear();
+                    start = 0;
+                }
+                match answer {
+                    Answer::Bytes(data) => {
+                        if !py.detach(|| send_all(fd, &data, idle)).map_err(os_error)? {
+                            return Ok("closed".into());
+                        }
+                        last_active = Instant::now();
+                    }
+                    Answer::Python(data) => {
+                        let bytes = data.bind(py).as_bytes();
+                        if !py.detach(|| send_all(fd, bytes, idle)).map_err(os_error)? {
+                            return Ok("closed".into());
+                        }
+                        last_active = Instant::now();
+                    }
+                    Answer::Nothing => {}
+                    Answer::Close => return Ok("answer".into()),
+                }
+                if conn.getattr(pyo3::intern!(py, "closing"))?.is_truthy()? {
+                    return Ok("closed".into());
+                }
+                continue;
+            }
+        }
+        if start > 0 {
+            buf.drain(..start);
+            start = 0;
+        }
+        let deadline = last_active + idle;
+        match py.detach(|| read_some(fd, &mut buf, deadline)).map_err(os_error)? {
+            Read::Data => last_active = Instant::now(),
+            Read::Closed => return Ok("closed".into()),
+            Read::Idle => return Ok("idle".into()),
+        }
+    }
+}
+
+enum Answer {
+    Bytes(Vec<u8>),
+    Python(Py<PyBytes>),
+    Nothing,
+    Close,
+}
+
+fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], hot: bool) -> PyResult<Answer> {
+    if hot {
+        if let Some(commit) = wire_codec::decode_offset_commit(frame) {
+            return offset_commit(py, conn, commit);
+        }
+    }
+    let answer = conn.call_method1(pyo3::intern!(py, "answer"), (PyBytes::new(py, frame),))?;
+    if answer.is_none() {
+        return Ok(Answer::Nothing);
+    }
+    match answer.cast_into::<PyBytes>() {
+        Ok(bytes) => Ok(Answer::Python(bytes.unbind())),
+        Err(_) => Ok(Answer::Close),
+    }
+}
+
+fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> PyResult<Answer> {
+    let topics = topic_list(py, &c)?;
+    let result = conn.call_method1(pyo3::intern!(py, "offset_commit"), (
+        c.version, &c.group_id, c.generation, &c.member_id, &c.group_instance_id, topics))?;
+    let answer: Vec<(String, Vec<(i32, i16)>)> = if result.is_none() {
+        c.topics.iter().map(|(name, parts)| {
+            (name.clone(), parts.iter().map(|p| (p.0, 0)).collect())
+        }).collect()
+    } else {
+        let mut out = Vec::new();
+        for topic in result.try_iter()? {
+            let topic = topic?;
+            let topic = topic.cast::<PyTuple>()?;
+            let name: String = topic.get_item(0)?.extract()?;
+            let parts: Vec<(i32, i16)> = topic.get_item(1)?.extract()?;
+            out.push((name, parts));
+        }
+        out
+    };
+    wire_codec::encode_offset_commit_response(c.correlation_id, c.version, &answer)
+        .map(Answer::Bytes)
+        .map_err(PyValueError::new_err)
+}
+
+/// Read what the socket has into `buf`, waiting for it until `deadline`.
+fn read_some(fd: i32, buf: &mut Vec<u8>, deadline: Instant) -> std::io::Result<Read> {
+    buf.reserve(RECV_SIZE);
+    loop {
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: `spare` is the vector's unused capacity, valid for `spare.len()` bytes of
+        // writes; recv writes at most that many and returns how many, which are then
+        // initialised and taken into the length below.
+        let n = unsafe { libc::recv(fd, spare.as_mut_ptr().cast(), spare.len(), 0) };
+        if n > 0 {
+            // SAFETY: recv initialised `n` bytes just past the old length (see above)
+            unsafe { buf.set_len(buf.len() + n as usize) };
+            return Ok(Read::Data);
+        }
+        if n == 0 {
+            return Ok(Read::Closed);
+        }
+        let error = std::io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(Read::Idle);
+                }
+                if !wait(fd, libc::POLLIN, left)? {
+                    return Ok(Read::Idle);
+                }
+            }
+            Some(libc::ECONNRESET) | Some(libc::ENOTCONN) | Some(libc::EPIPE) => {
+                return Ok(Read::Closed)
+            }
+            _ => return Err(error),
+        }
+    }
+}
+
+/// Send all of `data`; false if the connection broke, or its client took nothing for
+/// `idle` (it does not read its answers).
+fn send_all(fd: i32, mut data: &[u8], idle: Duration) -> std::io::Result<bool> {
+    while !data.is_empty() {
+        // SAFETY: `data` is a live slice of `data.len()` bytes, only read by send
+        let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+        if n >= 0 {
+            data = &data[n as usize..];
+            continue;
+        }
+        let error = std::io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => {
+                if !wait(fd, libc::POLLOUT, idle)? {
+                    return Ok(false);
+                }
+            }
+            Some(libc::ECONNRESET) | Some(libc::EPIPE) | Some(libc::ENOTCONN) => return Ok(false),
+            _ => return Err(error),
+        }
+    }
+    Ok(true)
+}
+
+/// Wait until `fd` is ready for `events` (or hung up: the next call says how); false when
+/// `timeout` passed first.
+fn wait(fd: i32, events: libc::c_short, timeout: Duration) -> std::io::Result<bool> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ms = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+        let mut p = libc::pollfd { fd, events, revents: 0 };
+        // SAFETY: one valid pollfd, borrowed for the call
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        if n > 0 {
+            return Ok(true);
+        }
+        if n == 0 {
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            continue;
+        }
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(error);
+        }
+    }
+}

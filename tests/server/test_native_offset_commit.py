@@ -1,0 +1,148 @@
+"""The native request path's OffsetCommit decoder (the `kafka-protocol` crate,
+native/src/wire_codec.rs) against kio's, an independent decoder of the same schemas: the same
+fields for every version and every request hypothesis makes, and for mutated and truncated
+frames either the same fields or a refusal that sends the frame to the Python path (which
+then closes the connection as for any bad frame). And against a live server: bad
+OffsetCommit frames close only their own connection, a frame that claims billions of topics
+included (the crate sizes vectors from claimed counts; native/src/huge_alloc.rs)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.index import load_request_schema
+from kio.serial import entity_reader
+
+from offsetlog.log import _native
+from offsetlog.server.codec import read_header
+from offsetlog.server.offsets import topic_fields
+from support.wire_raw import call, frame
+from support.wire_server import raw_socket
+
+names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+partitions = st.tuples(st.integers(0, 2**31 - 1), st.integers(-2**63, 2**63 - 1),
+                       st.integers(-1, 2**31 - 1), st.none() | names)
+topics = st.lists(st.tuples(names, st.lists(partitions, max_size=4)), max_size=4)
+
+
+def _request(version, group, generation, member, instance, topic_list, correlation_id=5):
+    body = dict(group_id=group, generation_id_or_member_epoch=generation, member_id=member,
+                topics=[dict(name=n, partitions=[dict(
+                    partition_index=p, committed_offset=o,
+                    committed_leader_epoch=e if version >= 6 else -1,
+                    committed_metadata=m) for p, o, e, m in parts])
+                    for n, parts in topic_list])
+    if version >= 7:
+        body["group_instance_id"] = instance
+    if 2 <= version <= 4:
+        body["retention_time_ms"] = -1
+    return frame(8, version, correlation_id, **body)[4:]
+
+
+def _kio_fields(data: bytes):
+    """kio's reading of an OffsetCommit frame, as the native decoder gives it; None if kio
+    refuses it."""
+    version = struct.unpack(">h", data[2:4])[0]
+    try:
+        schema = load_request_schema(8, version)
+        header = read_header(data, flexible=version >= 8)
+        body, size = entity_reader(schema)(data, header.body_at)
+    except Exception:
+        return None
+    if header.body_at + size != len(data):
+        return None  # bytes after the body: the native decoder refuses those too
+    return (header.correlation_id, header.client_id, version, body.group_id,
+            int(body.generation_id_or_member_epoch), body.member_id,
+            getattr(body, "group_instance_id", None),
+            [(n, [tuple(p) for p in parts]) for n, parts in topic_fields(body.topics)])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 9), names, st.integers(-2**31, 2**31 - 1), names, st.none() | names,
+       topics)
+def test_native_and_kio_decode_every_request_alike(version, group, generation, member,
+                                                   instance, topic_list):
+    data = _request(version, group, generation, member, instance, topic_list)
+    native = _native.decode_offset_commit(data)
+    assert native is not None
+    assert _normal(native) == _kio_fields(data)
+
+
+def _normal(fields):
+    *head, ts = fields
+    return (*head, [(n, [tuple(p) for p in parts]) for n, parts in ts])
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 9), topics, st.data())
+def test_mutated_frames_decode_alike_or_go_to_python(version, topic_list, data):
+    whole = _request(version, "group", 1, "member", None, topic_list)
+    mutated = bytearray(whole)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(4, len(mutated) - 1))  # the key and version stay
+        mutated[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(4, len(mutated)))
+    mutated = bytes(mutated[:cut])
+    native = _native.decode_offset_commit(mutated)
+    if native is not None:  # what the native path takes, kio reads the same way
+        assert _normal(native) == _kio_fields(mutated)
+
+
+def test_frames_of_other_apis_and_versions_go_to_python():
+    good = _request(8, "g", 1, "m", None, [("orders", [(0, 1, -1, None)])])
+    assert _native.decode_offset_commit(good) is not None
+    assert _native.decode_offset_commit(good + b"\0") is None  # trailing bytes
+    assert _native.decode_offset_commit(b"\x00\x09" + good[2:]) is None  # OffsetFetch's key
+    assert _native.decode_offset_commit(good[:2] + b"\x00\x01" + good[4:]) is None  # v1
+
+
+def _huge_claim(version: int) -> bytes:
+    """An OffsetCommit frame whose topic array claims 2^31 - 1 topics (v2-7: an int32
+    count) or 2^32 - 2 (v8+: a compact unsigned varint), with none behind the claim."""
+    data = _request(version, "g", 1, "m", None, [])
+    # the empty topic array is the body's last field before v8 (4 bytes: 0), and before
+    # the body's tagged fields (one byte: 0) from v8 on (its compact count is 1: empty)
+    if version < 8:
+        assert data.endswith(b"\0\0\0\0")
+        return data[:-4] + struct.pack(">i", 2**31 - 1)
+    assert data.endswith(b"\x01\x00")
+    return data[:-2] + bytes([0xff, 0xff, 0xff, 0xff, 0x0f]) + b"\x00"
+
+
+@pytest.mark.parametrize("version", [2, 7, 8, 9])
+def test_a_frame_claiming_billions_of_topics_is_refused_not_fatal(version):
+    assert _native.wire_decode_safe()
+    assert _native.decode_offset_commit(_huge_claim(version)) is None
+
+
+def test_bad_offset_commit_frames_close_only_their_connection(server):
+    with raw_socket(server) as good:
+        assert call(good, 8, 8, group_id="g", generation_id_or_member_epoch=-1,
+                    member_id="", group_instance_id=None, topics=[dict(
+                        name="orders", partitions=[dict(
+                            partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                            committed_metadata="")])]).topics[0].partitions[0].error_code == 0
+        bad_frames = [_huge_claim(v) for v in (2, 8, 9)] + [
+            _request(8, "g", 1, "m", None, [("orders", [(0, 1, -1, None)])])[:-3]]
+        for bad in bad_frames:
+            with raw_socket(server) as sock:
+                sock.sendall(struct.pack(">i", len(bad)) + bad)
+                sock.settimeout(10)
+                assert _closed(sock)
+        # the first connection, and the server, go on
+        r = call(good, 8, 8, group_id="g", generation_id_or_member_epoch=-1, member_id="",
+                 group_instance_id=None, topics=[dict(name="orders", partitions=[dict(
+                     partition_index=0, committed_offset=2, committed_leader_epoch=-1,
+                     committed_metadata="")])])
+        assert r.topics[0].partitions[0].error_code == 0
+
+
+def _closed(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
