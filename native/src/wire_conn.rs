@@ -93,58 +93,84 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
     let idle = Duration::from_millis(u64::try_from(idle_ms).map_err(|_| PyValueError::new_err("idle_ms < 0"))?);
     let mut buf: Vec<u8> = Vec::with_capacity(RECV_SIZE);
     let mut start = 0usize; // where the unhandled bytes of `buf` begin
+    let mut out: Vec<u8> = Vec::new(); // the answer to send before reading on
     let mut last_active = Instant::now();
     loop {
-        // a whole frame in the buffer?
-        let avail = &buf[start..];
-        if avail.len() >= 4 {
-            let size = i32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]);
-            if size < MIN_FRAME || i64::from(size) > limit {
-                return Ok(format!("frame {size}"));
+        // Without the GIL, once per request: send the last answer, then read until a whole
+        // frame is in (one hand-over of the GIL a request, besides the commit's write).
+        let step = py.detach(|| -> std::io::Result<Step> {
+            if !out.is_empty() {
+                if !send_all(fd, &out, idle)? {
+                    return Ok(Step::Stop("closed"));
+                }
+                out.clear();
+                last_active = Instant::now();
             }
-            let end = 4 + size as usize; // (size >= MIN_FRAME > 0)
-            if avail.len() >= end {
-                let frame = &avail[4..end];
-                let answer = handle(py, conn, frame, hot)?;
-                start += end;
-                if start == buf.len() {
-                    buf.clear();
+            loop {
+                match whole_frame(&buf[start..], limit) {
+                    Frame::Whole(end) => return Ok(Step::Frame(end)),
+                    Frame::BadSize(size) => return Ok(Step::BadSize(size)),
+                    Frame::Partial => {}
+                }
+                if start > 0 {
+                    buf.drain(..start);
                     start = 0;
                 }
-                match answer {
-                    Answer::Bytes(data) => {
-                        if !py.detach(|| send_all(fd, &data, idle)).map_err(os_error)? {
-                            return Ok("closed".into());
-                        }
-                        last_active = Instant::now();
-                    }
-                    Answer::Python(data) => {
-                        let bytes = data.bind(py).as_bytes();
-                        if !py.detach(|| send_all(fd, bytes, idle)).map_err(os_error)? {
-                            return Ok("closed".into());
-                        }
-                        last_active = Instant::now();
-                    }
-                    Answer::Nothing => {}
-                    Answer::Close => return Ok("answer".into()),
+                match read_some(fd, &mut buf, last_active + idle)? {
+                    Read::Data => last_active = Instant::now(),
+                    Read::Closed => return Ok(Step::Stop("closed")),
+                    Read::Idle => return Ok(Step::Stop("idle")),
                 }
-                if conn.getattr(pyo3::intern!(py, "closing"))?.is_truthy()? {
-                    return Ok("closed".into());
-                }
-                continue;
             }
-        }
-        if start > 0 {
-            buf.drain(..start);
+        }).map_err(os_error)?;
+        let end = match step {
+            Step::Frame(end) => end,
+            Step::BadSize(size) => return Ok(format!("frame {size}")),
+            Step::Stop(why) => return Ok(why.into()),
+        };
+        let answer = handle(py, conn, &buf[start + 4..start + end], hot)?;
+        start += end;
+        if start == buf.len() {
+            buf.clear();
             start = 0;
         }
-        let deadline = last_active + idle;
-        match py.detach(|| read_some(fd, &mut buf, deadline)).map_err(os_error)? {
-            Read::Data => last_active = Instant::now(),
-            Read::Closed => return Ok("closed".into()),
-            Read::Idle => return Ok("idle".into()),
+        match answer {
+            Answer::Bytes(data) => out = data,
+            Answer::Python(data) => out.extend_from_slice(data.bind(py).as_bytes()),
+            Answer::Nothing => {}
+            Answer::Close => return Ok("answer".into()),
+        }
+        if conn.getattr(pyo3::intern!(py, "closing"))?.is_truthy()? {
+            // the server stops: this answer still goes out
+            py.detach(|| send_all(fd, &out, idle)).map_err(os_error)?;
+            return Ok("closed".into());
         }
     }
+}
+
+enum Step {
+    /// a whole frame of this many bytes (its length prefix included) starts the buffer
+    Frame(usize),
+    BadSize(i32),
+    Stop(&'static str),
+}
+
+enum Frame {
+    Whole(usize),
+    BadSize(i32),
+    Partial,
+}
+
+/// Whether `avail` starts with a whole frame (its length prefix read, then checked against
+/// [MIN_FRAME, `limit`]).
+fn whole_frame(avail: &[u8], limit: i64) -> Frame {
+    let Some(prefix) = avail.get(..4) else { return Frame::Partial };
+    let size = i32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+    if size < MIN_FRAME || i64::from(size) > limit {
+        return Frame::BadSize(size);
+    }
+    let end = 4 + size as usize; // (size >= MIN_FRAME > 0)
+    if avail.len() >= end { Frame::Whole(end) } else { Frame::Partial }
 }
 
 enum Answer {
