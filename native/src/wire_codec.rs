@@ -10,7 +10,8 @@ use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{
-    OffsetCommitRequest, OffsetCommitResponse, RequestHeader, ResponseHeader, TopicName,
+    HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest, OffsetCommitResponse,
+    RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
@@ -18,6 +19,10 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 /// `offsetlog.server.apis.APIS`, checked there against this module's `OFFSET_COMMIT_VERSIONS`)
 pub const OFFSET_COMMIT: i16 = 8;
 pub const OFFSET_COMMIT_VERSIONS: (i16, i16) = (2, 9);
+
+/// Heartbeat's API key and versions (all the server offers)
+pub const HEARTBEAT: i16 = 12;
+pub const HEARTBEAT_VERSIONS: (i16, i16) = (0, 4);
 
 /// One partition of a commit: index, offset, leader epoch (-1: none), metadata (None: null)
 pub type Partition = (i32, i64, i32, Option<String>);
@@ -73,6 +78,67 @@ pub fn decode_offset_commit(frame: &[u8]) -> Option<OffsetCommit> {
     })
 }
 
+/// A classic group's Heartbeat request's fields, as the Python handler takes them.
+#[derive(Debug, PartialEq)]
+pub struct Heartbeat {
+    pub correlation_id: i32,
+    pub client_id: Option<String>,
+    pub version: i16,
+    pub group_id: String,
+    pub generation: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+}
+
+/// A Heartbeat frame's fields; None when the crate does not decode it whole.
+pub fn decode_heartbeat(frame: &[u8]) -> Option<Heartbeat> {
+    let (key, version) = peek(frame)?;
+    let (lo, hi) = HEARTBEAT_VERSIONS;
+    if key != HEARTBEAT || version < lo || version > hi {
+        return None;
+    }
+    let mut buf = frame;
+    let header = RequestHeader::decode(&mut buf, HeartbeatRequest::header_version(version)).ok()?;
+    let body = HeartbeatRequest::decode(&mut buf, version).ok()?;
+    if !buf.is_empty() {
+        return None;
+    }
+    let text = |s: &StrBytes| s.as_str().to_owned();
+    Some(Heartbeat {
+        correlation_id: header.correlation_id,
+        client_id: header.client_id.as_ref().map(text),
+        version,
+        group_id: text(&body.group_id.0),
+        generation: body.generation_id,
+        member_id: text(&body.member_id),
+        group_instance_id: body.group_instance_id.as_ref().map(text),
+    })
+}
+
+/// The length-prefixed Heartbeat response frame.
+pub fn encode_heartbeat_response(correlation_id: i32, version: i16, error_code: i16)
+                                 -> Result<Vec<u8>, String> {
+    let response = HeartbeatResponse::default().with_error_code(error_code);
+    framed(correlation_id, HeartbeatResponse::header_version(version), |out| {
+        response.encode(out, version).map_err(|e| e.to_string())
+    })
+}
+
+/// A response frame: the length, the header of `header_version`, what `body` writes.
+fn framed(correlation_id: i32, header_version: i16,
+          body: impl FnOnce(&mut BytesMut) -> Result<(), String>) -> Result<Vec<u8>, String> {
+    let mut out = BytesMut::with_capacity(64);
+    out.extend_from_slice(&[0; 4]);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut out, header_version)
+        .map_err(|e| e.to_string())?;
+    body(&mut out)?;
+    let size = i32::try_from(out.len() - 4).map_err(|e| e.to_string())?;
+    out[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(out.to_vec())
+}
+
 /// The length-prefixed OffsetCommit response frame: each topic's partitions with their
 /// error codes, in the order given.
 pub fn encode_offset_commit_response(correlation_id: i32, version: i16,
@@ -87,16 +153,9 @@ pub fn encode_offset_commit_response(correlation_id: i32, version: i16,
                     .with_error_code(code)
             }).collect())
     }).collect());
-    let mut out = BytesMut::with_capacity(64);
-    out.extend_from_slice(&[0; 4]);
-    ResponseHeader::default()
-        .with_correlation_id(correlation_id)
-        .encode(&mut out, OffsetCommitResponse::header_version(version))
-        .map_err(|e| e.to_string())?;
-    response.encode(&mut out, version).map_err(|e| e.to_string())?;
-    let size = i32::try_from(out.len() - 4).map_err(|e| e.to_string())?;
-    out[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(out.to_vec())
+    framed(correlation_id, OffsetCommitResponse::header_version(version), |out| {
+        response.encode(out, version).map_err(|e| e.to_string())
+    })
 }
 
 #[cfg(test)]
@@ -187,6 +246,42 @@ mod tests {
                 let _ = decode_offset_commit(&f);
             }
         }
+    }
+
+    #[test]
+    fn heartbeats_decode_at_every_version_and_mutations_never_panic() {
+        for version in 0..=4 {
+            let mut f = BytesMut::new();
+            RequestHeader::default()
+                .with_request_api_key(HEARTBEAT)
+                .with_request_api_version(version)
+                .with_correlation_id(3)
+                .encode(&mut f, HeartbeatRequest::header_version(version))
+                .unwrap();
+            HeartbeatRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                .with_generation_id(4)
+                .with_member_id(StrBytes::from_static_str("m"))
+                .with_group_instance_id((version >= 3).then(|| StrBytes::from_static_str("i")))
+                .encode(&mut f, version)
+                .unwrap();
+            let h = decode_heartbeat(&f).unwrap();
+            assert_eq!((h.version, h.generation, h.member_id.as_str()), (version, 4, "m"));
+            assert_eq!(h.group_instance_id.is_some(), version >= 3);
+            for end in 0..f.len() {
+                assert!(decode_heartbeat(&f[..end]).is_none());
+            }
+            for at in 4..f.len() {
+                for b in [0u8, 0x7f, 0x80, 0xff] {
+                    let mut m = f.to_vec();
+                    m[at] = b;
+                    let _ = decode_heartbeat(&m);
+                }
+            }
+        }
+        let out = encode_heartbeat_response(5, 4, 25).unwrap();
+        let mut body = &out[9..];
+        assert_eq!(HeartbeatResponse::decode(&mut body, 4).unwrap().error_code, 25);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! A plaintext connection's request loop (`offsetlog.server.connection` runs it on the
 //! connection's thread): frames are read and answers sent without the GIL, and an
-//! OffsetCommit goes from its bytes to its answer's bytes with one call into Python in
-//! between, the handler's checks and the store's commit (`wire_codec` decodes and encodes).
-//! Every other request is the Python connection's (`Connection.answer`), frame in, answer
-//! bytes out, so this loop knows nothing of Kafka beyond the frame and OffsetCommit.
+//! OffsetCommit or a Heartbeat goes from its bytes to its answer's bytes with one call into
+//! Python in between, for the handler's checks and the store's call (`wire_codec` decodes
+//! and encodes). Every other request is the Python connection's (`Connection.answer`),
+//! frame in, answer bytes out, so this loop knows nothing of Kafka beyond the frame and
+//! those two messages.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wire_decode_safe, m)?)?;
     m.add_function(wrap_pyfunction!(decode_offset_commit, m)?)?;
     m.add_function(wrap_pyfunction!(encode_offset_commit_response, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_heartbeat, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_heartbeat_response, m)?)?;
     m.add("OFFSET_COMMIT_VERSIONS", wire_codec::OFFSET_COMMIT_VERSIONS)?;
     Ok(())
 }
@@ -65,6 +68,25 @@ fn topic_list<'py>(py: Python<'py>, c: &OffsetCommit) -> PyResult<Bound<'py, PyL
     Ok(topics)
 }
 
+/// A Heartbeat frame decoded, for the connections that answer in Python:
+/// `(correlation_id, client_id, version, group, generation, member, instance)`; None when the
+/// crate does not decode it whole.
+#[pyfunction]
+fn decode_heartbeat<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some(h) = wire_codec::decode_heartbeat(frame) else { return Ok(None) };
+    Ok(Some((h.correlation_id, h.client_id, h.version, h.group_id, h.generation, h.member_id,
+             h.group_instance_id).into_pyobject(py)?))
+}
+
+/// The length-prefixed Heartbeat response with `error_code`.
+#[pyfunction]
+fn encode_heartbeat_response<'py>(py: Python<'py>, correlation_id: i32, version: i16,
+                                  error_code: i16) -> PyResult<Bound<'py, PyBytes>> {
+    let out = wire_codec::encode_heartbeat_response(correlation_id, version, error_code)
+        .map_err(PyValueError::new_err)?;
+    Ok(PyBytes::new(py, &out))
+}
+
 /// The shortest frame that holds a request header (`connection.MIN_FRAME`)
 const MIN_FRAME: i32 = 10;
 /// Bytes read at once (`connection.RECV_SIZE`)
@@ -82,10 +104,11 @@ enum Read {
 /// `conn.closing` was set), "idle" (nothing for `idle_ms`), "answer" (`conn.answer` said
 /// close), or "frame N" (a frame of N bytes, outside [MIN_FRAME, `limit`]).
 ///
-/// `conn` gives `answer(frame) -> bytes | None | False` (the answer, none, or close) and
+/// `conn` gives `answer(frame) -> bytes | None | False` (the answer, none, or close),
 /// `offset_commit(version, group, generation, member, instance, topics) -> None | list`
 /// (None: every partition committed; else each topic's `(name, [(partition, code)])` in the
-/// answer's order), and `closing`; with `hot` false every request goes to `answer`.
+/// answer's order), `heartbeat(group, generation, member, instance) -> error code`, and
+/// `closing`; with `hot` false every request goes to `answer`.
 #[pyfunction]
 #[pyo3(signature = (fd, idle_ms, limit, conn, hot))]
 fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bound<'_, PyAny>,
@@ -184,6 +207,13 @@ fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], hot: bool) -> P
     if hot {
         if let Some(commit) = wire_codec::decode_offset_commit(frame) {
             return offset_commit(py, conn, commit);
+        }
+        if let Some(h) = wire_codec::decode_heartbeat(frame) {
+            let code: i16 = conn.call_method1(pyo3::intern!(py, "heartbeat"), (
+                &h.group_id, h.generation, &h.member_id, &h.group_instance_id))?.extract()?;
+            return wire_codec::encode_heartbeat_response(h.correlation_id, h.version, code)
+                .map(Answer::Bytes)
+                .map_err(PyValueError::new_err);
         }
     }
     let answer = conn.call_method1(pyo3::intern!(py, "answer"), (PyBytes::new(py, frame),))?;

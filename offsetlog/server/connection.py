@@ -39,7 +39,7 @@ from concurrent.futures import Future
 from offsetlog.log import _native
 from offsetlog.server import apis
 from offsetlog.server import errors as E
-from offsetlog.server.apis_keys import OFFSET_COMMIT
+from offsetlog.server.apis_keys import HEARTBEAT, OFFSET_COMMIT
 from offsetlog.server.codec import (
     LENGTH_SIZE,
     FrameError,
@@ -52,6 +52,7 @@ from offsetlog.server.codec import (
     response_schema,
 )
 from offsetlog.server.context import Call, Context
+from offsetlog.server.groups import HeartbeatFields, decode_heartbeat, heartbeat_code
 from offsetlog.server.offsets import NATIVE_OFFSET_COMMIT, commit_fields, decode_offset_commit
 from offsetlog.server.sasl import SASL_HANDSHAKE, Session
 from offsetlog.server.work import Outcome, Reply
@@ -196,6 +197,12 @@ class Connection:
         return commit_fields(self.ctx, version, group_id, generation, member_id, instance,
                              topics)
 
+    def heartbeat(self, group_id: str, generation: int, member_id: str,
+                  instance: str | None) -> int:
+        """(the native request loop) A Heartbeat's error code (``groups.heartbeat_code``)."""
+        return heartbeat_code(self.ctx, HeartbeatFields(group_id, generation, member_id,
+                                                        instance))
+
     def _next_frame(self) -> bytes | None:
         """The next request frame, or None: the connection is to be closed (the client
         went, sent a frame of a size no request has, or was idle too long)."""
@@ -288,10 +295,11 @@ class Connection:
                     response_schema(apis.API_VERSIONS, 0), error_code=E.UNSUPPORTED_VERSION,
                     api_keys=apis.version_list()))
             raise FrameError(f"API {api_key} version {version} is not supported")
-        if api_key == OFFSET_COMMIT and NATIVE_OFFSET_COMMIT:  # one codec: the native one
-            decoded = decode_offset_commit(frame)
+        native = _NATIVE_CODECS.get(api_key)  # one codec a message: the native one
+        if native is not None:
+            decoded = native(frame)
             if decoded is None:
-                raise FrameError(f"bad OffsetCommit v{version}")
+                raise FrameError(f"bad request: API {api_key} v{version}")
             correlation_id, client_id, version, body = decoded
             header = Header(api_key, version, correlation_id, client_id, 0)
         else:
@@ -379,6 +387,13 @@ class Connection:
         with self.conns.open_lock:
             self.conns.open.discard(self)
         self.conns.later(self.conns.on_close, self)
+
+
+#: the messages the native core decodes (and answers) on every connection: API key -> the
+#: decoder of its frames (``(correlation id, client id, version, body)`` or None)
+_NATIVE_CODECS = {HEARTBEAT: decode_heartbeat}
+if NATIVE_OFFSET_COMMIT:
+    _NATIVE_CODECS[OFFSET_COMMIT] = decode_offset_commit
 
 
 def _outcome(fut: Future) -> Outcome:

@@ -13,6 +13,7 @@ from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.authz import CLUSTER, GROUP, READ, TRANSACTIONAL_ID, WRITE
 from offsetlog.server.context import Call, Context
+from offsetlog.server.groups import heartbeat_answer
 from offsetlog.server.offsets import partition_answers, refused_commit
 
 GROUP_DENIED = E.GROUP_AUTHORIZATION_FAILED
@@ -69,7 +70,7 @@ def _sync_group(ctx: Context, call: Call):
 
 
 def _heartbeat(ctx: Context, call: Call):
-    return None if _group(ctx, call) else call.respond(error_code=GROUP_DENIED)
+    return None if _group(ctx, call) else heartbeat_answer(call, GROUP_DENIED)
 
 
 def _leave_group(ctx: Context, call: Call):

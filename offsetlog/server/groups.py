@@ -7,7 +7,10 @@ completes is a future like any other, and its connection keeps answering in requ
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from offsetlog.group import MemberIdentity
+from offsetlog.log import _native
 from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.codec import ms
@@ -135,15 +138,53 @@ def sync_group(ctx: Context, call: Call, now_ms: int):
     return after([fut], finish)
 
 
-def heartbeat(ctx: Context, call: Call, now_ms: int):
-    b = call.body
+class HeartbeatFields(NamedTuple):
+    """A Heartbeat request as the native codec decodes it (a ``Call``'s body): Heartbeat is
+    decoded and answered by the native core's codec only (native/src/wire_codec.rs)."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+def decode_heartbeat(frame: bytes) -> tuple[int, str | None, int, HeartbeatFields] | None:
+    """``(correlation id, client id, version, body)`` of a Heartbeat frame, or None if it
+    does not decode."""
+    fields = _native.decode_heartbeat(frame)
+    if fields is None:
+        return None
+    correlation_id, client_id, version, *body = fields
+    return correlation_id, client_id, version, HeartbeatFields(*body)
+
+
+def heartbeat_answer(call: Call, code: int) -> bytes:
+    return _native.encode_heartbeat_response(call.header.correlation_id, call.version, code)
+
+
+def heartbeat_future(ctx: Context, b: HeartbeatFields):
+    """The store's future of one heartbeat (raises what it refuses at once)."""
+    return ctx.store.heartbeat(b.group_id, member_id=b.member_id,
+                               generation_id=b.generation_id,
+                               group_instance_id=b.group_instance_id)
+
+
+def heartbeat_code(ctx: Context, b: HeartbeatFields) -> int:
+    """One heartbeat's error code, once its outcome is known (the native request loop's:
+    ``connection.Connection.heartbeat``; this waits)."""
     try:
-        fut = ctx.store.heartbeat(b.group_id, member_id=b.member_id,
-                                  generation_id=b.generation_id,
-                                  group_instance_id=getattr(b, "group_instance_id", None))
+        response = heartbeat_future(ctx, b).result()
+    except Exception as e:  # refused at once, or the future's error (as ``_error``)
+        return E.code_of(e)
+    return E.code_of(response.error)
+
+
+def heartbeat(ctx: Context, call: Call, now_ms: int):
+    try:
+        fut = heartbeat_future(ctx, call.body)
     except Exception as e:
-        return call.respond(error_code=E.code_of(e))
-    return after([fut], lambda o: call.respond(error_code=_error(o[0])[1]))
+        return heartbeat_answer(call, E.code_of(e))
+    return after([fut], lambda o: heartbeat_answer(call, _error(o[0])[1]))
 
 
 def leave_group(ctx: Context, call: Call, now_ms: int):

@@ -1,5 +1,5 @@
-"""The native request path's OffsetCommit decoder (the `kafka-protocol` crate,
-native/src/wire_codec.rs) against kio's, an independent decoder of the same schemas: the same
+"""The native codec's decoders (the `kafka-protocol` crate, native/src/wire_codec.rs) of
+OffsetCommit and Heartbeat against kio's, an independent decoder of the same schemas: the same
 fields for every version and every request hypothesis makes, and for mutated and truncated
 frames either the same fields or a refusal that sends the frame to the Python path (which
 then closes the connection as for any bad frame). And against a live server: bad
@@ -146,3 +146,35 @@ def _closed(sock: socket.socket) -> bool:
         return sock.recv(1) == b""
     except ConnectionResetError:
         return True
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 4), names, st.integers(-2**31, 2**31 - 1), names, st.none() | names,
+       st.data())
+def test_native_and_kio_decode_heartbeats_alike(version, group, generation, member, instance,
+                                                data):
+    body = dict(group_id=group, generation_id=generation, member_id=member)
+    if version >= 3:
+        body["group_instance_id"] = instance
+    whole = frame(12, version, 9, **body)[4:]
+    assert _native.decode_heartbeat(whole) == _kio_heartbeat(whole)
+    mutated = bytearray(whole)
+    at = data.draw(st.integers(4, len(mutated) - 1))
+    mutated[at] = data.draw(st.integers(0, 255))
+    mutated = bytes(mutated[:data.draw(st.integers(4, len(mutated)))])
+    native = _native.decode_heartbeat(mutated)
+    if native is not None:
+        assert native == _kio_heartbeat(mutated)
+
+
+def _kio_heartbeat(data: bytes):
+    version = struct.unpack(">h", data[2:4])[0]
+    try:
+        header = read_header(data, flexible=version >= 4)
+        body, size = entity_reader(load_request_schema(12, version))(data, header.body_at)
+    except Exception:
+        return None
+    if header.body_at + size != len(data):
+        return None
+    return (header.correlation_id, header.client_id, version, body.group_id,
+            int(body.generation_id), body.member_id, getattr(body, "group_instance_id", None))
