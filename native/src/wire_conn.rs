@@ -21,6 +21,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_offset_commit, m)?)?;
     m.add_function(wrap_pyfunction!(encode_offset_commit_response, m)?)?;
     m.add_function(wrap_pyfunction!(decode_heartbeat, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_txn_offset_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_txn_offset_commit_response, m)?)?;
     m.add_function(wrap_pyfunction!(encode_heartbeat_response, m)?)?;
     m.add("OFFSET_COMMIT_VERSIONS", wire_codec::OFFSET_COMMIT_VERSIONS)?;
     Ok(())
@@ -66,6 +68,34 @@ fn topic_list<'py>(py: Python<'py>, c: &OffsetCommit) -> PyResult<Bound<'py, PyL
         topics.append((name, list))?;
     }
     Ok(topics)
+}
+
+/// A TxnOffsetCommit frame decoded, for the Python handler: `(correlation_id, client_id,
+/// version, transactional_id, group, producer_id, producer_epoch, generation, member,
+/// instance, topics)`; None when the crate does not decode it whole.
+#[pyfunction]
+fn decode_txn_offset_commit<'py>(py: Python<'py>, frame: &[u8])
+                                 -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some(t) = wire_codec::decode_txn_offset_commit(frame) else { return Ok(None) };
+    let topics = PyList::empty(py);
+    for (name, parts) in &t.topics {
+        topics.append((name, parts.clone()))?;
+    }
+    let head = (t.correlation_id, t.client_id, t.version, t.transactional_id, t.group_id);
+    let rest = (t.producer_id, t.producer_epoch, t.generation, t.member_id, t.group_instance_id,
+                topics);
+    let all = head.into_pyobject(py)?.add(rest.into_pyobject(py)?)?;
+    Ok(Some(all.cast_into::<PyTuple>()?))
+}
+
+/// The length-prefixed TxnOffsetCommit response of `topics`, `[(name, [(partition, code)])]`.
+#[pyfunction]
+fn encode_txn_offset_commit_response<'py>(py: Python<'py>, correlation_id: i32, version: i16,
+                                          topics: Vec<(String, Vec<(i32, i16)>)>)
+                                          -> PyResult<Bound<'py, PyBytes>> {
+    let out = wire_codec::encode_txn_offset_commit_response(correlation_id, version, &topics)
+        .map_err(PyValueError::new_err)?;
+    Ok(PyBytes::new(py, &out))
 }
 
 /// A Heartbeat frame decoded, for the connections that answer in Python:

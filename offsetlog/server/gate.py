@@ -14,7 +14,8 @@ from offsetlog.server import errors as E
 from offsetlog.server.authz import CLUSTER, GROUP, READ, TRANSACTIONAL_ID, WRITE
 from offsetlog.server.context import Call, Context
 from offsetlog.server.groups import heartbeat_answer
-from offsetlog.server.offsets import partition_answers, refused_commit
+from offsetlog.server.offsets import refused_commit
+from offsetlog.server.txn import txn_commit_answer
 
 GROUP_DENIED = E.GROUP_AUTHORIZATION_FAILED
 TXN_DENIED = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -110,7 +111,7 @@ def _txn_offset_commit(ctx: Context, call: Call):
         code = GROUP_DENIED
     else:
         return None
-    return call.respond(topics=partition_answers(call.body.topics, {}, code))
+    return txn_commit_answer(call, {}, code)
 
 
 def _offset_delete(ctx: Context, call: Call):

@@ -21,10 +21,19 @@ instead, fenced here by ``ensure_current``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from offsetlog.errors import InvalidTxnStateError, ProducerFencedError, TransactionTimeoutError
+from offsetlog.log import _native
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
-from offsetlog.server.offsets import checked_offsets, group_error, partition_answers, topic_fields
+from offsetlog.server.offsets import (
+    answer_order,
+    checked_offsets,
+    group_error,
+    partition_answers,
+    topic_fields,
+)
 from offsetlog.server.work import run_blocking
 from offsetlog.store.transactions import Transaction
 from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT
@@ -143,12 +152,47 @@ def add_offsets_to_txn(ctx: Context, call: Call, now_ms: int):
     return run_blocking(add, lambda o: call.respond(error_code=_outcome_code(call, o, 2)))
 
 
+class TxnOffsetCommitFields(NamedTuple):
+    """A TxnOffsetCommit request as the native codec decodes it (a ``Call``'s body)."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    #: ``offsets.topic_fields``' shape
+    topics: list
+
+
+def decode_txn_offset_commit(frame: bytes):
+    """``(correlation id, client id, version, body)`` of a TxnOffsetCommit frame, or None if
+    it does not decode."""
+    fields = _native.decode_txn_offset_commit(frame)
+    if fields is None:
+        return None
+    correlation_id, client_id, version, *body = fields
+    return correlation_id, client_id, version, TxnOffsetCommitFields(*body)
+
+
+def txn_commit_answer(call: Call, codes: dict, code: int):
+    """The TxnOffsetCommit response: each partition's code of ``codes``, ``code`` for the
+    rest, in Kafka's order (``offsets.answer_order``)."""
+    b = call.body
+    if b.__class__ is TxnOffsetCommitFields:
+        return _native.encode_txn_offset_commit_response(
+            call.header.correlation_id, call.version, answer_order(b.topics, codes, code))
+    return call.respond(topics=partition_answers(b.topics, codes, code))
+
+
 def txn_offset_commit(ctx: Context, call: Call, now_ms: int):
     b = call.body
     code = group_error(ctx, b.group_id)
     if code:
-        return call.respond(topics=partition_answers(b.topics, {}, code))
-    good, bad = checked_offsets(ctx, topic_fields(b.topics), call)
+        return txn_commit_answer(call, {}, code)
+    topics = b.topics if b.__class__ is TxnOffsetCommitFields else topic_fields(b.topics)
+    good, bad = checked_offsets(ctx, topics, call)
 
     def commit():
         txn = _handle(ctx, b.transactional_id, b.producer_id, b.producer_epoch)
@@ -165,7 +209,7 @@ def txn_offset_commit(ctx: Context, call: Call, now_ms: int):
         if code == E.INVALID_TXN_STATE and call.version >= 4:
             # v4 says the producer can abort and go on (KIP-890): Kafka tells it so
             code = E.TRANSACTION_ABORTABLE
-        return call.respond(topics=partition_answers(b.topics, bad, code))
+        return txn_commit_answer(call, bad, code)
 
     return run_blocking(commit, answer)
 

@@ -178,3 +178,43 @@ def _kio_heartbeat(data: bytes):
         return None
     return (header.correlation_id, header.client_id, version, body.group_id,
             int(body.generation_id), body.member_id, getattr(body, "group_instance_id", None))
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 4), names, names, st.integers(-1, 2**63 - 1), st.integers(-1, 2**15 - 1),
+       topics, st.data())
+def test_native_and_kio_decode_txn_offset_commits_alike(version, tid, group, pid, epoch,
+                                                        topic_list, data):
+    body = dict(transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+                topics=[dict(name=n, partitions=[dict(
+                    partition_index=p, committed_offset=o,
+                    committed_leader_epoch=e if version >= 2 else -1,
+                    committed_metadata=m) for p, o, e, m in parts])
+                    for n, parts in topic_list])
+    if version >= 3:
+        body.update(generation_id=4, member_id="m", group_instance_id=None)
+    whole = frame(28, version, 9, **body)[4:]
+    assert _normal(_native.decode_txn_offset_commit(whole)) == _kio_txn(whole)
+    mutated = bytearray(whole)
+    at = data.draw(st.integers(4, len(mutated) - 1))
+    mutated[at] = data.draw(st.integers(0, 255))
+    mutated = bytes(mutated[:data.draw(st.integers(4, len(mutated)))])
+    native = _native.decode_txn_offset_commit(mutated)
+    if native is not None:
+        assert _normal(native) == _kio_txn(mutated)
+
+
+def _kio_txn(data: bytes):
+    version = struct.unpack(">h", data[2:4])[0]
+    try:
+        header = read_header(data, flexible=version >= 3)
+        body, size = entity_reader(load_request_schema(28, version))(data, header.body_at)
+    except Exception:
+        return None
+    if header.body_at + size != len(data):
+        return None
+    return (header.correlation_id, header.client_id, version, body.transactional_id,
+            body.group_id, int(body.producer_id), int(body.producer_epoch),
+            int(getattr(body, "generation_id", -1)), getattr(body, "member_id", ""),
+            getattr(body, "group_instance_id", None),
+            [(n, [tuple(p) for p in parts]) for n, parts in topic_fields(body.topics)])
