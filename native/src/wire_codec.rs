@@ -9,12 +9,16 @@ use bytes::BytesMut;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{
-    HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest, OffsetCommitResponse,
-    RequestHeader, ResponseHeader, TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    GroupId, HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader, TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
@@ -30,6 +34,10 @@ pub const HEARTBEAT_VERSIONS: (i16, i16) = (0, 4);
 /// TxnOffsetCommit's API key and the versions the server offers
 pub const TXN_OFFSET_COMMIT: i16 = 28;
 pub const TXN_OFFSET_COMMIT_VERSIONS: (i16, i16) = (0, 4);
+
+/// OffsetFetch's API key and the versions the server offers
+pub const OFFSET_FETCH: i16 = 9;
+pub const OFFSET_FETCH_VERSIONS: (i16, i16) = (1, 9);
 
 /// One partition of a commit: index, offset, leader epoch (-1: none), metadata (None: null)
 pub type Partition = (i32, i64, i32, Option<String>);
@@ -152,6 +160,100 @@ pub fn encode_txn_offset_commit_response(correlation_id: i32, version: i16,
     })
 }
 
+/// One group of an OffsetFetch: its id, the member and its epoch (v9+: KIP-848; else None
+/// and -1), and the topics with their partitions asked for (None: every one)
+pub type FetchGroup = (String, Option<String>, i32, Option<Vec<(String, Vec<i32>)>>);
+
+/// An OffsetFetch request's fields: before v8 its one group as the only one of `groups`.
+#[derive(Debug, PartialEq)]
+pub struct OffsetFetch {
+    pub correlation_id: i32,
+    pub client_id: Option<String>,
+    pub version: i16,
+    pub require_stable: bool,
+    pub groups: Vec<FetchGroup>,
+}
+
+/// An OffsetFetch frame's fields; None when the crate does not decode it whole.
+pub fn decode_offset_fetch(frame: &[u8]) -> Option<OffsetFetch> {
+    let (key, version) = peek(frame)?;
+    let (lo, hi) = OFFSET_FETCH_VERSIONS;
+    if key != OFFSET_FETCH || version < lo || version > hi {
+        return None;
+    }
+    let mut buf = frame;
+    let header = RequestHeader::decode(&mut buf, OffsetFetchRequest::header_version(version)).ok()?;
+    let body = OffsetFetchRequest::decode(&mut buf, version).ok()?;
+    if !buf.is_empty() {
+        return None;
+    }
+    let text = |s: &StrBytes| s.as_str().to_owned();
+    let groups = if version >= 8 {
+        body.groups.iter().map(|g| (text(&g.group_id.0), g.member_id.as_ref().map(text),
+            g.member_epoch, g.topics.as_ref().map(|ts| ts.iter().map(|t| (
+                text(&t.name.0), t.partition_indexes.clone())).collect()))).collect()
+    } else {
+        vec![(text(&body.group_id.0), None, -1, body.topics.as_ref().map(|ts| ts.iter().map(|t| (
+            text(&t.name.0), t.partition_indexes.clone())).collect()))]
+    };
+    Some(OffsetFetch {
+        correlation_id: header.correlation_id,
+        client_id: header.client_id.as_ref().map(text),
+        version,
+        require_stable: body.require_stable,
+        groups,
+    })
+}
+
+/// One partition of an OffsetFetch answer: index, offset, leader epoch, metadata, code
+pub type Fetched = (i32, i64, i32, Option<String>, i16);
+/// One group of an OffsetFetch answer: its id, topics (name, partitions) and error code
+pub type FetchedGroup = (String, Vec<(String, Vec<Fetched>)>, i16);
+
+/// The length-prefixed OffsetFetch response frame: before v8 the one group's topics and
+/// code at the top (the code from v2 on), each field only where the version has it.
+pub fn encode_offset_fetch_response(correlation_id: i32, version: i16, groups: &[FetchedGroup])
+                                    -> Result<Vec<u8>, String> {
+    let name = |n: &String| TopicName(StrBytes::from_string(n.clone()));
+    let epoch = |e: i32| if version >= 5 { e } else { -1 };
+    let metadata = |m: &Option<String>| m.clone().map(StrBytes::from_string);
+    let mut response = OffsetFetchResponse::default();
+    if version >= 8 {
+        response = response.with_groups(groups.iter().map(|(id, topics, code)| {
+            OffsetFetchResponseGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(id.clone())))
+                .with_error_code(*code)
+                .with_topics(topics.iter().map(|(n, parts)| OffsetFetchResponseTopics::default()
+                    .with_name(name(n))
+                    .with_partitions(parts.iter().map(|(p, o, e, m, c)| {
+                        OffsetFetchResponsePartitions::default()
+                            .with_partition_index(*p)
+                            .with_committed_offset(*o)
+                            .with_committed_leader_epoch(epoch(*e))
+                            .with_metadata(metadata(m))
+                            .with_error_code(*c)
+                    }).collect())).collect())
+        }).collect());
+    } else {
+        let (_, topics, code) = groups.first().ok_or("an OffsetFetch answer without its group")?;
+        response = response
+            .with_error_code(if version >= 2 { *code } else { 0 })
+            .with_topics(topics.iter().map(|(n, parts)| OffsetFetchResponseTopic::default()
+                .with_name(name(n))
+                .with_partitions(parts.iter().map(|(p, o, e, m, c)| {
+                    OffsetFetchResponsePartition::default()
+                        .with_partition_index(*p)
+                        .with_committed_offset(*o)
+                        .with_committed_leader_epoch(epoch(*e))
+                        .with_metadata(metadata(m))
+                        .with_error_code(*c)
+                }).collect())).collect());
+    }
+    framed(correlation_id, OffsetFetchResponse::header_version(version), |out| {
+        response.encode(out, version).map_err(|e| e.to_string())
+    })
+}
+
 /// A classic group's Heartbeat request's fields, as the Python handler takes them.
 #[derive(Debug, PartialEq)]
 pub struct Heartbeat {
@@ -238,7 +340,6 @@ mod tests {
     use kafka_protocol::messages::offset_commit_request::{
         OffsetCommitRequestPartition, OffsetCommitRequestTopic,
     };
-    use kafka_protocol::messages::GroupId;
 
     fn frame(version: i16, metadata: Option<&'static str>) -> Vec<u8> {
         let mut out = BytesMut::new();
@@ -405,6 +506,71 @@ mod tests {
         let mut body = &out[9..];
         let r = TxnOffsetCommitResponse::decode(&mut body, 3).unwrap();
         assert_eq!(r.topics[0].partitions[0].error_code, 47);
+    }
+
+    #[test]
+    fn offset_fetches_decode_and_mutations_never_panic() {
+        use kafka_protocol::messages::offset_fetch_request::{
+            OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+        };
+        for version in 1..=9 {
+            let mut f = BytesMut::new();
+            RequestHeader::default()
+                .with_request_api_key(OFFSET_FETCH)
+                .with_request_api_version(version)
+                .with_correlation_id(3)
+                .encode(&mut f, OffsetFetchRequest::header_version(version))
+                .unwrap();
+            let request = if version >= 8 {
+                OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                    .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+                        .with_name(TopicName(StrBytes::from_static_str("o")))
+                        .with_partition_indexes(vec![1, 2])]))])
+            } else {
+                OffsetFetchRequest::default()
+                    .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                    .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                        .with_name(TopicName(StrBytes::from_static_str("o")))
+                        .with_partition_indexes(vec![1, 2])]))
+            };
+            request.encode(&mut f, version).unwrap();
+            let d = decode_offset_fetch(&f).unwrap();
+            assert_eq!(d.groups, vec![("g".to_owned(), None, -1,
+                                       Some(vec![("o".to_owned(), vec![1, 2])]))]);
+            for end in 0..f.len() {
+                assert!(decode_offset_fetch(&f[..end]).is_none());
+            }
+            for at in 4..f.len() {
+                for b in [0u8, 0x7f, 0x80, 0xff] {
+                    let mut m = f.to_vec();
+                    m[at] = b;
+                    let _ = decode_offset_fetch(&m);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn offset_fetches_answer_at_every_version() {
+        for version in 1..=9 {
+            let fetched = vec![("g".to_owned(), vec![("o".to_owned(),
+                vec![(1, 42, 7, Some("md".to_owned()), 0)])], 16)];
+            let out = encode_offset_fetch_response(3, version, &fetched).unwrap();
+            let mut body = &out[if version >= 6 { 9 } else { 8 }..];
+            let r = OffsetFetchResponse::decode(&mut body, version).unwrap();
+            assert!(body.is_empty());
+            let (offset, epoch, code) = if version >= 8 {
+                let p = &r.groups[0].topics[0].partitions[0];
+                (p.committed_offset, p.committed_leader_epoch, r.groups[0].error_code)
+            } else {
+                let p = &r.topics[0].partitions[0];
+                (p.committed_offset, p.committed_leader_epoch, r.error_code)
+            };
+            assert_eq!(offset, 42);
+            assert_eq!(epoch, if version >= 5 { 7 } else { -1 });
+            assert_eq!(code, if version >= 2 { 16 } else { 0 });
+        }
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_offset_commit, m)?)?;
     m.add_function(wrap_pyfunction!(encode_offset_commit_response, m)?)?;
     m.add_function(wrap_pyfunction!(decode_heartbeat, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_offset_fetch, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_offset_fetch_response, m)?)?;
     m.add_function(wrap_pyfunction!(decode_txn_offset_commit, m)?)?;
     m.add_function(wrap_pyfunction!(encode_txn_offset_commit_response, m)?)?;
     m.add_function(wrap_pyfunction!(encode_heartbeat_response, m)?)?;
@@ -94,6 +96,28 @@ fn encode_txn_offset_commit_response<'py>(py: Python<'py>, correlation_id: i32, 
                                           topics: Vec<(String, Vec<(i32, i16)>)>)
                                           -> PyResult<Bound<'py, PyBytes>> {
     let out = wire_codec::encode_txn_offset_commit_response(correlation_id, version, &topics)
+        .map_err(PyValueError::new_err)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// An OffsetFetch frame decoded, for the Python handler: `(correlation_id, client_id,
+/// version, require_stable, groups)`, each group `(group, member or None, member epoch,
+/// [(topic, [partition])] or None)` (before v8 the request's one group); None when the
+/// crate does not decode it whole.
+#[pyfunction]
+fn decode_offset_fetch<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some(f) = wire_codec::decode_offset_fetch(frame) else { return Ok(None) };
+    Ok(Some((f.correlation_id, f.client_id, f.version, f.require_stable, f.groups)
+        .into_pyobject(py)?))
+}
+
+/// The length-prefixed OffsetFetch response of `groups`, each `(group, [(topic,
+/// [(partition, offset, leader epoch, metadata, code)])], code)` (before v8: one group).
+#[pyfunction]
+fn encode_offset_fetch_response<'py>(py: Python<'py>, correlation_id: i32, version: i16,
+                                     groups: Vec<wire_codec::FetchedGroup>)
+                                     -> PyResult<Bound<'py, PyBytes>> {
+    let out = wire_codec::encode_offset_fetch_response(correlation_id, version, &groups)
         .map_err(PyValueError::new_err)?;
     Ok(PyBytes::new(py, &out))
 }

@@ -39,7 +39,7 @@ from concurrent.futures import Future
 from offsetlog.log import _native
 from offsetlog.server import apis
 from offsetlog.server import errors as E
-from offsetlog.server.apis_keys import HEARTBEAT, OFFSET_COMMIT, TXN_OFFSET_COMMIT
+from offsetlog.server.apis_keys import HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, TXN_OFFSET_COMMIT
 from offsetlog.server.codec import (
     LENGTH_SIZE,
     FrameError,
@@ -53,6 +53,7 @@ from offsetlog.server.codec import (
 )
 from offsetlog.server.context import Call, Context
 from offsetlog.server.groups import HeartbeatFields, decode_heartbeat, heartbeat_code
+from offsetlog.server.offset_fetch import decode_offset_fetch
 from offsetlog.server.offsets import NATIVE_OFFSET_COMMIT, commit_fields, decode_offset_commit
 from offsetlog.server.sasl import SASL_HANDSHAKE, Session
 from offsetlog.server.txn import decode_txn_offset_commit
@@ -396,6 +397,7 @@ _NATIVE_CODECS = {HEARTBEAT: decode_heartbeat}
 if NATIVE_OFFSET_COMMIT:  # (messages with arrays: huge_alloc must hold here)
     _NATIVE_CODECS[OFFSET_COMMIT] = decode_offset_commit
     _NATIVE_CODECS[TXN_OFFSET_COMMIT] = decode_txn_offset_commit
+    _NATIVE_CODECS[OFFSET_FETCH] = decode_offset_fetch
 
 
 def _outcome(fut: Future) -> Outcome:

@@ -14,6 +14,7 @@ from offsetlog.server import errors as E
 from offsetlog.server.authz import CLUSTER, GROUP, READ, TRANSACTIONAL_ID, WRITE
 from offsetlog.server.context import Call, Context
 from offsetlog.server.groups import heartbeat_answer
+from offsetlog.server.offset_fetch import refused_fetch
 from offsetlog.server.offsets import refused_commit
 from offsetlog.server.txn import txn_commit_answer
 
@@ -44,16 +45,9 @@ def _offset_commit(ctx: Context, call: Call):
 
 
 def _offset_fetch(ctx: Context, call: Call):
-    b = call.body
     if call.version >= 8 or _group(ctx, call, authz.DESCRIBE):
-        return None  # v8+: per group (offsets.offset_fetch)
-    topics = []
-    if call.version < 2 and b.topics is not None:  # no group-level code: on each partition
-        topics = [dict(name=t.name, partitions=[
-            dict(partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
-                 metadata="", error_code=GROUP_DENIED) for p in t.partition_indexes])
-            for t in b.topics]
-    return call.respond(topics=topics, error_code=GROUP_DENIED)
+        return None  # v8+: per group (offset_fetch.offset_fetch)
+    return refused_fetch(call, GROUP_DENIED)
 
 
 def _join_group(ctx: Context, call: Call):

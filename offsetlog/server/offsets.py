@@ -1,4 +1,5 @@
-"""OffsetCommit, OffsetFetch, OffsetDelete and TxnOffsetCommit's partition checks.
+"""OffsetCommit, OffsetDelete and TxnOffsetCommit's partition checks (OffsetFetch is
+``offset_fetch``'s).
 
 Kafka answers these per partition, where offsetlog's embedded API is all or nothing: a
 partition Kafka would refuse (unknown topic or partition, metadata too long, a negative
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from offsetlog.errors import IllegalGenerationError, OffsetlogError, UnstableOffsetCommitError
+from offsetlog.errors import IllegalGenerationError, OffsetlogError
 from offsetlog.group.errors import GroupSubscribedToTopicError
 from offsetlog.log import _native
 from offsetlog.server import authz, consumer_groups
@@ -223,86 +224,6 @@ def _all_committed(call: Call, topics):
             _committed_answers.clear()
         _committed_answers[key] = answer
     return answer
-
-
-# -- OffsetFetch -------------------------------------------------------------------------
-
-def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
-                 member: tuple | None = None, call: Call | None = None) -> tuple[list, int]:
-    """(topics of the answer, group error code) for one group; with ``call`` and an
-    authorizer, the caller's permissions (Describe on the group and on each topic) apply."""
-    describable = None
-    if call is not None and ctx.acl is not None:
-        if not authz.allowed(ctx, call, authz.DESCRIBE, authz.GROUP, group_id):
-            return [], E.GROUP_AUTHORIZATION_FAILED
-        describable = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC,
-                                          {t.name for t in topics or ()})
-    code = group_error(ctx, group_id)
-    if code:
-        return [], code
-    if member is not None:
-        code = consumer_groups.offset_check(ctx, group_id, member[0], member[1], fetch=True)
-        if code:
-            return [], code
-    if describable is not None and topics is not None:
-        denied = [t for t in topics if t.name not in describable]
-        topics = [t for t in topics if t.name in describable]
-    else:
-        denied = []
-    wanted = None if topics is None else [
-        TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes]
-    unstable: set = set()
-    if require_stable:
-        try:
-            ctx.store.fetch(group_id, wanted, require_stable=True)
-        except UnstableOffsetCommitError as e:
-            unstable = set(e.partitions)
-    committed = ctx.store.fetch(group_id, wanted)
-    if wanted is None and call is not None and ctx.acl is not None:
-        # every partition: only those of topics the caller may describe, as Kafka filters
-        shown = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC,
-                                    {tp.topic for tp in set(committed) | unstable})
-        committed = {tp: om for tp, om in committed.items() if tp.topic in shown}
-        unstable = {tp for tp in unstable if tp.topic in shown}
-    # KIP-447: UNSTABLE_OFFSET_COMMIT per partition, the group's code stays 0 (librdkafka's
-    # read_committed consumer retries on the partition error)
-    if wanted is None:
-        wanted = sorted(set(committed) | unstable)
-    by_topic: dict[str, list] = {}
-    for tp in wanted:
-        om = committed.get(tp)
-        by_topic.setdefault(tp.topic, []).append(dict(
-            partition_index=tp.partition,
-            committed_offset=-1 if om is None or tp in unstable else om.offset,
-            committed_leader_epoch=-1 if om is None or om.leader_epoch is None
-            else om.leader_epoch,
-            metadata="" if om is None or tp in unstable else om.metadata,
-            error_code=E.UNSTABLE_OFFSET_COMMIT if tp in unstable else E.NONE))
-    for t in denied:  # after the others, as Kafka answers them
-        by_topic.setdefault(t.name, []).extend(dict(
-            partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="",
-            error_code=E.TOPIC_AUTHORIZATION_FAILED) for p in t.partition_indexes)
-    return [dict(name=t, partitions=ps) for t, ps in by_topic.items()], E.NONE
-
-
-def offset_fetch(ctx: Context, call: Call, now_ms: int):
-    b = call.body
-    stable = bool(getattr(b, "require_stable", False))
-    if call.version >= 8:
-        groups = []
-        for g in b.groups:
-            member = None
-            if call.version >= 9:  # KIP-848: the member and its epoch
-                member = (getattr(g, "member_id", None), int(getattr(g, "member_epoch", -1)))
-            topics, code = _fetch_group(ctx, g.group_id, g.topics, stable, member, call)
-            groups.append(dict(group_id=g.group_id, topics=topics, error_code=code))
-        return call.respond(groups=groups)
-    topics, code = _fetch_group(ctx, b.group_id, b.topics, stable, call=call)
-    if call.version < 2 and code:  # no group-level code before v2: on every partition
-        for t in topics:
-            for p in t["partitions"]:
-                p["error_code"] = code
-    return call.respond(topics=topics, error_code=code)
 
 
 # -- OffsetDelete ------------------------------------------------------------------------

@@ -218,3 +218,56 @@ def _kio_txn(data: bytes):
             int(getattr(body, "generation_id", -1)), getattr(body, "member_id", ""),
             getattr(body, "group_instance_id", None),
             [(n, [tuple(p) for p in parts]) for n, parts in topic_fields(body.topics)])
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 9), st.lists(st.tuples(names, st.none() | names,
+                                            st.none() | st.lists(st.tuples(
+                                                names, st.lists(st.integers(0, 2**31 - 1),
+                                                                max_size=3)), max_size=3)),
+                                  min_size=1, max_size=3),
+       st.booleans(), st.data())
+def test_native_and_kio_decode_offset_fetches_alike(version, groups, stable, data):
+    if version < 8:
+        group, _, topic_list = groups[0]
+        body = dict(group_id=group, topics=None if topic_list is None else [
+            dict(name=n, partition_indexes=ps) for n, ps in topic_list])
+        if version < 2:  # no "every partition" before v2
+            body["topics"] = body["topics"] or []
+    else:
+        body = dict(groups=[dict(group_id=g, topics=None if ts is None else [
+            dict(name=n, partition_indexes=ps) for n, ps in ts],
+            **(dict(member_id=m, member_epoch=3) if version >= 9 else {}))
+            for g, m, ts in groups])
+    if version >= 7:
+        body["require_stable"] = stable
+    whole = frame(9, version, 9, **body)[4:]
+    assert _native.decode_offset_fetch(whole) == _kio_fetch(whole)
+    mutated = bytearray(whole)
+    at = data.draw(st.integers(4, len(mutated) - 1))
+    mutated[at] = data.draw(st.integers(0, 255))
+    mutated = bytes(mutated[:data.draw(st.integers(4, len(mutated)))])
+    native = _native.decode_offset_fetch(mutated)
+    if native is not None:
+        assert native == _kio_fetch(mutated)
+
+
+def _kio_fetch(data: bytes):
+    version = struct.unpack(">h", data[2:4])[0]
+    try:
+        header = read_header(data, flexible=version >= 6)
+        body, size = entity_reader(load_request_schema(9, version))(data, header.body_at)
+    except Exception:
+        return None
+    if header.body_at + size != len(data):
+        return None
+
+    def topics(ts):
+        return None if ts is None else [(t.name, list(t.partition_indexes)) for t in ts]
+    if version >= 8:
+        groups = [(g.group_id, getattr(g, "member_id", None),
+                   int(getattr(g, "member_epoch", -1)), topics(g.topics)) for g in body.groups]
+    else:
+        groups = [(body.group_id, None, -1, topics(body.topics))]
+    return (header.correlation_id, header.client_id, version,
+            bool(getattr(body, "require_stable", False)), groups)
