@@ -21,8 +21,13 @@ One heartbeat, as Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``:
    up are revoked first (the member stays at its epoch until a heartbeat no longer reports
    them), partitions another member still owns are held back, and the member moves to the
    assignment epoch as soon as nothing is left to revoke;
-5. the response carries the member's epoch and, on a join, a full request or a change, its
-   assignment.
+5. the response carries the member's epoch, the interval to its next heartbeat and, on a
+   join, a full request or a change, its assignment. The interval is
+   ``heartbeat_interval_ms`` (all Kafka ever answers) unless the member is in the middle of a
+   reconciliation that a heartbeat can move on: it has partitions to revoke, or it waits for
+   partitions another member is to release; then it is the shorter
+   ``reconciliation_heartbeat_interval_ms``, so the member comes back for its partitions soon
+   after they are free instead of up to a whole interval later (:meth:`heartbeat_interval`).
 
 Deadlines: a member's **session** (``session_timeout_ms`` after its last heartbeat) and, while
 it has partitions to revoke, its **rebalance timeout** (its own ``rebalance_timeout_ms``);
@@ -65,6 +70,7 @@ from offsetlog.group.consumer.group import (
 from offsetlog.group.consumer.member import (
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
+    UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,
     ConsumerMember,
     reconcile,
@@ -275,7 +281,7 @@ class ConsumerGroupCoordinator:
             and (subs is not None or regex_given))
         return ConsumerHeartbeatResponse(
             member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval(group, reconciled),
             assignment=(reconciled.assigned if full or reconciled.assigned != before.assigned
                         else None))
 
@@ -320,6 +326,36 @@ class ConsumerGroupCoordinator:
                 self._rebalance_epochs.pop(key, None)
                 self._timers.cancel((REBALANCE, group.group_id, updated.member_id))
         return reconciled
+
+    def heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
+        """The ``heartbeat_interval_ms`` to answer ``member`` (as reconciled by this heartbeat).
+
+        Clients take the interval from every answer (the Java client's heartbeat manager,
+        librdkafka, franz-go), so it can be the member's next interval rather than a constant:
+
+        * partitions to revoke (``unrevoked_partitions``): the short interval. Clients revoke
+          and heartbeat at once, so this is for one that does not: its next heartbeat is what
+          frees the partitions for the members waiting for them;
+        * partitions of its target still owned by another member (``unreleased_partitions``):
+          the short interval, so it learns they are free soon after their owner has let them
+          go, not up to a whole interval later. Not when every owner it waits for has left
+          for a while (a static member's epoch -2): nothing is released before that member
+          comes back or its session ends, so asking sooner would only ask for nothing;
+        * otherwise ``heartbeat_interval_ms``, as Kafka answers.
+
+        The short interval is ``reconciliation_heartbeat_interval_ms``, never above
+        ``heartbeat_interval_ms``."""
+        normal = self.config.heartbeat_interval_ms
+        short = min(normal, self.config.reconciliation_heartbeat_interval_ms)
+        if member.state == UNREVOKED_PARTITIONS:
+            return short
+        if member.state == UNRELEASED_PARTITIONS:
+            waiting = group.targets.get(member.member_id, frozenset()) - member.assigned
+            for tp in waiting:
+                owner = group.members.get(group.owners.get(tp, ""))
+                if owner is None or owner.member_epoch != LEAVE_STATIC_EPOCH:
+                    return short
+        return normal
 
     def replace_static(self, group: ConsumerGroup, replaced: ConsumerMember,
                        member: ConsumerMember, records: list) -> None:
