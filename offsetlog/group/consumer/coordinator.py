@@ -119,6 +119,10 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         self._timers = TimerQueue()
         self._rebalance_epochs: dict[tuple, int] = {}
+        #: (group, member) -> when the member's next heartbeat is expected: its last one plus
+        #: the interval it was answered. Not state (no record carries it, a restart forgets it):
+        #: only a hint for the ``uniform`` assignor's free choices (``_assign``)
+        self._due: dict[tuple, int] = {}
         self._now = 0
         #: called as ``on_fence(group, member_id, records)`` before a member is removed;
         #: True when it has dealt with the group (downgraded it: ``offsetlog.group.migration``)
@@ -279,9 +283,11 @@ class ConsumerGroupCoordinator:
         full = member_epoch == 0 or (
             rebalance_timeout_ms != -1 and owned is not None
             and (subs is not None or regex_given))
+        interval = self.heartbeat_interval(group, reconciled)
+        self._due[(group_id, member_id)] = self._now + interval
         return ConsumerHeartbeatResponse(
             member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.heartbeat_interval(group, reconciled),
+            heartbeat_interval_ms=interval,
             assignment=(reconciled.assigned if full or reconciled.assigned != before.assigned
                         else None))
 
@@ -308,7 +314,7 @@ class ConsumerGroupCoordinator:
             group.group_epoch += 1
             records.append(group_record(group))
         if group.group_epoch > group.assignment_epoch:
-            self._assign(group, records)
+            self._assign(group, records, here=updated.member_id)
         target = group.targets.get(updated.member_id, frozenset())
         reconciled = reconcile(updated, group.assignment_epoch, target, group.owner_epoch,
                                owned)
@@ -403,11 +409,20 @@ class ConsumerGroupCoordinator:
         _check_epoch(existing, member_epoch, owned)
         return existing, None
 
-    def _assign(self, group: ConsumerGroup, records: list) -> None:
+    def _assign(self, group: ConsumerGroup, records: list, here: str) -> None:
+        """Compute every member's target. ``here`` is the member whose request this is: it
+        hears of its target in this answer. The others are expected at their next heartbeat,
+        or just after ``here`` if that is overdue; members whose next heartbeat is not known
+        (since a restart, classic members, static members away) come last. ``uniform`` uses
+        this for its free choices (``assignors``): partitions go to the member that hears of
+        them first."""
         assignor = self.preferred_assignor(group)
         specs = {mid: AssignorMember(mid, group.member_topics(m), m.instance_id, m.rack_id)
                  for mid, m in group.members.items()}
-        new = ASSIGNORS[assignor](specs, group.subscription_metadata, group.targets)
+        due = {mid: max(self._due[(group.group_id, mid)], self._now + 1)
+               for mid in group.members if (group.group_id, mid) in self._due}
+        due[here] = self._now
+        new = ASSIGNORS[assignor](specs, group.subscription_metadata, group.targets, due)
         for mid in sorted(new):
             if group.targets.get(mid) != new[mid]:
                 records.append(target_record(group.group_id, mid, new[mid]))
@@ -445,6 +460,7 @@ class ConsumerGroupCoordinator:
                 f"Static member {member_id} with instance id {instance_id} is fenced by "
                 f"existing member {existing_id}.")
         if member_epoch == LEAVE_STATIC_EPOCH:
+            self._due.pop((group_id, member_id), None)  # away: not expected back soon
             member = replace(group.members[member_id], member_epoch=LEAVE_STATIC_EPOCH,
                              pending_revocation=frozenset())
             group.put_member(member)
@@ -471,6 +487,7 @@ class ConsumerGroupCoordinator:
         for kind in (SESSION, REBALANCE, JOIN, SYNC):
             self._timers.cancel((kind, group_id, member_id))
         self._rebalance_epochs.pop((group_id, member_id), None)
+        self._due.pop((group_id, member_id), None)
 
     def cancel_member_timers(self, group_id: str, member_id: str) -> None:
         self._cancel_timers(group_id, member_id)
