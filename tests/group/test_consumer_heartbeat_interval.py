@@ -51,24 +51,43 @@ def c():
 
 def test_a_stable_member_is_told_the_configured_interval(c):
     a = Client(c, "a")
-    assert a.beat(0).heartbeat_interval_ms == NORMAL
+    assert a.beat(0).heartbeat_interval_ms == NORMAL  # alone: nothing to spread from
     assert a.beat(5_000).heartbeat_interval_ms == NORMAL
 
 
-def test_a_join_that_moves_partitions_shortens_the_waiting_members_and_the_revokers_interval(c):
+def test_a_join_that_moves_partitions(c):
     a, b = Client(c, "a"), Client(c, "b")
-    a.beat(0)
-    resp = b.beat(100)  # b's target is t-3..5, all still a's: b waits, and is told to come back soon
-    assert (resp.assignment, resp.heartbeat_interval_ms) == (frozenset(), SHORT)
+    a.beat(0)  # a is expected back at 5000
+    resp = b.beat(100)  # b's target is t-3..5, all still a's: b waits
+    assert (resp.assignment, resp.member_epoch) == (frozenset(), 2)
     assert c.group("g").members["b"].state == "unreleased_partitions"
+    assert resp.heartbeat_interval_ms == SHORT  # ... and is told to come back soon
     assert b.beat(350).heartbeat_interval_ms == SHORT  # still waiting
     resp = a.beat(5_000)  # a learns it must give up t-3..5: revoking, told to come back soon
     assert (resp.assignment, resp.heartbeat_interval_ms) == (tps(0, 1, 2), SHORT)
-    resp = a.beat(5_010)  # a has revoked: stable at the new epoch, the configured interval again
-    assert (resp.member_epoch, resp.heartbeat_interval_ms) == (2, NORMAL)
-    resp = b.beat(5_100)  # b gets its partitions: stable, the configured interval
-    assert (resp.assignment, resp.heartbeat_interval_ms) == (tps(3, 4, 5), NORMAL)
+    # a has revoked: stable at the new epoch; b is polling (expected before now + SHORT), so
+    # the widest gap is the whole window [now + SHORT, now + NORMAL]: its middle
+    resp = a.beat(5_010)
+    assert resp.member_epoch == 2
+    assert resp.heartbeat_interval_ms == (SHORT + NORMAL) // 2
+    a_due = 5_010 + resp.heartbeat_interval_ms
+    resp = b.beat(5_050)  # b gets its partitions: settled, placed in the wider gap after a's
+    assert resp.assignment == tps(3, 4, 5)
+    assert resp.heartbeat_interval_ms == (a_due + 5_050 + NORMAL) // 2 - 5_050
     assert c.group("g").state() == "Stable"
+
+
+def test_an_early_heartbeat_keeps_the_members_place(c):
+    a, b = Client(c, "a"), Client(c, "b")
+    a.beat(0)
+    b.beat(100)
+    a.beat(5_000)
+    placed = a.beat(5_010).heartbeat_interval_ms  # settled: placed mid-window
+    assert SHORT < placed < NORMAL
+    # clients acknowledge a new assignment at once: the answer keeps a where it was put
+    assert a.beat(5_015).heartbeat_interval_ms == placed - 5
+    # on time, the configured interval
+    assert a.beat(5_010 + placed).heartbeat_interval_ms == NORMAL
 
 
 def test_a_revoking_member_that_has_not_revoked_yet_keeps_the_short_interval(c):
@@ -82,15 +101,32 @@ def test_a_revoking_member_that_has_not_revoked_yet_keeps_the_short_interval(c):
     assert c.group("g").members["a"].state == "unrevoked_partitions"
 
 
+def test_members_that_settle_together_are_spread_over_the_interval(c):
+    clients = [Client(c, m) for m in "abcdef"]
+    due = {}
+    for i, cl in enumerate(clients):  # all join at once; a gets everything first
+        due[cl.member_id] = i + cl.beat(i).heartbeat_interval_ms
+    while c.group("g").state() != "Stable" or any(
+            cl.owned != c.group("g").targets[cl.member_id] for cl in clients):
+        m = min(due, key=lambda k: (due[k], k))
+        assert due[m] < 60_000
+        client = next(cl for cl in clients if cl.member_id == m)
+        due[m] += client.beat(due[m]).heartbeat_interval_ms
+    # the next heartbeats, on the interval's circle: no two within NORMAL / (2 * members)
+    phases = sorted(d % NORMAL for d in due.values())
+    gaps = [b - a for a, b in zip(phases, phases[1:] + [phases[0] + NORMAL])]
+    assert min(gaps) >= NORMAL // (2 * len(clients)), sorted(due.values())
+
+
 def test_a_member_given_free_partitions_at_once_is_not_shortened(c):
     a, b = Client(c, "a"), Client(c, "b")
     a.beat(0)
     b.beat(100)
-    a.beat(200)
-    a.beat(210)
-    b.beat(300)  # the group is stable: a t-0..2, b t-3..5
-    a.leave(400)
-    resp = b.beat(500)  # a's partitions are free: b takes them in this answer
+    a.beat(5_000)
+    a.beat(5_010)
+    b_due = 5_100 + b.beat(5_100).heartbeat_interval_ms  # the group is stable
+    a.leave(5_200)
+    resp = b.beat(b_due)  # a's partitions are free: b takes them in this answer
     assert (resp.assignment, resp.heartbeat_interval_ms) == (tps(*range(6)), NORMAL)
 
 

@@ -23,11 +23,9 @@ One heartbeat, as Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``:
    assignment epoch as soon as nothing is left to revoke;
 5. the response carries the member's epoch, the interval to its next heartbeat and, on a
    join, a full request or a change, its assignment. The interval is
-   ``heartbeat_interval_ms`` (all Kafka ever answers) unless the member is in the middle of a
-   reconciliation that a heartbeat can move on: it has partitions to revoke, or it waits for
-   partitions another member is to release; then it is the shorter
-   ``reconciliation_heartbeat_interval_ms``, so the member comes back for its partitions soon
-   after they are free instead of up to a whole interval later (:meth:`heartbeat_interval`).
+   ``heartbeat_interval_ms`` (all Kafka ever answers) unless ``schedule`` chooses a shorter
+   one: for a member in the middle of a reconciliation, so that it comes back for its
+   partitions soon after they are free, and to spread members' heartbeats over the interval.
 
 Deadlines: a member's **session** (``session_timeout_ms`` after its last heartbeat) and, while
 it has partitions to revoke, its **rebalance timeout** (its own ``rebalance_timeout_ms``);
@@ -70,11 +68,12 @@ from offsetlog.group.consumer.group import (
 from offsetlog.group.consumer.member import (
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
-    UNRELEASED_PARTITIONS,
+    STABLE,
     UNREVOKED_PARTITIONS,
     ConsumerMember,
     reconcile,
 )
+from offsetlog.group.consumer.schedule import HeartbeatSchedule
 from offsetlog.group.errors import GroupIdNotFoundError, GroupMaxSizeReachedError
 from offsetlog.group.timers import TimerQueue
 
@@ -119,10 +118,8 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         self._timers = TimerQueue()
         self._rebalance_epochs: dict[tuple, int] = {}
-        #: (group, member) -> when the member's next heartbeat is expected: its last one plus
-        #: the interval it was answered. Not state (no record carries it, a restart forgets it):
-        #: only a hint for the ``uniform`` assignor's free choices (``_assign``)
-        self._due: dict[tuple, int] = {}
+        #: the intervals answered, and when each member is therefore expected (not state)
+        self.heartbeats = HeartbeatSchedule()
         self._now = 0
         #: called as ``on_fence(group, member_id, records)`` before a member is removed;
         #: True when it has dealt with the group (downgraded it: ``offsetlog.group.migration``)
@@ -283,8 +280,10 @@ class ConsumerGroupCoordinator:
         full = member_epoch == 0 or (
             rebalance_timeout_ms != -1 and owned is not None
             and (subs is not None or regex_given))
-        interval = self.heartbeat_interval(group, reconciled)
-        self._due[(group_id, member_id)] = self._now + interval
+        settled = (reconciled.state == STABLE and reconciled.member_epoch == group.assignment_epoch
+                   and (member_epoch == 0 or before.state != STABLE))
+        interval = self.heartbeats.interval(self.config, group, reconciled, self._now,
+                                            settled=settled)
         return ConsumerHeartbeatResponse(
             member_id=member_id, member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=interval,
@@ -332,36 +331,6 @@ class ConsumerGroupCoordinator:
                 self._rebalance_epochs.pop(key, None)
                 self._timers.cancel((REBALANCE, group.group_id, updated.member_id))
         return reconciled
-
-    def heartbeat_interval(self, group: ConsumerGroup, member: ConsumerMember) -> int:
-        """The ``heartbeat_interval_ms`` to answer ``member`` (as reconciled by this heartbeat).
-
-        Clients take the interval from every answer (the Java client's heartbeat manager,
-        librdkafka, franz-go), so it can be the member's next interval rather than a constant:
-
-        * partitions to revoke (``unrevoked_partitions``): the short interval. Clients revoke
-          and heartbeat at once, so this is for one that does not: its next heartbeat is what
-          frees the partitions for the members waiting for them;
-        * partitions of its target still owned by another member (``unreleased_partitions``):
-          the short interval, so it learns they are free soon after their owner has let them
-          go, not up to a whole interval later. Not when every owner it waits for has left
-          for a while (a static member's epoch -2): nothing is released before that member
-          comes back or its session ends, so asking sooner would only ask for nothing;
-        * otherwise ``heartbeat_interval_ms``, as Kafka answers.
-
-        The short interval is ``reconciliation_heartbeat_interval_ms``, never above
-        ``heartbeat_interval_ms``."""
-        normal = self.config.heartbeat_interval_ms
-        short = min(normal, self.config.reconciliation_heartbeat_interval_ms)
-        if member.state == UNREVOKED_PARTITIONS:
-            return short
-        if member.state == UNRELEASED_PARTITIONS:
-            waiting = group.targets.get(member.member_id, frozenset()) - member.assigned
-            for tp in waiting:
-                owner = group.members.get(group.owners.get(tp, ""))
-                if owner is None or owner.member_epoch != LEAVE_STATIC_EPOCH:
-                    return short
-        return normal
 
     def replace_static(self, group: ConsumerGroup, replaced: ConsumerMember,
                        member: ConsumerMember, records: list) -> None:
@@ -419,10 +388,8 @@ class ConsumerGroupCoordinator:
         assignor = self.preferred_assignor(group)
         specs = {mid: AssignorMember(mid, group.member_topics(m), m.instance_id, m.rack_id)
                  for mid, m in group.members.items()}
-        due = {mid: max(self._due[(group.group_id, mid)], self._now + 1)
-               for mid in group.members if (group.group_id, mid) in self._due}
-        due[here] = self._now
-        new = ASSIGNORS[assignor](specs, group.subscription_metadata, group.targets, due)
+        new = ASSIGNORS[assignor](specs, group.subscription_metadata, group.targets,
+                                  self.heartbeats.due(group, here, self._now))
         for mid in sorted(new):
             if group.targets.get(mid) != new[mid]:
                 records.append(target_record(group.group_id, mid, new[mid]))
@@ -460,7 +427,7 @@ class ConsumerGroupCoordinator:
                 f"Static member {member_id} with instance id {instance_id} is fenced by "
                 f"existing member {existing_id}.")
         if member_epoch == LEAVE_STATIC_EPOCH:
-            self._due.pop((group_id, member_id), None)  # away: not expected back soon
+            self.heartbeats.forget(group_id, member_id)  # away: not expected back soon
             member = replace(group.members[member_id], member_epoch=LEAVE_STATIC_EPOCH,
                              pending_revocation=frozenset())
             group.put_member(member)
@@ -487,7 +454,7 @@ class ConsumerGroupCoordinator:
         for kind in (SESSION, REBALANCE, JOIN, SYNC):
             self._timers.cancel((kind, group_id, member_id))
         self._rebalance_epochs.pop((group_id, member_id), None)
-        self._due.pop((group_id, member_id), None)
+        self.heartbeats.forget(group_id, member_id)
 
     def cancel_member_timers(self, group_id: str, member_id: str) -> None:
         self._cancel_timers(group_id, member_id)
