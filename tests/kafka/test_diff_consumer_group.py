@@ -214,6 +214,6 @@ def test_the_heartbeat_interval_answered(targets, gid):
     ]
 
     def view(answers):
-        return [[x["error_code"], x["heartbeat_interval_ms"]] for x in answers]
+        return [[x["error_code"], x["heartbeat_interval"]] for x in answers]
     compare(*targets, steps, view=view, known={"1.1": (5_000, 250), "2.1": (5_000, 250)},
             check=lambda k: k == [["NONE", 5_000]] * 3 or pytest.fail(repr(k)))
