@@ -15,7 +15,10 @@ The members are confluent-kafka (librdkafka) consumers in this process, polled i
 ``classic`` (the ``roundrobin`` assignor, balanced over both topics as ``uniform`` is; librdkafka's
 default ``range`` leaves some of 10 members without a partition); each server has its defaults for the
 protocol (heartbeat interval 5 s for the consumer protocol, the client's 3 s for classic),
-except ``group.initial.rebalance.delay.ms=0`` on both, as in the tests. Measured on
+except ``group.initial.rebalance.delay.ms=0`` on both, as in the tests. offsetlog's defaults
+include its heartbeat schedule (docs/GROUPS.md, "Heartbeat intervals": 250 ms to a member
+waiting for partitions or revoking, settling members spread over the interval), which Kafka
+does not have: that is what the consumer protocol's rows compare. Measured on
 ``offsetlog serve`` (both protocols) and, when Java and Maven are there, on Apache Kafka
 (``offsetlog.bench.kafka_broker``) in the same run. Rows: consumer vs classic on offsetlog
 (information) and offsetlog vs Kafka per protocol (the issue's goal: no slower than Kafka).
