@@ -148,13 +148,15 @@ def test_the_short_interval_is_never_above_the_configured_one():
     assert b.beat(10).heartbeat_interval_ms == 100
 
 
-def test_setting_it_to_the_heartbeat_interval_answers_as_kafka(c):
+def test_setting_it_to_the_heartbeat_interval_answers_as_kafka():
     c = ConsumerGroupCoordinator(ConsumerGroupConfig(heartbeat_interval_ms=NORMAL,
                                                      reconciliation_heartbeat_interval_ms=NORMAL))
     a, b = Client(c, "a"), Client(c, "b")
-    a.beat(0)
-    assert b.beat(10).heartbeat_interval_ms == NORMAL
-    assert a.beat(20).heartbeat_interval_ms == NORMAL
+    answers = [a.beat(0), b.beat(10), a.beat(20), a.beat(30), b.beat(40), a.beat(50)]
+    # waiting, revoking, settling (the spreading window [now + short, now + normal] is closed)
+    # and an early heartbeat: every answer is the configured interval
+    assert [r.heartbeat_interval_ms for r in answers] == [NORMAL] * 6
+    assert b.owned == tps(3, 4, 5) and c.group("g").state() == "Stable"
 
 
 @pytest.mark.parametrize("bad", [0, 49, -1, 1.5, True, None])
