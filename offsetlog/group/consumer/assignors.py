@@ -29,8 +29,9 @@ coordinator knows: it told each member its interval) the order is chosen for spe
 * then the others, the soonest due first: the partitions more (a member that left, a topic
   that grew) go to the members that will hear of them first.
 
-So counts are Kafka's (balanced within one), each member keeps at least what Kafka's builder
-would keep it, and which member gets a partition when several are equally good may differ.
+So counts are Kafka's (balanced within one), no order of Kafka's builder leaves more partitions
+where they are (members holding one more keep it whenever the quota allows), and which member
+gets a partition when several are equally good may differ.
 Heterogeneous groups: current partitions are kept, the rest go to the eligible member with the
 fewest partitions, then partitions move from a member to an eligible one with at least two
 fewer until no such move is left.
