@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 
 from offsetlog.group import GroupConfig
 from offsetlog.group.consumer import ConsumerGroupConfig
-from offsetlog.group.consumer.config import MIGRATION_POLICIES
+from offsetlog.group.consumer.config import MIGRATION_POLICIES, MIN_RECONCILIATION_INTERVAL_MS
 from offsetlog.server.security_config import SECURITY_PROPERTIES, SecurityConfig
 
 
@@ -70,6 +70,10 @@ PROPERTIES = {
     "group.max.size": ("group_max_size", _int(1)),
     "group.consumer.session.timeout.ms": ("consumer_session_timeout_ms", _int(1)),
     "group.consumer.heartbeat.interval.ms": ("consumer_heartbeat_interval_ms", _int(1)),
+    # offsetlog's own (Kafka has no such setting): the interval told to a member in the middle
+    # of a reconciliation (docs/GROUPS.md, "Heartbeat intervals")
+    "group.consumer.reconciliation.heartbeat.interval.ms":
+        ("consumer_reconciliation_heartbeat_interval_ms", _int(MIN_RECONCILIATION_INTERVAL_MS)),
     "group.consumer.max.size": ("consumer_group_max_size", _int(1)),
     "group.consumer.assignors": ("consumer_assignors", _names),
     "group.consumer.migration.policy": ("consumer_migration_policy", _migration_policy),
@@ -108,6 +112,10 @@ class ServerConfig:
     #: group.consumer.*: the consumer group protocol (KIP-848), Kafka's defaults
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5_000
+    #: group.consumer.reconciliation.heartbeat.interval.ms, offsetlog's own: the interval
+    #: answered instead to a member with partitions to revoke or waiting for partitions another
+    #: member is releasing (never above the heartbeat interval)
+    consumer_reconciliation_heartbeat_interval_ms: int = 250
     consumer_group_max_size: int | None = None
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     #: group.consumer.migration.policy: bidirectional, upgrade, downgrade or disabled
@@ -198,6 +206,8 @@ class ServerConfig:
     def consumer_group_config(self) -> ConsumerGroupConfig:
         return ConsumerGroupConfig(session_timeout_ms=self.consumer_session_timeout_ms,
                                    heartbeat_interval_ms=self.consumer_heartbeat_interval_ms,
+                                   reconciliation_heartbeat_interval_ms=(
+                                       self.consumer_reconciliation_heartbeat_interval_ms),
                                    max_size=self.consumer_group_max_size,
                                    assignors=self.consumer_assignors,
                                    migration_policy=self.consumer_migration_policy)

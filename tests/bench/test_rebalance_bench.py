@@ -22,8 +22,13 @@ def test_rebalance_case_measures_both_protocols(tmp_path):
         "rebalance: the last of 10 joins -> all owned, classic protocol, offsetlog",
         "rebalance: one of 10 leaves -> all owned, offsetlog serve, consumer protocol",
         "rebalance: one of 10 leaves -> all owned, consumer protocol, offsetlog",
-        "rebalance: one of 10 leaves -> all owned, classic protocol, offsetlog"]
+        "rebalance: one of 10 leaves -> all owned, classic protocol, offsetlog",
+        *(f"rebalance, at a random point of the heartbeat interval: {moment} -> all owned, "
+          f"{protocol} protocol, offsetlog"
+          for moment in ("the last of 10 joins", "one of 10 leaves")
+          for protocol in ("consumer", "classic"))]
     for r in rows:
         assert r.better == LOWER and r.unit == "s" and r.offsetlog > 0, r
     assert rows[0].baseline_value > 0  # the classic protocol's figure
     assert all(r.baseline_value is None for r in rows if "Kafka" in r.baseline)
+    assert all(r.target is None for r in rows[6:])  # the random-phase rows: information

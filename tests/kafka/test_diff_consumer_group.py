@@ -199,3 +199,21 @@ def test_metadata_by_topic_id_with_an_empty_name(targets):
                             for t in r.topics])
             answers.append(got)
     assert answers[0] == answers[1] == [[(0, "orders", True, 4)]] * 2
+
+
+def test_the_heartbeat_interval_answered(targets, gid):
+    """A declared difference (docs/GROUPS.md, "Heartbeat intervals"): Kafka answers every
+    heartbeat with group.consumer.heartbeat.interval.ms (5 s on both targets); offsetlog answers
+    a member waiting for partitions another member owns, and a member told to revoke, with
+    group.consumer.reconciliation.heartbeat.interval.ms (250 ms), so each comes back soon."""
+    a, b = f"{gid}-a", f"{gid}-b"
+    steps = [
+        hb(gid, a, 0, join=True, save={**save_owned("a"), **epoch_of("ea")}),  # all of orders
+        hb(gid, b, 0, join=True, conn="b"),            # range: orders-2,3 are b's, still a's
+        hb(gid, a, lambda c: c["ea"], owned=owned_of("a")),  # a is told to give them up
+    ]
+
+    def view(answers):
+        return [[x["error_code"], x["heartbeat_interval"]] for x in answers]
+    compare(*targets, steps, view=view, known={"1.1": (5_000, 250), "2.1": (5_000, 250)},
+            check=lambda k: k == [["NONE", 5_000]] * 3 or pytest.fail(repr(k)))

@@ -35,9 +35,17 @@ def test_the_migration_policy_reaches_the_consumer_groups(policy):
     assert ServerConfig().consumer_group_config().migration_policy == "bidirectional"
 
 
+def test_the_reconciliation_interval_reaches_the_consumer_groups():
+    """offsetlog's own setting (docs/GROUPS.md, "Heartbeat intervals"), 250 ms by default."""
+    assert ServerConfig().consumer_group_config().reconciliation_heartbeat_interval_ms == 250
+    c = ServerConfig.parse(["group.consumer.reconciliation.heartbeat.interval.ms=5000"])
+    assert c.consumer_group_config().reconciliation_heartbeat_interval_ms == 5000
+
+
 @pytest.mark.parametrize("item", ["no.such.key=1", "num.partitions=0", "num.partitions",
                                   "auto.create.topics.enable=maybe", "num.io.threads=0",
-                                  "num.io.threads=257", "group.consumer.migration.policy=both"])
+                                  "num.io.threads=257", "group.consumer.migration.policy=both",
+                                  "group.consumer.reconciliation.heartbeat.interval.ms=49"])
 def test_bad_settings_are_refused(item):
     with pytest.raises(ConfigError):
         ServerConfig.parse([item])

@@ -39,10 +39,12 @@ def test_confluent_describes_the_broker_and_topics(configured):
     assert broker["offsets.topic.num.partitions"].value == "50"  # the store's own count
     assert broker["group.max.size"].value == str(2 ** 31 - 1)  # Kafka's "no limit"
     assert broker["broker.rack"].value is None  # Kafka's default: no rack
-    # the consumer group protocol's settings (KIP-848), Kafka's defaults
+    # the consumer group protocol's settings (KIP-848), Kafka's defaults, and one of ours
     assert {k: v.value for k, v in broker.items() if k.startswith("group.consumer.")} == {
         "group.consumer.session.timeout.ms": "45000",
         "group.consumer.heartbeat.interval.ms": "5000",
+        # offsetlog's own (Kafka has none): the interval told to a member mid-reconciliation
+        "group.consumer.reconciliation.heartbeat.interval.ms": "250",
         "group.consumer.max.size": str(2 ** 31 - 1), "group.consumer.assignors": "uniform,range",
         "group.consumer.migration.policy": "bidirectional"}
     assert all(entry.is_read_only for entry in broker.values())

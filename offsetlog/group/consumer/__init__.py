@@ -4,7 +4,7 @@ Start at :class:`ConsumerGroupCoordinator` (``coordinator``), a sans-IO state ma
 classic ``offsetlog.group.GroupCoordinator``. Modules: ``assignors`` (``uniform``, ``range``),
 ``member`` (a member and its reconciliation), ``group`` (a group and its records), ``regex``
 (subscriptions by regular expression), ``classic`` (classic-protocol members of a consumer
-group), ``config``, ``errors``. docs/GROUPS.md, "The consumer group protocol", is the guide.
+group), ``schedule`` (the heartbeat interval each answer names), ``config``, ``errors``. docs/GROUPS.md, "The consumer group protocol", is the guide.
 """
 
 from offsetlog.group.consumer.assignors import ASSIGNORS, AssignorMember

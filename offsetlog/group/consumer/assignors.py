@@ -14,12 +14,24 @@ deterministic, so it gives Kafka's assignment for the same members.
 
 ``uniform`` spreads all subscribed partitions evenly over the members and keeps each member's
 current partitions where it can. When every member subscribes to the same topics (a
-homogeneous group) it follows Kafka's homogeneous builder: members, in member id order, keep
-their current partitions up to their quota (``total // members``, the first ``total %
-members`` members one more), and the partitions left over go, topic by topic in name order and
-partition by partition, to members short of their quota. Kafka walks members and topics in
-hash order, so its choices between equally good assignments can differ from ours: the counts
-(and the partitions each member keeps) are the same, which partition goes where may not be.
+homogeneous group) it follows Kafka's homogeneous builder: members, in an order, keep their
+current partitions up to their quota (``total // members``, the first ``total % members``
+members one more), and the partitions left over go, topic by topic in name order and
+partition by partition, to members short of their quota. Kafka walks members (and topics) in
+its hash maps' order, so which members get the one partition more is an accident of their ids'
+hash codes there; any order gives an equally balanced assignment. Ours, without ``due``, is
+member id order. With ``due`` (when each member's next heartbeat is expected, which the
+coordinator knows: it told each member its interval) the order is chosen for speed:
+
+* first the members that already hold more than the quota, the latest due first: they keep
+  their one partition more, so no partition moves that need not, and where some must give one
+  up it is those that heartbeat soonest, which learn it soonest;
+* then the others, the soonest due first: the partitions more (a member that left, a topic
+  that grew) go to the members that will hear of them first.
+
+So counts are Kafka's (balanced within one), no order of Kafka's builder leaves more partitions
+where they are (members holding one more keep it whenever the quota allows), and which member
+gets a partition when several are equally good may differ.
 Heterogeneous groups: current partitions are kept, the rest go to the eligible member with the
 fewest partitions, then partitions move from a member to an eligible one with at least two
 fewer until no such move is left.
@@ -51,8 +63,11 @@ def _order(members: Mapping[str, AssignorMember]) -> list[str]:
 
 
 def range_assign(members: Mapping[str, AssignorMember], topics: Mapping[str, int],
-                 current: Mapping[str, TopicPartitions]) -> dict[str, TopicPartitions]:
-    del current  # Kafka's server-side range assignor is not sticky
+                 current: Mapping[str, TopicPartitions],
+                 due: Mapping[str, float] | None = None) -> dict[str, TopicPartitions]:
+    # Kafka's server-side range assignor is not sticky, and its order is fixed: neither the
+    # current assignment nor when members heartbeat changes it
+    del current, due
     order = _order(members)
     out: dict[str, set] = {mid: set() for mid in order}
     for topic in sorted({t for m in members.values() for t in m.topics if t in topics}):
@@ -80,19 +95,34 @@ def _kept(member: AssignorMember, topics: Mapping[str, int], owned) -> list:
 
 
 def uniform_assign(members: Mapping[str, AssignorMember], topics: Mapping[str, int],
-                   current: Mapping[str, TopicPartitions]) -> dict[str, TopicPartitions]:
+                   current: Mapping[str, TopicPartitions],
+                   due: Mapping[str, float] | None = None) -> dict[str, TopicPartitions]:
+    """``due``: member id -> when its next heartbeat is expected (any unit, smaller is sooner);
+    members left out are expected last. Only a homogeneous group's order reads it."""
     if not members:
         return {}
     subscriptions = {frozenset(m.topics & topics.keys()) for m in members.values()}
     if len(subscriptions) == 1:
-        return _uniform_homogeneous(members, topics, current)
+        return _uniform_homogeneous(members, topics, current, due)
     return _uniform_heterogeneous(members, topics, current)
 
 
-def _uniform_homogeneous(members, topics, current) -> dict[str, TopicPartitions]:
-    order = sorted(members)
+def _homogeneous_order(members, topics, current, quota: int, due) -> list[str]:
+    """The members' order for the homogeneous builder (module docstring)."""
+    if due is None:
+        return sorted(members)
+    later = float("inf")
+    holders = {mid for mid in members
+               if len(_kept(members[mid], topics, current.get(mid, ()))) > quota}
+    others = [mid for mid in members if mid not in holders]
+    return (sorted(holders, key=lambda m: (-due.get(m, later), m))
+            + sorted(others, key=lambda m: (due.get(m, later), m)))
+
+
+def _uniform_homogeneous(members, topics, current, due=None) -> dict[str, TopicPartitions]:
     every = _subscribed(members, topics)
-    quota, extra = divmod(len(every), len(order))
+    quota, extra = divmod(len(every), len(members))
+    order = _homogeneous_order(members, topics, current, quota, due)
     taken: set = set()
     out: dict[str, list] = {}
     short: list[tuple[str, int]] = []

@@ -10,6 +10,10 @@ from offsetlog.group.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNORS
 
 #: group.consumer.migration.policy's values, Kafka's ConsumerGroupMigrationPolicy
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+#: the lowest group.consumer.reconciliation.heartbeat.interval.ms, ms: below it a member waiting
+#: for partitions would mostly be asking again for nothing (the Java client backs off 100 ms
+#: between heartbeats anyway)
+MIN_RECONCILIATION_INTERVAL_MS = 50
 
 
 def random_member_id() -> str:
@@ -25,6 +29,12 @@ class ConsumerGroupConfig:
     session_timeout_ms: int = 45_000
     #: how often members are told to heartbeat, ms (group.consumer.heartbeat.interval.ms)
     heartbeat_interval_ms: int = 5_000
+    #: the interval told instead to a member in the middle of a reconciliation (partitions to
+    #: revoke, or partitions of its target still owned by a member that will release them), ms;
+    #: never more than ``heartbeat_interval_ms``. offsetlog's own setting, Kafka has none
+    #: (group.consumer.reconciliation.heartbeat.interval.ms; docs/GROUPS.md, "Heartbeat
+    #: intervals")
+    reconciliation_heartbeat_interval_ms: int = 250
     #: most members a consumer group may have; None = unlimited (group.consumer.max.size)
     max_size: int | None = None
     #: the server assignors, the first the default (group.consumer.assignors)
@@ -40,6 +50,11 @@ class ConsumerGroupConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, not {v!r}")
+        v = self.reconciliation_heartbeat_interval_ms
+        if (not isinstance(v, int) or isinstance(v, bool)
+                or v < MIN_RECONCILIATION_INTERVAL_MS):
+            raise ValueError("reconciliation_heartbeat_interval_ms must be an int >= "
+                             f"{MIN_RECONCILIATION_INTERVAL_MS}, not {v!r}")
         if self.max_size is not None and (not isinstance(self.max_size, int)
                                           or isinstance(self.max_size, bool) or self.max_size < 1):
             raise ValueError(f"max_size must be None or an int >= 1, not {self.max_size!r}")

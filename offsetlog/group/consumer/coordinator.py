@@ -21,8 +21,11 @@ One heartbeat, as Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``:
    up are revoked first (the member stays at its epoch until a heartbeat no longer reports
    them), partitions another member still owns are held back, and the member moves to the
    assignment epoch as soon as nothing is left to revoke;
-5. the response carries the member's epoch and, on a join, a full request or a change, its
-   assignment.
+5. the response carries the member's epoch, the interval to its next heartbeat and, on a
+   join, a full request or a change, its assignment. The interval is
+   ``heartbeat_interval_ms`` (all Kafka ever answers) unless ``schedule`` chooses a shorter
+   one: for a member in the middle of a reconciliation, so that it comes back for its
+   partitions soon after they are free, and to spread members' heartbeats over the interval.
 
 Deadlines: a member's **session** (``session_timeout_ms`` after its last heartbeat) and, while
 it has partitions to revoke, its **rebalance timeout** (its own ``rebalance_timeout_ms``);
@@ -65,10 +68,12 @@ from offsetlog.group.consumer.group import (
 from offsetlog.group.consumer.member import (
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
+    STABLE,
     UNREVOKED_PARTITIONS,
     ConsumerMember,
     reconcile,
 )
+from offsetlog.group.consumer.schedule import HeartbeatSchedule
 from offsetlog.group.errors import GroupIdNotFoundError, GroupMaxSizeReachedError
 from offsetlog.group.timers import TimerQueue
 
@@ -113,6 +118,8 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         self._timers = TimerQueue()
         self._rebalance_epochs: dict[tuple, int] = {}
+        #: the intervals answered, and when each member is therefore expected (not state)
+        self.heartbeats = HeartbeatSchedule()
         self._now = 0
         #: called as ``on_fence(group, member_id, records)`` before a member is removed;
         #: True when it has dealt with the group (downgraded it: ``offsetlog.group.migration``)
@@ -273,9 +280,13 @@ class ConsumerGroupCoordinator:
         full = member_epoch == 0 or (
             rebalance_timeout_ms != -1 and owned is not None
             and (subs is not None or regex_given))
+        settled = (reconciled.state == STABLE and reconciled.member_epoch == group.assignment_epoch
+                   and (member_epoch == 0 or before.state != STABLE))
+        interval = self.heartbeats.interval(self.config, group, reconciled, self._now,
+                                            settled=settled)
         return ConsumerHeartbeatResponse(
             member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            heartbeat_interval_ms=interval,
             assignment=(reconciled.assigned if full or reconciled.assigned != before.assigned
                         else None))
 
@@ -302,7 +313,7 @@ class ConsumerGroupCoordinator:
             group.group_epoch += 1
             records.append(group_record(group))
         if group.group_epoch > group.assignment_epoch:
-            self._assign(group, records)
+            self._assign(group, records, here=updated.member_id)
         target = group.targets.get(updated.member_id, frozenset())
         reconciled = reconcile(updated, group.assignment_epoch, target, group.owner_epoch,
                                owned)
@@ -367,11 +378,18 @@ class ConsumerGroupCoordinator:
         _check_epoch(existing, member_epoch, owned)
         return existing, None
 
-    def _assign(self, group: ConsumerGroup, records: list) -> None:
+    def _assign(self, group: ConsumerGroup, records: list, here: str) -> None:
+        """Compute every member's target. ``here`` is the member whose request this is: it
+        hears of its target in this answer. The others are expected at their next heartbeat,
+        or just after ``here`` if that is overdue; members whose next heartbeat is not known
+        (since a restart, classic members, static members away) come last. ``uniform`` uses
+        this for its free choices (``assignors``): partitions go to the member that hears of
+        them first."""
         assignor = self.preferred_assignor(group)
         specs = {mid: AssignorMember(mid, group.member_topics(m), m.instance_id, m.rack_id)
                  for mid, m in group.members.items()}
-        new = ASSIGNORS[assignor](specs, group.subscription_metadata, group.targets)
+        new = ASSIGNORS[assignor](specs, group.subscription_metadata, group.targets,
+                                  self.heartbeats.due(group, here, self._now))
         for mid in sorted(new):
             if group.targets.get(mid) != new[mid]:
                 records.append(target_record(group.group_id, mid, new[mid]))
@@ -409,6 +427,7 @@ class ConsumerGroupCoordinator:
                 f"Static member {member_id} with instance id {instance_id} is fenced by "
                 f"existing member {existing_id}.")
         if member_epoch == LEAVE_STATIC_EPOCH:
+            self.heartbeats.forget(group_id, member_id)  # away: not expected back soon
             member = replace(group.members[member_id], member_epoch=LEAVE_STATIC_EPOCH,
                              pending_revocation=frozenset())
             group.put_member(member)
@@ -435,6 +454,7 @@ class ConsumerGroupCoordinator:
         for kind in (SESSION, REBALANCE, JOIN, SYNC):
             self._timers.cancel((kind, group_id, member_id))
         self._rebalance_epochs.pop((group_id, member_id), None)
+        self.heartbeats.forget(group_id, member_id)
 
     def cancel_member_timers(self, group_id: str, member_id: str) -> None:
         self._cancel_timers(group_id, member_id)
