@@ -22,6 +22,24 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
+/// A response of topics, each partition with its error code, in the order given:
+/// OffsetCommit's and TxnOffsetCommit's, one shape in two generated types.
+macro_rules! codes_response {
+    ($response:ident, $topic:ident, $partition:ident, $correlation_id:expr, $version:expr,
+     $topics:expr) => {{
+        let response = $response::default().with_topics($topics.iter().map(|(name, parts)| {
+            $topic::default()
+                .with_name(TopicName(StrBytes::from_string(name.clone())))
+                .with_partitions(parts.iter().map(|&(index, code)| {
+                    $partition::default().with_partition_index(index).with_error_code(code)
+                }).collect())
+        }).collect());
+        framed($correlation_id, $response::header_version($version), |out| {
+            response.encode(out, $version).map_err(|e| e.to_string())
+        })
+    }};
+}
+
 /// OffsetCommit's API key and the versions taken natively (those the server offers:
 /// `offsetlog.server.apis.APIS`, checked there against this module's `OFFSET_COMMIT_VERSIONS`)
 pub const OFFSET_COMMIT: i16 = 8;
@@ -63,22 +81,30 @@ pub fn peek(frame: &[u8]) -> Option<(i16, i16)> {
     Some((i16::from_be_bytes([key[0], key[1]]), i16::from_be_bytes([version[0], version[1]])))
 }
 
+/// A request of API `key` at a version in `versions`: its header, body and version; None
+/// when it is another API or version, or the crate does not decode it whole (bytes left
+/// over included).
+fn decode<M: Decodable + HeaderVersion>(frame: &[u8], key: i16, (lo, hi): (i16, i16))
+                                        -> Option<(RequestHeader, M, i16)> {
+    let (k, version) = peek(frame)?;
+    if k != key || version < lo || version > hi {
+        return None;
+    }
+    let mut buf = frame;
+    let header = RequestHeader::decode(&mut buf, M::header_version(version)).ok()?;
+    let body = M::decode(&mut buf, version).ok()?;
+    buf.is_empty().then_some((header, body, version))
+}
+
+fn text(s: &StrBytes) -> String {
+    s.as_str().to_owned()
+}
+
 /// An OffsetCommit frame's fields (the frame without its length prefix); None when the crate
 /// does not decode it whole (trailing bytes included), or it is not a natively taken
 /// version.
 pub fn decode_offset_commit(frame: &[u8]) -> Option<OffsetCommit> {
-    let (key, version) = peek(frame)?;
-    let (lo, hi) = OFFSET_COMMIT_VERSIONS;
-    if key != OFFSET_COMMIT || version < lo || version > hi {
-        return None;
-    }
-    let mut buf = frame;
-    let header = RequestHeader::decode(&mut buf, OffsetCommitRequest::header_version(version)).ok()?;
-    let body = OffsetCommitRequest::decode(&mut buf, version).ok()?;
-    if !buf.is_empty() {
-        return None;
-    }
-    let text = |s: &StrBytes| s.as_str().to_owned();
+    let (header, body, version) = decode::<OffsetCommitRequest>(frame, OFFSET_COMMIT, OFFSET_COMMIT_VERSIONS)?;
     Some(OffsetCommit {
         correlation_id: header.correlation_id,
         client_id: header.client_id.as_ref().map(text),
@@ -111,19 +137,7 @@ pub struct TxnOffsetCommit {
 
 /// A TxnOffsetCommit frame's fields; None when the crate does not decode it whole.
 pub fn decode_txn_offset_commit(frame: &[u8]) -> Option<TxnOffsetCommit> {
-    let (key, version) = peek(frame)?;
-    let (lo, hi) = TXN_OFFSET_COMMIT_VERSIONS;
-    if key != TXN_OFFSET_COMMIT || version < lo || version > hi {
-        return None;
-    }
-    let mut buf = frame;
-    let header =
-        RequestHeader::decode(&mut buf, TxnOffsetCommitRequest::header_version(version)).ok()?;
-    let body = TxnOffsetCommitRequest::decode(&mut buf, version).ok()?;
-    if !buf.is_empty() {
-        return None;
-    }
-    let text = |s: &StrBytes| s.as_str().to_owned();
+    let (header, body, version) = decode::<TxnOffsetCommitRequest>(frame, TXN_OFFSET_COMMIT, TXN_OFFSET_COMMIT_VERSIONS)?;
     Some(TxnOffsetCommit {
         correlation_id: header.correlation_id,
         client_id: header.client_id.as_ref().map(text),
@@ -146,18 +160,8 @@ pub fn decode_txn_offset_commit(frame: &[u8]) -> Option<TxnOffsetCommit> {
 pub fn encode_txn_offset_commit_response(correlation_id: i32, version: i16,
                                          topics: &[(String, Vec<(i32, i16)>)])
                                          -> Result<Vec<u8>, String> {
-    let response = TxnOffsetCommitResponse::default().with_topics(topics.iter().map(|(name, parts)| {
-        TxnOffsetCommitResponseTopic::default()
-            .with_name(TopicName(StrBytes::from_string(name.clone())))
-            .with_partitions(parts.iter().map(|&(index, code)| {
-                TxnOffsetCommitResponsePartition::default()
-                    .with_partition_index(index)
-                    .with_error_code(code)
-            }).collect())
-    }).collect());
-    framed(correlation_id, TxnOffsetCommitResponse::header_version(version), |out| {
-        response.encode(out, version).map_err(|e| e.to_string())
-    })
+    codes_response!(TxnOffsetCommitResponse, TxnOffsetCommitResponseTopic,
+                    TxnOffsetCommitResponsePartition, correlation_id, version, topics)
 }
 
 /// One group of an OffsetFetch: its id, the member and its epoch (v9+: KIP-848; else None
@@ -176,18 +180,7 @@ pub struct OffsetFetch {
 
 /// An OffsetFetch frame's fields; None when the crate does not decode it whole.
 pub fn decode_offset_fetch(frame: &[u8]) -> Option<OffsetFetch> {
-    let (key, version) = peek(frame)?;
-    let (lo, hi) = OFFSET_FETCH_VERSIONS;
-    if key != OFFSET_FETCH || version < lo || version > hi {
-        return None;
-    }
-    let mut buf = frame;
-    let header = RequestHeader::decode(&mut buf, OffsetFetchRequest::header_version(version)).ok()?;
-    let body = OffsetFetchRequest::decode(&mut buf, version).ok()?;
-    if !buf.is_empty() {
-        return None;
-    }
-    let text = |s: &StrBytes| s.as_str().to_owned();
+    let (header, body, version) = decode::<OffsetFetchRequest>(frame, OFFSET_FETCH, OFFSET_FETCH_VERSIONS)?;
     let groups = if version >= 8 {
         body.groups.iter().map(|g| (text(&g.group_id.0), g.member_id.as_ref().map(text),
             g.member_epoch, g.topics.as_ref().map(|ts| ts.iter().map(|t| (
@@ -268,18 +261,7 @@ pub struct Heartbeat {
 
 /// A Heartbeat frame's fields; None when the crate does not decode it whole.
 pub fn decode_heartbeat(frame: &[u8]) -> Option<Heartbeat> {
-    let (key, version) = peek(frame)?;
-    let (lo, hi) = HEARTBEAT_VERSIONS;
-    if key != HEARTBEAT || version < lo || version > hi {
-        return None;
-    }
-    let mut buf = frame;
-    let header = RequestHeader::decode(&mut buf, HeartbeatRequest::header_version(version)).ok()?;
-    let body = HeartbeatRequest::decode(&mut buf, version).ok()?;
-    if !buf.is_empty() {
-        return None;
-    }
-    let text = |s: &StrBytes| s.as_str().to_owned();
+    let (header, body, version) = decode::<HeartbeatRequest>(frame, HEARTBEAT, HEARTBEAT_VERSIONS)?;
     Some(Heartbeat {
         correlation_id: header.correlation_id,
         client_id: header.client_id.as_ref().map(text),
@@ -320,18 +302,8 @@ fn framed(correlation_id: i32, header_version: i16,
 pub fn encode_offset_commit_response(correlation_id: i32, version: i16,
                                      topics: &[(String, Vec<(i32, i16)>)])
                                      -> Result<Vec<u8>, String> {
-    let response = OffsetCommitResponse::default().with_topics(topics.iter().map(|(name, parts)| {
-        OffsetCommitResponseTopic::default()
-            .with_name(TopicName(StrBytes::from_string(name.clone())))
-            .with_partitions(parts.iter().map(|&(index, code)| {
-                OffsetCommitResponsePartition::default()
-                    .with_partition_index(index)
-                    .with_error_code(code)
-            }).collect())
-    }).collect());
-    framed(correlation_id, OffsetCommitResponse::header_version(version), |out| {
-        response.encode(out, version).map_err(|e| e.to_string())
-    })
+    codes_response!(OffsetCommitResponse, OffsetCommitResponseTopic,
+                    OffsetCommitResponsePartition, correlation_id, version, topics)
 }
 
 #[cfg(test)]

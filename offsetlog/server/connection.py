@@ -52,11 +52,11 @@ from offsetlog.server.codec import (
     response_schema,
 )
 from offsetlog.server.context import Call, Context
-from offsetlog.server.groups import HeartbeatFields, decode_heartbeat, heartbeat_code
-from offsetlog.server.offset_fetch import decode_offset_fetch
-from offsetlog.server.offsets import NATIVE_OFFSET_COMMIT, commit_fields, decode_offset_commit
+from offsetlog.server.groups import HeartbeatFields, heartbeat_code
+from offsetlog.server.offset_fetch import OffsetFetchFields
+from offsetlog.server.offsets import NATIVE_OFFSET_COMMIT, OffsetCommitFields, commit_fields
 from offsetlog.server.sasl import SASL_HANDSHAKE, Session
-from offsetlog.server.txn import decode_txn_offset_commit
+from offsetlog.server.txn import TxnOffsetCommitFields
 from offsetlog.server.work import Outcome, Reply
 
 log = logging.getLogger("offsetlog.server")
@@ -299,10 +299,12 @@ class Connection:
             raise FrameError(f"API {api_key} version {version} is not supported")
         native = _NATIVE_CODECS.get(api_key)  # one codec a message: the native one
         if native is not None:
-            decoded = native(frame)
-            if decoded is None:
+            decode, body_type = native
+            fields = decode(frame)
+            if fields is None:
                 raise FrameError(f"bad request: API {api_key} v{version}")
-            correlation_id, client_id, version, body = decoded
+            correlation_id, client_id, version, *rest = fields
+            body = body_type(*rest)
             header = Header(api_key, version, correlation_id, client_id, 0)
         else:
             header, body = decode_request(frame, api_key, version)
@@ -391,13 +393,14 @@ class Connection:
         self.conns.later(self.conns.on_close, self)
 
 
-#: the messages the native core decodes (and answers) on every connection: API key -> the
-#: decoder of its frames (``(correlation id, client id, version, body)`` or None)
-_NATIVE_CODECS = {HEARTBEAT: decode_heartbeat}
+#: the messages the native core decodes (and answers) on every connection: API key -> (its
+#: decoder, giving ``(correlation id, client id, version, *fields)`` or None, and the type
+#: the fields make the ``Call``'s body)
+_NATIVE_CODECS = {HEARTBEAT: (_native.decode_heartbeat, HeartbeatFields)}
 if NATIVE_OFFSET_COMMIT:  # (messages with arrays: huge_alloc must hold here)
-    _NATIVE_CODECS[OFFSET_COMMIT] = decode_offset_commit
-    _NATIVE_CODECS[TXN_OFFSET_COMMIT] = decode_txn_offset_commit
-    _NATIVE_CODECS[OFFSET_FETCH] = decode_offset_fetch
+    _NATIVE_CODECS[OFFSET_COMMIT] = (_native.decode_offset_commit, OffsetCommitFields)
+    _NATIVE_CODECS[TXN_OFFSET_COMMIT] = (_native.decode_txn_offset_commit, TxnOffsetCommitFields)
+    _NATIVE_CODECS[OFFSET_FETCH] = (_native.decode_offset_fetch, OffsetFetchFields)
 
 
 def _outcome(fut: Future) -> Outcome:

@@ -148,16 +148,6 @@ class HeartbeatFields(NamedTuple):
     group_instance_id: str | None
 
 
-def decode_heartbeat(frame: bytes) -> tuple[int, str | None, int, HeartbeatFields] | None:
-    """``(correlation id, client id, version, body)`` of a Heartbeat frame, or None if it
-    does not decode."""
-    fields = _native.decode_heartbeat(frame)
-    if fields is None:
-        return None
-    correlation_id, client_id, version, *body = fields
-    return correlation_id, client_id, version, HeartbeatFields(*body)
-
-
 def heartbeat_answer(call: Call, code: int) -> bytes:
     return _native.encode_heartbeat_response(call.header.correlation_id, call.version, code)
 

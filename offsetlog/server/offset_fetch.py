@@ -34,16 +34,6 @@ class OffsetFetchFields(NamedTuple):
         return self.groups[0][0]
 
 
-def decode_offset_fetch(frame: bytes):
-    """``(correlation id, client id, version, body)`` of an OffsetFetch frame, or None if it
-    does not decode."""
-    fields = _native.decode_offset_fetch(frame)
-    if fields is None:
-        return None
-    correlation_id, client_id, version, stable, groups = fields
-    return correlation_id, client_id, version, OffsetFetchFields(stable, groups)
-
-
 def fetch_groups(call: Call) -> list:
     """The request's groups in ``OffsetFetchFields.groups``' shape, whoever decoded it."""
     b = call.body

@@ -39,16 +39,6 @@ class OffsetCommitFields(NamedTuple):
     topics: list
 
 
-def decode_offset_commit(frame: bytes) -> tuple[int, str | None, int, OffsetCommitFields] | None:
-    """``(correlation id, client id, version, body)`` of an OffsetCommit frame, or None if
-    it does not decode."""
-    fields = _native.decode_offset_commit(frame)
-    if fields is None:
-        return None
-    correlation_id, client_id, version, *body = fields
-    return correlation_id, client_id, version, OffsetCommitFields(*body)
-
-
 def commit_answer(call: Call, topics, answer: list | None) -> bytes:
     """The OffsetCommit response frame to a natively decoded ``call`` (``topics``:
     ``topic_fields``' shape): ``answer``'s topics, or every partition committed (None)."""

@@ -166,16 +166,6 @@ class TxnOffsetCommitFields(NamedTuple):
     topics: list
 
 
-def decode_txn_offset_commit(frame: bytes):
-    """``(correlation id, client id, version, body)`` of a TxnOffsetCommit frame, or None if
-    it does not decode."""
-    fields = _native.decode_txn_offset_commit(frame)
-    if fields is None:
-        return None
-    correlation_id, client_id, version, *body = fields
-    return correlation_id, client_id, version, TxnOffsetCommitFields(*body)
-
-
 def txn_commit_answer(call: Call, codes: dict, code: int):
     """The TxnOffsetCommit response: each partition's code of ``codes``, ``code`` for the
     rest, in Kafka's order (``offsets.answer_order``)."""

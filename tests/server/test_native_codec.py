@@ -73,6 +73,9 @@ def test_native_and_kio_decode_every_request_alike(version, group, generation, m
 
 
 def _normal(fields):
+    """A commit's fields with its topics' partitions as tuples (lists and tuples alike)."""
+    if fields is None:
+        return None
     *head, ts = fields
     return (*head, [(n, [tuple(p) for p in parts]) for n, parts in ts])
 
@@ -81,15 +84,21 @@ def _normal(fields):
 @given(st.integers(2, 9), topics, st.data())
 def test_mutated_frames_decode_alike_or_go_to_python(version, topic_list, data):
     whole = _request(version, "group", 1, "member", None, topic_list)
+    _decoded_alike_when_mutated(whole, data, _native.decode_offset_commit, _kio_fields, _normal)
+
+
+def _decoded_alike_when_mutated(whole: bytes, data, native_decode, kio_decode,
+                                normal=lambda fields: fields) -> None:
+    """Flip one to four bytes of ``whole`` (never its key and version) and cut it short:
+    what the native decoder takes, kio reads the same way."""
     mutated = bytearray(whole)
     for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(4, len(mutated) - 1))  # the key and version stay
+        at = data.draw(st.integers(4, len(mutated) - 1))
         mutated[at] = data.draw(st.integers(0, 255))
-    cut = data.draw(st.integers(4, len(mutated)))
-    mutated = bytes(mutated[:cut])
-    native = _native.decode_offset_commit(mutated)
-    if native is not None:  # what the native path takes, kio reads the same way
-        assert _normal(native) == _kio_fields(mutated)
+    mutated = bytes(mutated[:data.draw(st.integers(4, len(mutated)))])
+    native = native_decode(mutated)
+    if native is not None:
+        assert normal(native) == normal(kio_decode(mutated))
 
 
 def test_frames_of_other_apis_and_versions_go_to_python():
@@ -158,13 +167,7 @@ def test_native_and_kio_decode_heartbeats_alike(version, group, generation, memb
         body["group_instance_id"] = instance
     whole = frame(12, version, 9, **body)[4:]
     assert _native.decode_heartbeat(whole) == _kio_heartbeat(whole)
-    mutated = bytearray(whole)
-    at = data.draw(st.integers(4, len(mutated) - 1))
-    mutated[at] = data.draw(st.integers(0, 255))
-    mutated = bytes(mutated[:data.draw(st.integers(4, len(mutated)))])
-    native = _native.decode_heartbeat(mutated)
-    if native is not None:
-        assert native == _kio_heartbeat(mutated)
+    _decoded_alike_when_mutated(whole, data, _native.decode_heartbeat, _kio_heartbeat)
 
 
 def _kio_heartbeat(data: bytes):
@@ -195,13 +198,8 @@ def test_native_and_kio_decode_txn_offset_commits_alike(version, tid, group, pid
         body.update(generation_id=4, member_id="m", group_instance_id=None)
     whole = frame(28, version, 9, **body)[4:]
     assert _normal(_native.decode_txn_offset_commit(whole)) == _kio_txn(whole)
-    mutated = bytearray(whole)
-    at = data.draw(st.integers(4, len(mutated) - 1))
-    mutated[at] = data.draw(st.integers(0, 255))
-    mutated = bytes(mutated[:data.draw(st.integers(4, len(mutated)))])
-    native = _native.decode_txn_offset_commit(mutated)
-    if native is not None:
-        assert _normal(native) == _kio_txn(mutated)
+    _decoded_alike_when_mutated(whole, data, _native.decode_txn_offset_commit, _kio_txn,
+                                _normal)
 
 
 def _kio_txn(data: bytes):
@@ -243,13 +241,7 @@ def test_native_and_kio_decode_offset_fetches_alike(version, groups, stable, dat
         body["require_stable"] = stable
     whole = frame(9, version, 9, **body)[4:]
     assert _native.decode_offset_fetch(whole) == _kio_fetch(whole)
-    mutated = bytearray(whole)
-    at = data.draw(st.integers(4, len(mutated) - 1))
-    mutated[at] = data.draw(st.integers(0, 255))
-    mutated = bytes(mutated[:data.draw(st.integers(4, len(mutated)))])
-    native = _native.decode_offset_fetch(mutated)
-    if native is not None:
-        assert native == _kio_fetch(mutated)
+    _decoded_alike_when_mutated(whole, data, _native.decode_offset_fetch, _kio_fetch)
 
 
 def _kio_fetch(data: bytes):
