@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyModule};
 
+use crate::lone::Check;
 use crate::state::PartitionState;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -50,6 +51,19 @@ pub fn submit_async<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                          nbytes: i64, timestamp: i64, precheck: &Bound<'py, PyAny>,
                          callback: &Bound<'py, PyAny>, callback_arg: &Bound<'py, PyAny>,
                          yield_at: i64) -> PyResult<Bound<'py, PyAny>> {
+    let future = submit(py, writer, part, fields, nbytes, timestamp, Check::of(precheck),
+                        callback, callback_arg, yield_at, false)?;
+    future.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("submit gave up"))
+}
+
+/// `submit_async`, with its check; `give_up`: a store found closing or failed is not
+/// checked (`check_usable` raises) but left to the caller: None, and nothing done.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn submit<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
+                          part: &Bound<'py, PartitionState>, fields: &Bound<'py, PyAny>,
+                          nbytes: i64, timestamp: i64, precheck: Check<'_, 'py>,
+                          callback: &Bound<'py, PyAny>, callback_arg: &Bound<'py, PyAny>,
+                          yield_at: i64, give_up: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
     let async_run = ASYNC_RUN.get_or_try_init(py, || {
         Ok::<_, PyErr>(py.import("offsetlog.store.commit_queue")?.getattr("AsyncRun")?.unbind())
     })?;
@@ -58,10 +72,10 @@ pub fn submit_async<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
     };
     acquire.call0()?;
-    let queued = queue(py, writer, part, fields, nbytes, timestamp, precheck, callback,
-                       callback_arg, yield_at, async_run.bind(py));
+    let queued = queue(py, writer, part, fields, nbytes, timestamp, &precheck, callback,
+                       callback_arg, yield_at, async_run.bind(py), give_up);
     release.call0()?;
-    let (future, after) = queued?;
+    let Some((future, after)) = queued? else { return Ok(None) };
     match after {
         After::Nothing => {}
         After::Yield => {
@@ -71,24 +85,25 @@ pub fn submit_async<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
             writer.call_method1(intern!(py, "_wake_async"), (part,))?;
         }
     }
-    Ok(future)
+    Ok(Some(future))
 }
 
 /// `submit_async`'s lock hold: the run's future and what to do after it.
 #[allow(clippy::too_many_arguments)]
 fn queue<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Bound<'py, PartitionState>,
               fields: &Bound<'py, PyAny>, nbytes: i64, timestamp: i64,
-              precheck: &Bound<'py, PyAny>, callback: &Bound<'py, PyAny>,
-              callback_arg: &Bound<'py, PyAny>, yield_at: i64, async_run: &Bound<'py, PyAny>)
-              -> PyResult<(Bound<'py, PyAny>, After)> {
+              precheck: &Check<'_, 'py>, callback: &Bound<'py, PyAny>,
+              callback_arg: &Bound<'py, PyAny>, yield_at: i64, async_run: &Bound<'py, PyAny>,
+              give_up: bool) -> PyResult<Option<(Bound<'py, PyAny>, After)>> {
     if writer.getattr(intern!(py, "closing"))?.is_truthy()?
         || !writer.getattr(intern!(py, "failure"))?.is_none()
     {
+        if give_up {
+            return Ok(None);
+        }
         writer.call_method0(intern!(py, "check_usable"))?;
     }
-    if !precheck.is_none() {
-        precheck.call0()?;
-    }
+    precheck.run(py)?;
     let (q, open) = {
         let p = part.borrow();
         (p.queue.clone_ref(py).into_bound(py), p.open_run.clone_ref(py).into_bound(py))
@@ -124,5 +139,5 @@ fn queue<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Bound<'py, Par
         p.async_scheduled = true;
         After::Wake
     };
-    Ok((future, after))
+    Ok(Some((future, after)))
 }

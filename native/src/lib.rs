@@ -22,6 +22,7 @@ mod async_commit;
 pub mod batch;
 mod commits;
 mod lone;
+mod route;
 pub mod msgpack;
 mod scan;
 mod snapshot;
@@ -45,6 +46,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     write::register(m)?;
     lone::register(m)?;
     async_commit::register(m)?;
+    route::register(m)?;
     state::register(m)?;
     #[cfg(target_os = "linux")]
     uring::register(m)?;

@@ -19,6 +19,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyModule, PyTuple};
 
 use crate::commits;
+use crate::route::Route;
 use crate::state::{LogState, PartitionState, SegmentState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -75,13 +76,48 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                         fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
                         timeout: &Bound<'py, PyAny>, precheck: &Bound<'py, PyAny>)
                         -> PyResult<()> {
+    lone(py, writer, part, fields, nbytes, timestamp, timeout, Check::of(precheck))
+}
+
+/// A commit's fencing check, run in the lock hold that queues or takes it.
+pub(crate) enum Check<'a, 'py> {
+    /// a callable (`routing.fencing`'s), or None for none
+    Callable(&'a Bound<'py, PyAny>),
+    /// a standalone group's (`route::Route`), run without a Python call
+    Standalone(&'a Route),
+}
+
+impl<'a, 'py> Check<'a, 'py> {
+    /// `precheck`, a route's check read as one
+    pub fn of(precheck: &'a Bound<'py, PyAny>) -> Self {
+        match precheck.cast::<Route>() {
+            Ok(route) => Check::Standalone(route.get()),
+            Err(_) => Check::Callable(precheck),
+        }
+    }
+
+    pub fn run(&self, py: Python<'py>) -> PyResult<()> {
+        match self {
+            Check::Callable(c) if c.is_none() => Ok(()),
+            Check::Callable(c) => c.call0().map(drop),
+            Check::Standalone(route) => route.check(py),
+        }
+    }
+}
+
+/// `commit_lone`, with its check (see there).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
+                        part: &Bound<'py, PartitionState>,
+                        fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
+                        timeout: &Bound<'py, PyAny>, precheck: Check<'_, 'py>) -> PyResult<()> {
     let refs = refs(py)?;
     let (acquire, release) = {
         let p = part.borrow();
         (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
     };
     acquire.call0()?;
-    let decided = decide(py, writer, part, precheck).and_then(|lone| {
+    let decided = decide(py, writer, part, &precheck).and_then(|lone| {
         if lone {
             Ok(None)
         } else {
@@ -133,13 +169,13 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
 /// Under `part.lock`: the store usable, the fencing check passed, and whether the partition is
 /// idle; if it is, its leadership is taken.
 fn decide(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionState>,
-          precheck: &Bound<'_, PyAny>) -> PyResult<bool> {
+          precheck: &Check<'_, '_>) -> PyResult<bool> {
     if writer.getattr(intern!(py, "closing"))?.is_truthy()?
         || !writer.getattr(intern!(py, "failure"))?.is_none()
     {
         writer.call_method0(intern!(py, "check_usable"))?;
     }
-    precheck.call0()?;
+    precheck.run(py)?;
     let mut p = part.borrow_mut();
     // (a deque's truth runs no Python code)
     if p.leader_active || p.async_scheduled || p.exclusive_waiting != 0
