@@ -13,7 +13,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyModule};
 
 use crate::lone::Check;
-use crate::state::PartitionState;
+use crate::state::{PartitionState, RunState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(submit_async, m)?)?;
@@ -72,6 +72,7 @@ pub(crate) fn submit<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
     };
     acquire.call0()?;
+    let writer = writer.cast::<WriterState>()?;
     let queued = queue(py, writer, part, fields, nbytes, timestamp, &precheck, callback,
                        callback_arg, yield_at, async_run.bind(py), give_up);
     release.call0()?;
@@ -88,49 +89,59 @@ pub(crate) fn submit<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
     Ok(Some(future))
 }
 
-/// `submit_async`'s lock hold: the run's future and what to do after it.
+/// `submit_async`'s lock hold: the run's future and what to do after it (None: `give_up`,
+/// and the store closing or failed).
 #[allow(clippy::too_many_arguments)]
-fn queue<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Bound<'py, PartitionState>,
-              fields: &Bound<'py, PyAny>, nbytes: i64, timestamp: i64,
-              precheck: &Check<'_, 'py>, callback: &Bound<'py, PyAny>,
+fn queue<'py>(py: Python<'py>, writer: &Bound<'py, WriterState>,
+              part: &Bound<'py, PartitionState>, fields: &Bound<'py, PyAny>, nbytes: i64,
+              timestamp: i64, precheck: &Check<'_, 'py>, callback: &Bound<'py, PyAny>,
               callback_arg: &Bound<'py, PyAny>, yield_at: i64, async_run: &Bound<'py, PyAny>,
               give_up: bool) -> PyResult<Option<(Bound<'py, PyAny>, After)>> {
-    if writer.getattr(intern!(py, "closing"))?.is_truthy()?
-        || !writer.getattr(intern!(py, "failure"))?.is_none()
-    {
-        if give_up {
-            return Ok(None);
+    let max_bytes = {
+        let w = writer.borrow();
+        if !w.usable(py) {
+            drop(w);
+            if give_up {
+                return Ok(None);
+            }
+            writer.call_method0(intern!(py, "check_usable"))?;
         }
-        writer.call_method0(intern!(py, "check_usable"))?;
-    }
+        writer.borrow().max_bytes
+    };
     precheck.run(py)?;
     let (q, open) = {
         let p = part.borrow();
         (p.queue.clone_ref(py).into_bound(py), p.open_run.clone_ref(py).into_bound(py))
     };
-    let joins = !open.is_none()
-        && q.is_truthy()?
-        && q.get_item(-1)?.is(&open)
-        && open.getattr(intern!(py, "nbytes"))?.extract::<i64>()? + nbytes
-            <= writer.getattr(intern!(py, "max_bytes"))?.extract::<i64>()?;
-    let run = if joins {
-        open
-    } else {
-        let run = async_run.call0()?;
-        part.borrow_mut().open_run = run.clone().unbind();
-        q.call_method1(intern!(py, "append"), (&run,))?;
-        run
+    let open = open.cast_into::<RunState>().ok();
+    let joins = match &open {
+        Some(open) => q.is_truthy()? && q.get_item(-1)?.is(open)
+            && open.borrow().nbytes + nbytes <= max_bytes,
+        None => false,
     };
-    // the run's fields are set here, not in a method: a call less per commit_async
-    run.getattr(intern!(py, "fields"))?.cast_into::<PyList>()?.as_any()
-        .call_method1(intern!(py, "extend"), (fields,))?;
-    let total = run.getattr(intern!(py, "nbytes"))?.extract::<i64>()? + nbytes;
-    run.setattr(intern!(py, "nbytes"), total)?;
-    run.setattr(intern!(py, "timestamp"), timestamp)?; // the batch carries its last call's time
+    let run = match open {
+        Some(open) if joins => open,
+        _ => {
+            let run = async_run.call0()?.cast_into::<RunState>()?;
+            part.borrow_mut().open_run = run.clone().into_any().unbind();
+            q.call_method1(intern!(py, "append"), (&run,))?;
+            run
+        }
+    };
+    let future = {
+        let mut r = run.borrow_mut();
+        // the run's fields are extended here, not in a method: a call less per commit_async
+        let list = r.fields.bind(py).cast::<PyList>()?.clone();
+        for field in fields.try_iter()? {
+            list.append(field?)?;
+        }
+        r.nbytes += nbytes;
+        r.timestamp = timestamp; // the batch carries its last call's time
+        r.future.clone_ref(py).into_bound(py)
+    };
     if !callback.is_none() {
         run.call_method1(intern!(py, "add_callback"), (callback, callback_arg))?;
     }
-    let future = run.getattr(intern!(py, "future"))?;
     let mut p = part.borrow_mut();
     p.async_calls += 1;
     let after = if p.leader_active || p.async_scheduled {

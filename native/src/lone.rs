@@ -20,7 +20,7 @@ use pyo3::types::{PyBytes, PyModule, PyTuple};
 
 use crate::commits;
 use crate::route::Route;
-use crate::state::{LogState, PartitionState, SegmentState};
+use crate::state::{LogState, PartitionState, SegmentState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_lone, m)?)?;
@@ -112,6 +112,7 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                         fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
                         timeout: &Bound<'py, PyAny>, precheck: Check<'_, 'py>) -> PyResult<()> {
     let refs = refs(py)?;
+    let writer = writer.cast::<WriterState>()?;
     let (acquire, release) = {
         let p = part.borrow();
         (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
@@ -147,32 +148,30 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         } else {
             frame.call1((base, timestamp, (fields,)))?.cast_into::<PyBytes>()?
         };
-        if writer.getattr(intern!(py, "fsync_always"))?.is_truthy()? {
+        if writer.borrow().fsync_always {
             append_durable(py, &log, &data, after)?;
         } else {
             log.call_method1(intern!(py, "append"), (data, after))?;
         }
         Ok(base)
     })();
-    let base = written.map_err(|e| failed(py, refs, writer, part, e, "write to"))?;
+    let base = written.map_err(|e| failed(py, refs, writer.as_any(), part, e, "write to"))?;
     acquire.call0()?;
     let table = part.borrow().table.clone_ref(py).into_bound(py);
     let ended = table
         .call_method1(intern!(py, "apply_commit_calls"), (base, (fields,)))
-        .and_then(|_| end_leadership(py, writer, part));
+        .and_then(|_| end_leadership(py, writer.as_any(), part));
     release.call0()?;
     // (durable, but the table no longer follows the log: the failure path poisons the store,
     // and ends the leadership if that is what failed)
-    ended.map_err(|e| failed(py, refs, writer, part, e, "applying a round of"))
+    ended.map_err(|e| failed(py, refs, writer.as_any(), part, e, "applying a round of"))
 }
 
 /// Under `part.lock`: the store usable, the fencing check passed, and whether the partition is
 /// idle; if it is, its leadership is taken.
-fn decide(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionState>,
+fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, PartitionState>,
           precheck: &Check<'_, '_>) -> PyResult<bool> {
-    if writer.getattr(intern!(py, "closing"))?.is_truthy()?
-        || !writer.getattr(intern!(py, "failure"))?.is_none()
-    {
+    if !writer.borrow().usable(py) {
         writer.call_method0(intern!(py, "check_usable"))?;
     }
     precheck.run(py)?;

@@ -20,6 +20,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LogState>()?;
     m.add_class::<PartitionState>()?;
     m.add_class::<TableState>()?;
+    m.add_class::<WriterState>()?;
+    m.add_class::<RunState>()?;
     Ok(())
 }
 
@@ -147,6 +149,68 @@ impl PartitionState {
                             table: py.None(), leader_active: false, async_scheduled: false,
                             exclusive_waiting: 0, idle_waiters: 0, open_run: py.None(),
                             async_calls: 0 })
+    }
+}
+
+/// The group committer's flags that every commit reads in its lock hold
+/// (`group_commit.GroupCommitter` has the rest, and what each means).
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct WriterState {
+    /// the store's `close()` began its final drain: nothing new is queued
+    #[pyo3(get, set)]
+    pub closing: bool,
+    /// the error that poisoned the store, or None
+    #[pyo3(get, set)]
+    pub failure: Py<PyAny>,
+    /// `fsync="always"`: every write is durable before its commit returns
+    #[pyo3(get, set)]
+    pub fsync_always: bool,
+    /// `max_group_commit_bytes`: the most a round (and a run) takes
+    #[pyo3(get, set)]
+    pub max_bytes: i64,
+}
+
+#[pymethods]
+impl WriterState {
+    /// (the subclass's `__init__` sets every field)
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
+           -> Self {
+        WriterState { closing: false, failure: py.None(), fsync_always: false, max_bytes: 0 }
+    }
+}
+
+impl WriterState {
+    /// Neither closing nor failed (else `check_usable` says which).
+    pub fn usable(&self, py: Python<'_>) -> bool {
+        !self.closing && self.failure.is_none(py)
+    }
+}
+
+/// A run of back-to-back `commit_async` calls, as `async_commit` joins calls to it
+/// (`commit_queue.AsyncRun` has the rest, and the meaning of each).
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct RunState {
+    /// the calls' flat field triples (a list); None once a leader took them
+    #[pyo3(get, set)]
+    pub fields: Py<PyAny>,
+    #[pyo3(get, set)]
+    pub nbytes: i64,
+    #[pyo3(get, set)]
+    pub timestamp: i64,
+    #[pyo3(get, set)]
+    pub future: Py<PyAny>,
+}
+
+#[pymethods]
+impl RunState {
+    /// (the subclass's `__init__` sets every field)
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
+           -> Self {
+        RunState { fields: py.None(), nbytes: 0, timestamp: 0, future: py.None() }
     }
 }
 

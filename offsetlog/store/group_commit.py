@@ -40,6 +40,7 @@ from threading import get_ident
 from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
+from offsetlog.log import _native
 from offsetlog.log.framing import encode_payload
 from offsetlog.store.async_writer import AsyncWriter
 from offsetlog.store.callbacks import CallbackRunner
@@ -64,8 +65,12 @@ log = logging.getLogger("offsetlog.store.group_commit")
 YIELD_AT = 1024
 
 
-class GroupCommitter:
-    """Runs the leader protocol over a store's partitions; owns the background threads."""
+class GroupCommitter(_native.WriterState):
+    """Runs the leader protocol over a store's partitions; owns the background threads.
+
+    ``closing``, ``failure``, ``fsync_always`` and ``max_bytes`` live in the native base
+    (``_native.WriterState``), where every commit's lock hold reads them without the
+    interpreter; they are plain attributes here."""
 
     def __init__(self, partitions: list[PartitionWriter], *, fsync: str, fsync_interval_ms: int,
                  max_group_commit_bytes: int, write_threads: int = WRITE_THREADS) -> None:
