@@ -4,8 +4,10 @@
 //! The caller of `commit_async` holds the GIL for most of a stream of calls (bench/RESULTS.md),
 //! so the interpreter's work here was most of what bounds that stream.
 //!
-//! The runs (`commit_queue.AsyncRun`) stay Python objects, which the leader frames and
-//! completes; the partition's flags and counters are its native state (`state`).
+//! The usual call comes from the router's native entry (`route`), with its standalone check;
+//! a run's fields, size, time and future are its native base (`state::RunState`), which the
+//! leader frames and completes in Python; the partition's flags and counters, and the group
+//! committer's, are native state too (`state`).
 
 use pyo3::intern;
 use pyo3::prelude::*;

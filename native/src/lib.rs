@@ -5,6 +5,7 @@
 //! live path's commit calls framed and applied from their fields (`commits`), the
 //! durable write of a round, its wait without the GIL (`write`), and the lone commit's pass
 //! with the usual durable write (`lone`), a `commit_async` call's queueing (`async_commit`),
+//! the usual commit call's entry from the store's API on and a group's route (`route`),
 //! the hot state they read (`state`), and the io_uring ring the wire server's event loop
 //! writes through (`uring`, Linux).
 //!

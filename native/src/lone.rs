@@ -20,7 +20,7 @@ use pyo3::types::{PyBytes, PyModule, PyTuple};
 
 use crate::commits;
 use crate::route::Route;
-use crate::state::{LogState, PartitionState, SegmentState, WriterState};
+use crate::state::{LogState, PartitionState, SegmentState, TableState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_lone, m)?)?;
@@ -30,14 +30,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// Modules and functions looked up once: `offsetlog.log.segment` (whose `_write_dsync` hook
 /// tests replace), `offsetlog.store.lone_commit` (the failure path, and the `frame_fields`
-/// hook tests replace), and this module's own
-/// `pwrite_dsync` and `frame_fields` objects (what the hooks hold when nobody replaced them).
+/// hook tests replace), and this module's own `pwrite_dsync`, `frame_fields` and
+/// `TableState.apply_commit_calls` objects (what the hooks hold when nobody replaced them).
 struct Refs {
     segment: Py<PyModule>,
     lone: Py<PyModule>,
     failed: Py<PyAny>,
     pwrite_dsync: Option<Py<PyAny>>,
     frame_fields: Py<PyAny>,
+    apply_commit_calls: Py<PyAny>,
 }
 
 static REFS: PyOnceLock<Refs> = PyOnceLock::new();
@@ -52,6 +53,8 @@ fn refs(py: Python<'_>) -> PyResult<&Refs> {
             lone: lone.unbind(),
             pwrite_dsync: native.getattr("pwrite_dsync").ok().map(Bound::unbind),
             frame_fields: native.getattr("frame_fields")?.unbind(),
+            apply_commit_calls: native.getattr("TableState")?.getattr("apply_commit_calls")?
+                .unbind(),
         })
     })
 }
@@ -158,8 +161,7 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
     let base = written.map_err(|e| failed(py, refs, writer.as_any(), part, e, "write to"))?;
     acquire.call0()?;
     let table = part.borrow().table.clone_ref(py).into_bound(py);
-    let ended = table
-        .call_method1(intern!(py, "apply_commit_calls"), (base, (fields,)))
+    let ended = apply(py, refs, &table, base, fields)
         .and_then(|_| end_leadership(py, writer.as_any(), part));
     release.call0()?;
     // (durable, but the table no longer follows the log: the failure path poisons the store,
@@ -184,6 +186,19 @@ fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, Part
     }
     p.leader_active = true;
     Ok(true)
+}
+
+/// `table.apply_commit_calls(base, (fields,))`, called natively unless a test replaced the
+/// method (its fault-injection hook).
+fn apply(py: Python<'_>, refs: &Refs, table: &Bound<'_, PyAny>, base: i64,
+         fields: &Bound<'_, PyAny>) -> PyResult<()> {
+    let method = table.get_type().getattr(intern!(py, "apply_commit_calls"))?;
+    match table.cast::<TableState>() {
+        Ok(state) if method.is(refs.apply_commit_calls.bind(py)) => {
+            crate::state::apply_calls(state, base, std::iter::once(Ok(fields.clone())))
+        }
+        _ => table.call_method1(intern!(py, "apply_commit_calls"), (base, (fields,))).map(drop),
+    }
 }
 
 /// Give the leadership up (`part.lock` held) and hand on what queued meanwhile.

@@ -16,6 +16,7 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use pyo3::types::{PyDict, PyInt, PyString, PyTuple};
 
 use crate::async_commit;
@@ -83,6 +84,18 @@ impl Route {
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
         self.check(py)
     }
+
+    /// (the clock may be anything a user gave: a cycle through it must stay collectable)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.part)?;
+        visit.call(&self.coordinator)?;
+        visit.call(&self.managed)?;
+        if let Some((consumer, groups)) = &self.consumer {
+            visit.call(consumer)?;
+            visit.call(groups)?;
+        }
+        visit.call(&self.clock)
+    }
 }
 
 impl Route {
@@ -149,6 +162,21 @@ impl RouterState {
                       closed: false, writer: None, clock: None, native_clock: false,
                       limits: commits::PlainLimits::default(py), max_call_bytes: 0,
                       yield_at: 1 }
+    }
+
+    /// (a cycle through the writer or a user's clock must stay collectable)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.routes)?;
+        visit.call(&self.keys)?;
+        visit.call(&self.writer)?;
+        visit.call(&self.clock)?;
+        visit.call(&self.limits.tp_type)?;
+        visit.call(&self.limits.oam_type)
+    }
+
+    fn __clear__(&mut self) {
+        self.writer = None;
+        self.clock = None;
     }
 
     /// The store's `GroupCommitter`, its `clock`, the call limit (`records.MAX_CALL_BYTES`),

@@ -11,6 +11,7 @@
 //! or Python code runs.
 
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::commits;
@@ -179,6 +180,11 @@ impl WriterState {
            -> Self {
         WriterState { closing: false, failure: py.None(), fsync_always: false, max_bytes: 0 }
     }
+
+    /// (a failure's traceback may lead back here: the cycle must stay collectable)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.failure)
+    }
 }
 
 impl WriterState {
@@ -211,6 +217,12 @@ impl RunState {
     fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
            -> Self {
         RunState { fields: py.None(), nbytes: 0, timestamp: 0, future: py.None() }
+    }
+
+    /// (a future's done-callbacks may lead back here: the cycle must stay collectable)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.fields)?;
+        visit.call(&self.future)
     }
 }
 
@@ -251,31 +263,39 @@ impl TableState {
     /// through the subclass's `_apply_calls_as_records(base_offset, fields, at)`.
     fn apply_commit_calls(slf: &Bound<'_, Self>, base_offset: i64, calls: &Bound<'_, PyAny>)
                           -> PyResult<()> {
-        let py = slf.py();
-        let (offsets, pending) = {
-            let t = slf.borrow();
-            (t.offsets.clone_ref(py).into_bound(py), t.txn.clone_ref(py).into_bound(py))
-        };
-        let plain = !pending.getattr(pyo3::intern!(py, "keys"))?.is_truthy()?;
-        let intern = intern_function(py)?;
-        let mut base = base_offset;
-        for fields in calls.try_iter()? {
-            let fields = fields?;
-            let n = commits::triples(&fields)?.1 as i64;
-            // (apply_fields runs no Python code: no borrow is held across it anyway)
-            if !plain || commits::apply_fields(py, &offsets, &fields, intern)? as i64 != n {
-                // (re-applying what apply_fields put sets the same entries again)
-                slf.call_method1(pyo3::intern!(py, "_apply_calls_as_records"),
-                                 (base_offset, &fields, base))?;
-            } else {
-                let mut t = slf.borrow_mut();
-                t.next_offset = base + n;
-                t.records_applied += n;
-            }
-            base += n;
-        }
-        Ok(())
+        apply_calls(slf, base_offset, calls.try_iter()?)
     }
+}
+
+/// `TableState.apply_commit_calls` of the calls `calls` yields (the lone commit's one call
+/// without a tuple around it).
+pub(crate) fn apply_calls<'py>(slf: &Bound<'py, TableState>, base_offset: i64,
+                               calls: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>)
+                               -> PyResult<()> {
+    let py = slf.py();
+    let (offsets, pending) = {
+        let t = slf.borrow();
+        (t.offsets.clone_ref(py).into_bound(py), t.txn.clone_ref(py).into_bound(py))
+    };
+    let plain = !pending.getattr(pyo3::intern!(py, "keys"))?.is_truthy()?;
+    let intern = intern_function(py)?;
+    let mut base = base_offset;
+    for fields in calls {
+        let fields = fields?;
+        let n = commits::triples(&fields)?.1 as i64;
+        // (apply_fields runs no Python code: no borrow is held across it anyway)
+        if !plain || commits::apply_fields(py, &offsets, &fields, intern)? as i64 != n {
+            // (re-applying what apply_fields put sets the same entries again)
+            slf.call_method1(pyo3::intern!(py, "_apply_calls_as_records"),
+                             (base_offset, &fields, base))?;
+        } else {
+            let mut t = slf.borrow_mut();
+            t.next_offset = base + n;
+            t.records_applied += n;
+        }
+        base += n;
+    }
+    Ok(())
 }
 
 /// `sys.intern`, which the table's keys go through
