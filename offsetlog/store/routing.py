@@ -65,7 +65,9 @@ class CommitRouter(_native.RouterState):
         """``(the group's PartitionWriter, the checked offsets as record fields, their size
         bound, now, precheck)``, where ``precheck`` is the fencing check to run under the
         partition's lock. Raises for bad arguments; changes nothing."""
-        route = self.route(group_id)
+        route = self.routes.get(group_id) if group_id.__class__ is str else None
+        if route is None:  # (not cached: ``route`` makes and caches it, or raises)
+            route = self.route(group_id)
         part = route.part
         now = self._clock()
         fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
