@@ -73,8 +73,8 @@ pub(crate) fn submit<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         let p = part.borrow();
         (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
     };
+    let writer = writer.cast::<WriterState>()?; // (before the lock: an error must not hold it)
     acquire.call0()?;
-    let writer = writer.cast::<WriterState>()?;
     let queued = queue(py, writer, part, fields, nbytes, timestamp, &precheck, callback,
                        callback_arg, yield_at, async_run.bind(py), give_up);
     release.call0()?;
