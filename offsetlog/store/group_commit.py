@@ -60,9 +60,10 @@ from offsetlog.store.write_pool import WRITE_THREADS
 log = logging.getLogger("offsetlog.store.group_commit")
 
 #: a commit_async caller gives up the GIL briefly after every this many calls it queued behind a
-#: busy writer (see _native.submit_async, native/src/async_commit.rs; docs/DESIGN.md has the
-#: sweep that chose it)
-YIELD_AT = 1024
+#: busy writer (see _native.submit_async, native/src/async_commit.rs). bench/RESULTS.md has the
+#: sweeps that chose it: 1,024 when a call cost about 3 us, 4,096 (about one 5 ms switch
+#: interval of calls) since the native entry halved that
+YIELD_AT = 4096
 
 
 class GroupCommitter(_native.WriterState):
