@@ -4,15 +4,18 @@
 //! The caller of `commit_async` holds the GIL for most of a stream of calls (bench/RESULTS.md),
 //! so the interpreter's work here was most of what bounds that stream.
 //!
-//! The runs (`commit_queue.AsyncRun`) stay Python objects, which the leader frames and
-//! completes; the partition's flags and counters are its native state (`state`).
+//! The usual call comes from the router's native entry (`route`), with its standalone check;
+//! a run's fields, size, time and future are its native base (`state::RunState`), which the
+//! leader frames and completes in Python; the partition's flags and counters, and the group
+//! committer's, are native state too (`state`).
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyModule};
 
-use crate::state::PartitionState;
+use crate::lone::Check;
+use crate::state::{PartitionState, RunState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(submit_async, m)?)?;
@@ -50,6 +53,19 @@ pub fn submit_async<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                          nbytes: i64, timestamp: i64, precheck: &Bound<'py, PyAny>,
                          callback: &Bound<'py, PyAny>, callback_arg: &Bound<'py, PyAny>,
                          yield_at: i64) -> PyResult<Bound<'py, PyAny>> {
+    let future = submit(py, writer, part, fields, nbytes, timestamp, Check::of(precheck),
+                        callback, callback_arg, yield_at, false)?;
+    future.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("submit gave up"))
+}
+
+/// `submit_async`, with its check; `give_up`: a store found closing or failed is not
+/// checked (`check_usable` raises) but left to the caller: None, and nothing done.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn submit<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
+                          part: &Bound<'py, PartitionState>, fields: &Bound<'py, PyAny>,
+                          nbytes: i64, timestamp: i64, precheck: Check<'_, 'py>,
+                          callback: &Bound<'py, PyAny>, callback_arg: &Bound<'py, PyAny>,
+                          yield_at: i64, give_up: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
     let async_run = ASYNC_RUN.get_or_try_init(py, || {
         Ok::<_, PyErr>(py.import("offsetlog.store.commit_queue")?.getattr("AsyncRun")?.unbind())
     })?;
@@ -57,11 +73,12 @@ pub fn submit_async<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         let p = part.borrow();
         (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
     };
+    let writer = writer.cast::<WriterState>()?; // (before the lock: an error must not hold it)
     acquire.call0()?;
-    let queued = queue(py, writer, part, fields, nbytes, timestamp, precheck, callback,
-                       callback_arg, yield_at, async_run.bind(py));
+    let queued = queue(py, writer, part, fields, nbytes, timestamp, &precheck, callback,
+                       callback_arg, yield_at, async_run.bind(py), give_up);
     release.call0()?;
-    let (future, after) = queued?;
+    let Some((future, after)) = queued? else { return Ok(None) };
     match after {
         After::Nothing => {}
         After::Yield => {
@@ -71,51 +88,62 @@ pub fn submit_async<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
             writer.call_method1(intern!(py, "_wake_async"), (part,))?;
         }
     }
-    Ok(future)
+    Ok(Some(future))
 }
 
-/// `submit_async`'s lock hold: the run's future and what to do after it.
+/// `submit_async`'s lock hold: the run's future and what to do after it (None: `give_up`,
+/// and the store closing or failed).
 #[allow(clippy::too_many_arguments)]
-fn queue<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Bound<'py, PartitionState>,
-              fields: &Bound<'py, PyAny>, nbytes: i64, timestamp: i64,
-              precheck: &Bound<'py, PyAny>, callback: &Bound<'py, PyAny>,
-              callback_arg: &Bound<'py, PyAny>, yield_at: i64, async_run: &Bound<'py, PyAny>)
-              -> PyResult<(Bound<'py, PyAny>, After)> {
-    if writer.getattr(intern!(py, "closing"))?.is_truthy()?
-        || !writer.getattr(intern!(py, "failure"))?.is_none()
-    {
-        writer.call_method0(intern!(py, "check_usable"))?;
-    }
-    if !precheck.is_none() {
-        precheck.call0()?;
-    }
+fn queue<'py>(py: Python<'py>, writer: &Bound<'py, WriterState>,
+              part: &Bound<'py, PartitionState>, fields: &Bound<'py, PyAny>, nbytes: i64,
+              timestamp: i64, precheck: &Check<'_, 'py>, callback: &Bound<'py, PyAny>,
+              callback_arg: &Bound<'py, PyAny>, yield_at: i64, async_run: &Bound<'py, PyAny>,
+              give_up: bool) -> PyResult<Option<(Bound<'py, PyAny>, After)>> {
+    let max_bytes = {
+        let w = writer.borrow();
+        if !w.usable(py) {
+            drop(w);
+            if give_up {
+                return Ok(None);
+            }
+            writer.call_method0(intern!(py, "check_usable"))?;
+        }
+        writer.borrow().max_bytes
+    };
+    precheck.run(py)?;
     let (q, open) = {
         let p = part.borrow();
         (p.queue.clone_ref(py).into_bound(py), p.open_run.clone_ref(py).into_bound(py))
     };
-    let joins = !open.is_none()
-        && q.is_truthy()?
-        && q.get_item(-1)?.is(&open)
-        && open.getattr(intern!(py, "nbytes"))?.extract::<i64>()? + nbytes
-            <= writer.getattr(intern!(py, "max_bytes"))?.extract::<i64>()?;
-    let run = if joins {
-        open
-    } else {
-        let run = async_run.call0()?;
-        part.borrow_mut().open_run = run.clone().unbind();
-        q.call_method1(intern!(py, "append"), (&run,))?;
-        run
+    let open = open.cast_into::<RunState>().ok();
+    let joins = match &open {
+        Some(open) => q.is_truthy()? && q.get_item(-1)?.is(open)
+            && open.borrow().nbytes + nbytes <= max_bytes,
+        None => false,
     };
-    // the run's fields are set here, not in a method: a call less per commit_async
-    run.getattr(intern!(py, "fields"))?.cast_into::<PyList>()?.as_any()
-        .call_method1(intern!(py, "extend"), (fields,))?;
-    let total = run.getattr(intern!(py, "nbytes"))?.extract::<i64>()? + nbytes;
-    run.setattr(intern!(py, "nbytes"), total)?;
-    run.setattr(intern!(py, "timestamp"), timestamp)?; // the batch carries its last call's time
+    let run = match open {
+        Some(open) if joins => open,
+        _ => {
+            let run = async_run.call0()?.cast_into::<RunState>()?;
+            part.borrow_mut().open_run = run.clone().into_any().unbind();
+            q.call_method1(intern!(py, "append"), (&run,))?;
+            run
+        }
+    };
+    let future = {
+        let mut r = run.borrow_mut();
+        // the run's fields are extended here, not in a method: a call less per commit_async
+        let list = r.fields.bind(py).cast::<PyList>()?.clone();
+        for field in fields.try_iter()? {
+            list.append(field?)?;
+        }
+        r.nbytes += nbytes;
+        r.timestamp = timestamp; // the batch carries its last call's time
+        r.future.clone_ref(py).into_bound(py)
+    };
     if !callback.is_none() {
         run.call_method1(intern!(py, "add_callback"), (callback, callback_arg))?;
     }
-    let future = run.getattr(intern!(py, "future"))?;
     let mut p = part.borrow_mut();
     p.async_calls += 1;
     let after = if p.leader_active || p.async_scheduled {
@@ -124,5 +152,5 @@ fn queue<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>, part: &Bound<'py, Par
         p.async_scheduled = true;
         After::Wake
     };
-    Ok((future, after))
+    Ok(Some((future, after)))
 }

@@ -156,11 +156,44 @@ pub fn plain_commit_fields<'py>(
     tp_type: &Bound<'py, PyAny>,
     oam_type: &Bound<'py, PyAny>,
 ) -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+    let keys = if keys.is_none() { None } else { Some(keys.cast::<PyDict>()?) };
+    let limits = PlainLimits { keys_max, bound_per_offset, tp_type: tp_type.clone().unbind(),
+                               oam_type: oam_type.clone().unbind() };
+    plain_fields(py, group, offsets, timestamp, keys, &limits)
+}
+
+/// `plain_commit_fields`' settings: the key cache's size, a record's size bound beyond its
+/// text, and the two types of the usual call.
+pub(crate) struct PlainLimits {
+    pub keys_max: usize,
+    pub bound_per_offset: usize,
+    pub tp_type: Py<PyAny>,
+    pub oam_type: Py<PyAny>,
+}
+
+impl PlainLimits {
+    /// (no call is usual until the types are set: None is no value's type)
+    pub fn default(py: Python<'_>) -> Self {
+        PlainLimits { keys_max: 0, bound_per_offset: 0, tp_type: py.None(), oam_type: py.None() }
+    }
+
+    pub fn clone_ref(&self, py: Python<'_>) -> Self {
+        PlainLimits { keys_max: self.keys_max, bound_per_offset: self.bound_per_offset,
+                      tp_type: self.tp_type.clone_ref(py), oam_type: self.oam_type.clone_ref(py) }
+    }
+}
+
+/// `plain_commit_fields`, for native callers.
+pub(crate) fn plain_fields<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
+                                offsets: &Bound<'py, PyAny>, timestamp: &Bound<'py, PyAny>,
+                                keys: Option<&Bound<'py, PyDict>>, limits: &PlainLimits)
+                                -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+    let (tp_type, oam_type) = (limits.tp_type.bind(py), limits.oam_type.bind(py));
+    let keys_max = limits.keys_max;
     let Ok(offsets) = offsets.cast_exact::<PyDict>() else { return Ok(None) };
     // text that UTF-8 cannot hold (a lone surrogate) is for the long way to refuse
     let Ok(group_bytes) = group.to_str().map(str::len) else { return Ok(None) };
-    let per_offset = bound_per_offset + group_bytes;
-    let keys = if keys.is_none() { None } else { Some(keys.cast::<PyDict>()?) };
+    let per_offset = limits.bound_per_offset + group_bytes;
     let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(3 * offsets.len());
     let mut text = 0usize;
     for (tp, value) in offsets.iter() {

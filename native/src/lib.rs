@@ -5,6 +5,7 @@
 //! live path's commit calls framed and applied from their fields (`commits`), the
 //! durable write of a round, its wait without the GIL (`write`), and the lone commit's pass
 //! with the usual durable write (`lone`), a `commit_async` call's queueing (`async_commit`),
+//! the usual commit call's entry from the store's API on and a group's route (`route`),
 //! the hot state they read (`state`), the io_uring ring the store's async writer writes
 //! through when an event loop leads it (`uring`, Linux), and the wire server's plaintext
 //! request loop with its hot requests' codec (`wire_conn`, `wire_codec`).
@@ -24,6 +25,7 @@ pub mod batch;
 mod commits;
 mod huge_alloc;
 mod lone;
+mod route;
 pub mod msgpack;
 mod scan;
 mod snapshot;
@@ -53,6 +55,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     write::register(m)?;
     lone::register(m)?;
     async_commit::register(m)?;
+    route::register(m)?;
     state::register(m)?;
     wire_conn::register(m)?;
     #[cfg(target_os = "linux")]

@@ -19,7 +19,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyModule, PyTuple};
 
 use crate::commits;
-use crate::state::{LogState, PartitionState, SegmentState};
+use crate::route::Route;
+use crate::state::{LogState, PartitionState, SegmentState, TableState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_lone, m)?)?;
@@ -29,14 +30,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// Modules and functions looked up once: `offsetlog.log.segment` (whose `_write_dsync` hook
 /// tests replace), `offsetlog.store.lone_commit` (the failure path, and the `frame_fields`
-/// hook tests replace), and this module's own
-/// `pwrite_dsync` and `frame_fields` objects (what the hooks hold when nobody replaced them).
+/// hook tests replace), and this module's own `pwrite_dsync`, `frame_fields` and
+/// `TableState.apply_commit_calls` objects (what the hooks hold when nobody replaced them).
 struct Refs {
     segment: Py<PyModule>,
     lone: Py<PyModule>,
     failed: Py<PyAny>,
     pwrite_dsync: Option<Py<PyAny>>,
     frame_fields: Py<PyAny>,
+    apply_commit_calls: Py<PyAny>,
 }
 
 static REFS: PyOnceLock<Refs> = PyOnceLock::new();
@@ -51,6 +53,8 @@ fn refs(py: Python<'_>) -> PyResult<&Refs> {
             lone: lone.unbind(),
             pwrite_dsync: native.getattr("pwrite_dsync").ok().map(Bound::unbind),
             frame_fields: native.getattr("frame_fields")?.unbind(),
+            apply_commit_calls: native.getattr("TableState")?.getattr("apply_commit_calls")?
+                .unbind(),
         })
     })
 }
@@ -75,13 +79,49 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                         fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
                         timeout: &Bound<'py, PyAny>, precheck: &Bound<'py, PyAny>)
                         -> PyResult<()> {
+    lone(py, writer, part, fields, nbytes, timestamp, timeout, Check::of(precheck))
+}
+
+/// A commit's fencing check, run in the lock hold that queues or takes it.
+pub(crate) enum Check<'a, 'py> {
+    /// a callable (`routing.fencing`'s), or None for none
+    Callable(&'a Bound<'py, PyAny>),
+    /// a standalone group's (`route::Route`), run without a Python call
+    Standalone(&'a Route),
+}
+
+impl<'a, 'py> Check<'a, 'py> {
+    /// `precheck`, a route's check read as one
+    pub fn of(precheck: &'a Bound<'py, PyAny>) -> Self {
+        match precheck.cast::<Route>() {
+            Ok(route) => Check::Standalone(route.get()),
+            Err(_) => Check::Callable(precheck),
+        }
+    }
+
+    pub fn run(&self, py: Python<'py>) -> PyResult<()> {
+        match self {
+            Check::Callable(c) if c.is_none() => Ok(()),
+            Check::Callable(c) => c.call0().map(drop),
+            Check::Standalone(route) => route.check(py),
+        }
+    }
+}
+
+/// `commit_lone`, with its check (see there).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
+                        part: &Bound<'py, PartitionState>,
+                        fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
+                        timeout: &Bound<'py, PyAny>, precheck: Check<'_, 'py>) -> PyResult<()> {
     let refs = refs(py)?;
+    let writer = writer.cast::<WriterState>()?;
     let (acquire, release) = {
         let p = part.borrow();
         (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
     };
     acquire.call0()?;
-    let decided = decide(py, writer, part, precheck).and_then(|lone| {
+    let decided = decide(py, writer, part, &precheck).and_then(|lone| {
         if lone {
             Ok(None)
         } else {
@@ -111,35 +151,32 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         } else {
             frame.call1((base, timestamp, (fields,)))?.cast_into::<PyBytes>()?
         };
-        if writer.getattr(intern!(py, "fsync_always"))?.is_truthy()? {
+        if writer.borrow().fsync_always {
             append_durable(py, &log, &data, after)?;
         } else {
             log.call_method1(intern!(py, "append"), (data, after))?;
         }
         Ok(base)
     })();
-    let base = written.map_err(|e| failed(py, refs, writer, part, e, "write to"))?;
+    let base = written.map_err(|e| failed(py, refs, writer.as_any(), part, e, "write to"))?;
     acquire.call0()?;
     let table = part.borrow().table.clone_ref(py).into_bound(py);
-    let ended = table
-        .call_method1(intern!(py, "apply_commit_calls"), (base, (fields,)))
-        .and_then(|_| end_leadership(py, writer, part));
+    let ended = apply(py, refs, &table, base, fields)
+        .and_then(|_| end_leadership(py, writer.as_any(), part));
     release.call0()?;
     // (durable, but the table no longer follows the log: the failure path poisons the store,
     // and ends the leadership if that is what failed)
-    ended.map_err(|e| failed(py, refs, writer, part, e, "applying a round of"))
+    ended.map_err(|e| failed(py, refs, writer.as_any(), part, e, "applying a round of"))
 }
 
 /// Under `part.lock`: the store usable, the fencing check passed, and whether the partition is
 /// idle; if it is, its leadership is taken.
-fn decide(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionState>,
-          precheck: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if writer.getattr(intern!(py, "closing"))?.is_truthy()?
-        || !writer.getattr(intern!(py, "failure"))?.is_none()
-    {
+fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, PartitionState>,
+          precheck: &Check<'_, '_>) -> PyResult<bool> {
+    if !writer.borrow().usable(py) {
         writer.call_method0(intern!(py, "check_usable"))?;
     }
-    precheck.call0()?;
+    precheck.run(py)?;
     let mut p = part.borrow_mut();
     // (a deque's truth runs no Python code)
     if p.leader_active || p.async_scheduled || p.exclusive_waiting != 0
@@ -149,6 +186,19 @@ fn decide(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionS
     }
     p.leader_active = true;
     Ok(true)
+}
+
+/// `table.apply_commit_calls(base, (fields,))`, called natively unless a test replaced the
+/// method (its fault-injection hook).
+fn apply(py: Python<'_>, refs: &Refs, table: &Bound<'_, PyAny>, base: i64,
+         fields: &Bound<'_, PyAny>) -> PyResult<()> {
+    let method = table.get_type().getattr(intern!(py, "apply_commit_calls"))?;
+    match table.cast::<TableState>() {
+        Ok(state) if method.is(refs.apply_commit_calls.bind(py)) => {
+            crate::state::apply_calls(state, base, std::iter::once(Ok(fields.clone())))
+        }
+        _ => table.call_method1(intern!(py, "apply_commit_calls"), (base, (fields,))).map(drop),
+    }
 }
 
 /// Give the leadership up (`part.lock` held) and hand on what queued meanwhile.

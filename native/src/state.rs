@@ -11,6 +11,7 @@
 //! or Python code runs.
 
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::commits;
@@ -20,6 +21,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LogState>()?;
     m.add_class::<PartitionState>()?;
     m.add_class::<TableState>()?;
+    m.add_class::<WriterState>()?;
+    m.add_class::<RunState>()?;
     Ok(())
 }
 
@@ -150,6 +153,79 @@ impl PartitionState {
     }
 }
 
+/// The group committer's flags that every commit reads in its lock hold
+/// (`group_commit.GroupCommitter` has the rest, and what each means).
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct WriterState {
+    /// the store's `close()` began its final drain: nothing new is queued
+    #[pyo3(get, set)]
+    pub closing: bool,
+    /// the error that poisoned the store, or None
+    #[pyo3(get, set)]
+    pub failure: Py<PyAny>,
+    /// `fsync="always"`: every write is durable before its commit returns
+    #[pyo3(get, set)]
+    pub fsync_always: bool,
+    /// `max_group_commit_bytes`: the most a round (and a run) takes
+    #[pyo3(get, set)]
+    pub max_bytes: i64,
+}
+
+#[pymethods]
+impl WriterState {
+    /// (the subclass's `__init__` sets every field)
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
+           -> Self {
+        WriterState { closing: false, failure: py.None(), fsync_always: false, max_bytes: 0 }
+    }
+
+    /// (a failure's traceback may lead back here: the cycle must stay collectable)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.failure)
+    }
+}
+
+impl WriterState {
+    /// Neither closing nor failed (else `check_usable` says which).
+    pub fn usable(&self, py: Python<'_>) -> bool {
+        !self.closing && self.failure.is_none(py)
+    }
+}
+
+/// A run of back-to-back `commit_async` calls, as `async_commit` joins calls to it
+/// (`commit_queue.AsyncRun` has the rest, and the meaning of each).
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct RunState {
+    /// the calls' flat field triples (a list); None once a leader took them
+    #[pyo3(get, set)]
+    pub fields: Py<PyAny>,
+    #[pyo3(get, set)]
+    pub nbytes: i64,
+    #[pyo3(get, set)]
+    pub timestamp: i64,
+    #[pyo3(get, set)]
+    pub future: Py<PyAny>,
+}
+
+#[pymethods]
+impl RunState {
+    /// (the subclass's `__init__` sets every field)
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
+           -> Self {
+        RunState { fields: py.None(), nbytes: 0, timestamp: 0, future: py.None() }
+    }
+
+    /// (a future's done-callbacks may lead back here: the cycle must stay collectable)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.fields)?;
+        visit.call(&self.future)
+    }
+}
+
 /// The offset table's committed offsets and counters (`offsetlog.table.OffsetTable` has the
 /// rest), and its usual apply: commit calls' fields straight into `offsets`.
 #[pyclass(subclass, module = "offsetlog.log._native")]
@@ -187,31 +263,39 @@ impl TableState {
     /// through the subclass's `_apply_calls_as_records(base_offset, fields, at)`.
     fn apply_commit_calls(slf: &Bound<'_, Self>, base_offset: i64, calls: &Bound<'_, PyAny>)
                           -> PyResult<()> {
-        let py = slf.py();
-        let (offsets, pending) = {
-            let t = slf.borrow();
-            (t.offsets.clone_ref(py).into_bound(py), t.txn.clone_ref(py).into_bound(py))
-        };
-        let plain = !pending.getattr(pyo3::intern!(py, "keys"))?.is_truthy()?;
-        let intern = intern_function(py)?;
-        let mut base = base_offset;
-        for fields in calls.try_iter()? {
-            let fields = fields?;
-            let n = commits::triples(&fields)?.1 as i64;
-            // (apply_fields runs no Python code: no borrow is held across it anyway)
-            if !plain || commits::apply_fields(py, &offsets, &fields, intern)? as i64 != n {
-                // (re-applying what apply_fields put sets the same entries again)
-                slf.call_method1(pyo3::intern!(py, "_apply_calls_as_records"),
-                                 (base_offset, &fields, base))?;
-            } else {
-                let mut t = slf.borrow_mut();
-                t.next_offset = base + n;
-                t.records_applied += n;
-            }
-            base += n;
-        }
-        Ok(())
+        apply_calls(slf, base_offset, calls.try_iter()?)
     }
+}
+
+/// `TableState.apply_commit_calls` of the calls `calls` yields (the lone commit's one call
+/// without a tuple around it).
+pub(crate) fn apply_calls<'py>(slf: &Bound<'py, TableState>, base_offset: i64,
+                               calls: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>)
+                               -> PyResult<()> {
+    let py = slf.py();
+    let (offsets, pending) = {
+        let t = slf.borrow();
+        (t.offsets.clone_ref(py).into_bound(py), t.txn.clone_ref(py).into_bound(py))
+    };
+    let plain = !pending.getattr(pyo3::intern!(py, "keys"))?.is_truthy()?;
+    let intern = intern_function(py)?;
+    let mut base = base_offset;
+    for fields in calls {
+        let fields = fields?;
+        let n = commits::triples(&fields)?.1 as i64;
+        // (apply_fields runs no Python code: no borrow is held across it anyway)
+        if !plain || commits::apply_fields(py, &offsets, &fields, intern)? as i64 != n {
+            // (re-applying what apply_fields put sets the same entries again)
+            slf.call_method1(pyo3::intern!(py, "_apply_calls_as_records"),
+                             (base_offset, &fields, base))?;
+        } else {
+            let mut t = slf.borrow_mut();
+            t.next_offset = base + n;
+            t.records_applied += n;
+        }
+        base += n;
+    }
+    Ok(())
 }
 
 /// `sys.intern`, which the table's keys go through

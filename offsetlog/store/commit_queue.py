@@ -115,7 +115,7 @@ class Commit(QueueItem):
         self.timestamp = timestamp
 
 
-class AsyncRun(QueueItem):
+class AsyncRun(_native.RunState, QueueItem):
     """Back-to-back ``commit_async`` calls, coalesced into one queue item with one future,
     framed in one batch (with the other commit calls of their round: ``Commit``).
 
@@ -124,6 +124,10 @@ class AsyncRun(QueueItem):
     batch (still all-or-nothing), and the calls of a run are durable, or fail, together, which
     is what their shared future reports. A batch per call would cost a header, two CRCs and
     a queue item per offset, more than the commit itself.
+
+    ``fields``, ``nbytes``, ``timestamp`` and ``future`` live in the native base
+    (``_native.RunState``), where ``commit_async``'s call joins the run without the
+    interpreter.
     """
 
     def __init__(self) -> None:

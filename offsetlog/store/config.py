@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from offsetlog.errors import StoreConfigError
+from offsetlog.log._native import clock_ms
 from offsetlog.log.format import HEADER_SIZE, MAX_BATCH_BYTES
 
 FSYNC_POLICIES = ("always", "interval", "never")
@@ -18,9 +18,9 @@ FSYNC_POLICIES = ("always", "interval", "never")
 MAX_GROUP_COMMIT_BYTES = MAX_BATCH_BYTES - HEADER_SIZE
 
 
-def system_clock_ms() -> int:
-    """Wall-clock epoch milliseconds: the default ``clock``."""
-    return time.time_ns() // 1_000_000
+#: wall-clock epoch milliseconds (``time.time_ns() // 1_000_000``): the default ``clock``,
+#: native so that the commit path's native entry reads it without a call (native/src/route.rs)
+system_clock_ms: Callable[[], int] = clock_ms
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from threading import get_ident
 from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
+from offsetlog.log import _native
 from offsetlog.log.framing import encode_payload
 from offsetlog.store.async_writer import AsyncWriter
 from offsetlog.store.callbacks import CallbackRunner
@@ -59,13 +60,18 @@ from offsetlog.store.write_pool import WRITE_THREADS
 log = logging.getLogger("offsetlog.store.group_commit")
 
 #: a commit_async caller gives up the GIL briefly after every this many calls it queued behind a
-#: busy writer (see _native.submit_async, native/src/async_commit.rs; docs/DESIGN.md has the
-#: sweep that chose it)
-YIELD_AT = 1024
+#: busy writer (see _native.submit_async, native/src/async_commit.rs). bench/RESULTS.md has the
+#: sweeps that chose it: 1,024 when a call cost about 3 us, 4,096 (about one 5 ms switch
+#: interval of calls) since the native entry halved that
+YIELD_AT = 4096
 
 
-class GroupCommitter:
-    """Runs the leader protocol over a store's partitions; owns the background threads."""
+class GroupCommitter(_native.WriterState):
+    """Runs the leader protocol over a store's partitions; owns the background threads.
+
+    ``closing``, ``failure``, ``fsync_always`` and ``max_bytes`` live in the native base
+    (``_native.WriterState``), where every commit's lock hold reads them without the
+    interpreter; they are plain attributes here."""
 
     def __init__(self, partitions: list[PartitionWriter], *, fsync: str, fsync_interval_ms: int,
                  max_group_commit_bytes: int, write_threads: int = WRITE_THREADS) -> None:

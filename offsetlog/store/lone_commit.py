@@ -9,8 +9,10 @@ a ``Round``, the records built from its fields, wake-ups, futures): its offsets 
 straight from the fields the router checked and, once durable, applied from them
 (``OffsetTable.apply_commit_calls``).
 
-``OffsetStore.commit_sync`` calls ``commit_lone`` (native/src/lone.rs) for every call with
-offsets to write: the decision (lone, or queued and awaited through ``GroupCommitter``), the
+``commit_lone`` (native/src/lone.rs) takes every ``commit_sync`` call with offsets to write
+(the usual call from the router's native entry, ``CommitRouter.commit_sync``; any other from
+``OffsetStore._commit_sync_other``): the decision (lone, or queued and awaited through
+``GroupCommitter``), the
 framing, the write (``_native.append_durable``: one ``pwritev2(RWF_DSYNC)`` with the GIL
 released) and the apply, on the same Python objects the protocol keeps (the partition's lock
 and flags, its log and table): about 8% fewer instructions per commit than the same steps in

@@ -1,9 +1,16 @@
 """Where a commit goes and who may make it: a group's partition and the fencing checks.
 
-A route is ``(PartitionWriter, standalone check)``, made once per group and cached by the
-``CommitRouter`` (the commit hot path looks both up in one dict). Fencing checks are closures run under
-the partition's lock, in the same hold that queues the commit, so no generation change can
-slip between the check and the commit's place in the log.
+A group's ``Route`` (``_native.Route``, made once per group and cached by the
+``CommitRouter``) is its ``PartitionWriter`` and, called, the check of its standalone
+commits. Fencing checks run under the partition's lock, in the same hold that queues or
+writes the commit, so no generation change can slip between the check and the commit's
+place in the log.
+
+The usual call (a group committing on its own: generation -1, no member; plain offsets; no
+timeout) enters natively from ``OffsetStore.commit_sync`` and ``commit_async``
+(``CommitRouter.commit_sync``/``commit_async``, native/src/route.rs): route, clock, one-pass
+check, and the lone commit or the queue, with the route's check run in their lock hold. Every
+other call comes through ``CommitRouter.check``.
 """
 
 from __future__ import annotations
@@ -11,31 +18,47 @@ from __future__ import annotations
 from typing import Callable
 
 from offsetlog.errors import IllegalGenerationError, UnknownMemberIdError
+from offsetlog.log import _native, records
 from offsetlog.log.records import offset_commit_fields
 from offsetlog.partitioner import partition_for
 from offsetlog.store.commit_queue import PartitionWriter
+from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id
 
 Check = Callable[[], None]
-Route = tuple[PartitionWriter, Check]
+Route = _native.Route
 
 #: groups whose route the router keeps; about 500 bytes each
 ROUTES_CACHED = 65_536
 
 
-class CommitRouter:
-    """Checks commit calls before anything is queued, and finds where each goes."""
+class CommitRouter(_native.RouterState):
+    """Checks commit calls before anything is queued, and finds where each goes.
+
+    The native base holds ``routes`` (group -> its ``Route``, a cache emptied when full:
+    groups come and go), ``_keys`` (record keys shared by commits of one key:
+    ``records.offset_commit_fields``), ``closed`` (the store's) and the usual call's entries
+    (see the module)."""
 
     def __init__(self, parts: list[PartitionWriter], clock: Callable[[], int],
-                 metadata_max_bytes: int, min_offset: int = 0) -> None:
+                 metadata_max_bytes: int, writer, min_offset: int = 0, *,
+                 yield_at: int) -> None:
         self._parts = parts
         self._clock = clock
         self._metadata_max = metadata_max_bytes
         self._min_offset = min_offset
-        #: group -> its Route; a cache, emptied when full (groups come and go)
-        self.routes: dict[str, Route] = {}
-        #: record keys shared by commits of one key (records.offset_commit_fields)
-        self._keys: dict = {}
+        # (the call limit is read at open: tests lower it for a store they then open)
+        self._setup(writer, clock, records.MAX_CALL_BYTES, records.KEYS_CACHED,
+                    records.PLAIN_COMMIT_BOUND, TopicPartition, OffsetAndMetadata, yield_at)
+
+    def route(self, group_id) -> Route:
+        """``group_id``'s route, cached; raises for a bad group id."""
+        route = self.routes.get(group_id) if group_id.__class__ is str else None
+        if route is None:
+            if len(self.routes) >= ROUTES_CACHED:
+                self.routes.clear()
+            route = self.routes[group_id] = make_route(self._parts, group_id, self._clock)
+        return route
 
     def check(self, group_id, offsets, generation_id, member_id, group_instance_id,
               transactional: bool = False) -> tuple[PartitionWriter, tuple, int, int, Check]:
@@ -43,14 +66,13 @@ class CommitRouter:
         bound, now, precheck)``, where ``precheck`` is the fencing check to run under the
         partition's lock. Raises for bad arguments; changes nothing."""
         route = self.routes.get(group_id) if group_id.__class__ is str else None
-        if route is None:
-            if len(self.routes) >= ROUTES_CACHED:
-                self.routes.clear()
-            route = self.routes[group_id] = make_route(self._parts, group_id, self._clock)
-        part, precheck = route
+        if route is None:  # (not cached: ``route`` makes and caches it, or raises)
+            route = self.route(group_id)
+        part = route.part
         now = self._clock()
         fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
                                               self._keys, self._min_offset)
+        precheck: Check = route
         if transactional or not (generation_id.__class__ is int and generation_id == -1
                                  and member_id == "" and group_instance_id is None):
             precheck = fencing(part, group_id, generation_id, member_id, group_instance_id,
@@ -60,21 +82,10 @@ class CommitRouter:
 
 def make_route(parts: list[PartitionWriter], group_id: str, clock: Callable[[], int]) -> Route:
     """``group_id``'s partition, and the check of its standalone commits (generation -1, no
-    member): Kafka's simple consumer, valid unless a managed group of that name exists."""
+    member): Kafka's simple consumer, valid unless a managed group of that name exists, or a
+    KIP-848 group with members (``_native.Route``)."""
     check_group_id(group_id)
-    part = parts[partition_for(group_id, len(parts))]
-    coord = part.coordinator
-    managed = coord.managed_groups()
-    consumer = part.consumer_coordinator
-    consumer_groups = consumer.groups if consumer is not None else {}
-
-    def standalone() -> None:
-        if group_id in managed:
-            coord.validate_offset_commit(group_id, now_ms=clock())
-        elif group_id in consumer_groups:  # a KIP-848 group: only while it has no members
-            _raise(consumer.check_offset_request(group_id, "", -1))
-
-    return part, standalone
+    return Route(parts[partition_for(group_id, len(parts))], group_id, clock)
 
 
 def _raise(error: Exception | None) -> None:

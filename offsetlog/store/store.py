@@ -80,17 +80,17 @@ class OffsetStore(GroupAndTransactionCalls):
         self._lock_fd = _lock_fd
         self._parts = _parts
         self._partitions = config.partitions
-        self._router = CommitRouter(_parts, self._clock, config.metadata_max_bytes,
-                                    MIN_OFFSET if config.negative_offsets else 0)
         #: what recovery found when this store was opened
         self.recovery_report = _report
-        self._closed = False
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()  # set once close() has finished
         self._closing_thread: threading.Thread | None = None
         self._writer = GroupCommitter(_parts, fsync=config.fsync,
                                       fsync_interval_ms=config.fsync_interval_ms,
                                       max_group_commit_bytes=config.max_group_commit_bytes)
+        self._router = CommitRouter(_parts, self._clock, config.metadata_max_bytes,
+                                    self._writer, MIN_OFFSET if config.negative_offsets else 0,
+                                    yield_at=YIELD_AT)
         # Each partition's coordinator starts from the group metadata its log holds; members
         # get a fresh session from now (Kafka does the same when it loads a partition).
         now = self._clock()
@@ -207,8 +207,17 @@ class OffsetStore(GroupAndTransactionCalls):
         :raises StoreFailedError: an earlier write or fsync failed; reopen the store
         :raises CommitTimeoutError: ``timeout`` seconds passed first (the commit stays queued)
         """
+        # the usual call in one native call (native/src/route.rs); any other: False
+        if not self._router.commit_sync(group_id, offsets, generation_id, member_id,
+                                        group_instance_id, timeout):
+            self._commit_sync_other(group_id, offsets, generation_id, member_id,
+                                    group_instance_id, timeout)
+
+    def _commit_sync_other(self, group_id, offsets, generation_id, member_id,
+                           group_instance_id, timeout) -> None:
+        """``commit_sync`` of any call but the usual one."""
         timeout = timeout if timeout is None else check_timeout(timeout)
-        if self._closed:  # _check_commit, inline (two calls fewer per commit_sync)
+        if self._closed:  # _check_commit, inline (a call fewer per member's commit)
             raise StoreClosedError(f"{self.path}: the store is closed")
         part, fields, nbytes, now, precheck = self._router.check(
             group_id, offsets, generation_id, member_id, group_instance_id)
@@ -235,9 +244,21 @@ class OffsetStore(GroupAndTransactionCalls):
         Argument and fencing errors are raised here, at once, and nothing is queued; a store
         that has failed (``StoreFailedError``) fails the future and runs the callback.
         """
+        # the usual call queued in one native call (native/src/route.rs); any other: None
+        future = self._router.commit_async(group_id, offsets, callback, generation_id,
+                                           member_id, group_instance_id)
+        if future is None:
+            future = self._commit_async_other(group_id, offsets, callback, generation_id,
+                                              member_id, group_instance_id)
+        return future
+
+    def _commit_async_other(self, group_id, offsets, callback, generation_id, member_id,
+                            group_instance_id) -> Future:
+        """``commit_async`` of any call but the usual one (or one that found the store failed
+        or closing)."""
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
-        if self._closed:  # _check_commit, inline (one call fewer per commit_async)
+        if self._closed:  # _check_commit, inline (a call fewer per member's commit)
             raise StoreClosedError(f"{self.path}: the store is closed")
         part, fields, nbytes, now, precheck = self._router.check(
             group_id, offsets, generation_id, member_id, group_instance_id)
@@ -465,6 +486,15 @@ class OffsetStore(GroupAndTransactionCalls):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def _closed(self) -> bool:
+        # (the router's: the native entry of commits reads it there)
+        return self._router.closed
+
+    @_closed.setter
+    def _closed(self, value: bool) -> None:
+        self._router.closed = value
 
     @property
     def partitions(self) -> int:

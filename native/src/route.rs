@@ -1,0 +1,301 @@
+//! Where a group's commits go and the check of its standalone commits (`Route`), and the
+//! store's commit calls entered natively for the usual call (`RouterState`, the native base
+//! of `offsetlog.store.routing.CommitRouter`).
+//!
+//! The usual call is a group committing on its own (generation -1, no member, no instance:
+//! Kafka's simple consumer), a dict of `TopicPartition -> int` (or an `OffsetAndMetadata`
+//! with neither metadata nor an epoch) on an open store, with no `timeout`. For it,
+//! `OffsetStore.commit_sync` and `commit_async` make one call here, which finds the group's
+//! route, reads the clock, checks the offsets into their record fields
+//! (`commits::plain_fields`) and goes on to the lone commit (`lone`) or the queue
+//! (`async_commit`), with the route's standalone check run natively in their lock hold.
+//! Any other call (a member's commit, a transaction's, metadata, a timeout, an argument that
+//! is wrong, a store closing or failed) is left untouched to `CommitRouter.check` and the
+//! Python path, which is where its errors are raised: the entries return False or None
+//! before changing anything but the route and key caches.
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
+use pyo3::types::{PyDict, PyInt, PyString, PyTuple};
+
+use crate::async_commit;
+use crate::commits;
+use crate::lone;
+use crate::state::PartitionState;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Route>()?;
+    m.add_class::<RouterState>()?;
+    m.add_function(wrap_pyfunction!(clock_ms, m)?)?;
+    Ok(())
+}
+
+/// Wall-clock epoch milliseconds: the store's default `clock` (`config.system_clock_ms`).
+#[pyfunction]
+pub fn clock_ms() -> i64 {
+    now_ms()
+}
+
+fn now_ms() -> i64 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_millis() as i64,
+        // (a clock set before 1970: floor division, as time.time_ns() // 1_000_000 has it)
+        Err(e) => -((e.duration().as_nanos() as i64 + 999_999) / 1_000_000),
+    }
+}
+
+/// A group's log partition (`part`, its `PartitionWriter`) and, called, the check of its
+/// standalone commits, run under the partition's lock: valid unless a managed group of that
+/// name exists (its coordinator's `validate_offset_commit` then decides, at `clock()`'s time),
+/// or a KIP-848 group with members (its coordinator's `check_offset_request`).
+#[pyclass(frozen, module = "offsetlog.log._native")]
+pub struct Route {
+    #[pyo3(get)]
+    pub part: Py<PartitionState>,
+    group_id: Py<PyString>,
+    coordinator: Py<PyAny>,
+    /// `coordinator.managed_groups()`: a live view of its groups
+    managed: Py<PyAny>,
+    /// the KIP-848 coordinator (`part.consumer_coordinator`) and its live `groups`, or None
+    consumer: Option<(Py<PyAny>, Py<PyAny>)>,
+    clock: Py<PyAny>,
+}
+
+#[pymethods]
+impl Route {
+    #[new]
+    fn new(part: Bound<'_, PartitionState>, group_id: Bound<'_, PyString>,
+           clock: Py<PyAny>) -> PyResult<Self> {
+        let py = part.py();
+        let coordinator = part.getattr(intern!(py, "coordinator"))?;
+        let managed = coordinator.call_method0(intern!(py, "managed_groups"))?.unbind();
+        let consumer = part.getattr(intern!(py, "consumer_coordinator"))?;
+        let consumer = if consumer.is_none() {
+            None
+        } else {
+            let groups = consumer.getattr(intern!(py, "groups"))?.unbind();
+            Some((consumer.unbind(), groups))
+        };
+        Ok(Route { part: part.unbind(), group_id: group_id.unbind(),
+                   coordinator: coordinator.unbind(), managed, consumer, clock })
+    }
+
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        self.check(py)
+    }
+
+    /// (the clock may be anything a user gave: a cycle through it must stay collectable)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.part)?;
+        visit.call(&self.coordinator)?;
+        visit.call(&self.managed)?;
+        if let Some((consumer, groups)) = &self.consumer {
+            visit.call(consumer)?;
+            visit.call(groups)?;
+        }
+        visit.call(&self.clock)
+    }
+}
+
+impl Route {
+    /// The standalone check (see the type); raises the error that fences the commit.
+    pub fn check(&self, py: Python<'_>) -> PyResult<()> {
+        let group = self.group_id.bind(py);
+        if self.managed.bind(py).contains(group)? {
+            let now = self.clock.bind(py).call0()?;
+            let kwargs = PyDict::new(py);
+            kwargs.set_item(intern!(py, "now_ms"), now)?;
+            self.coordinator.bind(py).call_method(intern!(py, "validate_offset_commit"),
+                                                  (group,), Some(&kwargs))?;
+        } else if let Some((consumer, groups)) = &self.consumer {
+            if groups.bind(py).contains(group)? {
+                let error = consumer.bind(py)
+                    .call_method1(intern!(py, "check_offset_request"), (group, "", -1))?;
+                if !error.is_none() {
+                    return Err(PyErr::from_value(error));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `CommitRouter`'s state (`offsetlog.store.routing` has the rest): the route cache, the
+/// record key cache, the clock and what the usual call's entries need. `_setup` sets it.
+#[pyclass(subclass, module = "offsetlog.log._native")]
+pub struct RouterState {
+    /// group -> its `Route`; a cache (`CommitRouter.route` fills and bounds it)
+    #[pyo3(get)]
+    routes: Py<PyDict>,
+    /// record keys shared by commits of one key (`records.offset_commit_fields`)
+    #[pyo3(get, name = "_keys")]
+    keys: Py<PyDict>,
+    /// the store is closed: no call is taken here (the Python path raises)
+    #[pyo3(get, set)]
+    closed: bool,
+    writer: Option<Py<PyAny>>,
+    clock: Option<Py<PyAny>>,
+    /// `clock` is `clock_ms`: read here without a call
+    native_clock: bool,
+    limits: commits::PlainLimits,
+    max_call_bytes: usize,
+    yield_at: i64,
+}
+
+/// The usual call's route, record fields, their size bound and time
+struct Usual<'py> {
+    route: Bound<'py, Route>,
+    fields: Bound<'py, PyTuple>,
+    nbytes: usize,
+    now: i64,
+}
+
+#[pymethods]
+impl RouterState {
+    /// (the subclass's `__init__` calls `_setup`)
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
+           -> Self {
+        RouterState { routes: PyDict::new(py).unbind(), keys: PyDict::new(py).unbind(),
+                      closed: false, writer: None, clock: None, native_clock: false,
+                      limits: commits::PlainLimits::default(py), max_call_bytes: 0,
+                      yield_at: 1 }
+    }
+
+    /// (a cycle through the writer or a user's clock must stay collectable)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.routes)?;
+        visit.call(&self.keys)?;
+        visit.call(&self.writer)?;
+        visit.call(&self.clock)?;
+        visit.call(&self.limits.tp_type)?;
+        visit.call(&self.limits.oam_type)
+    }
+
+    fn __clear__(&mut self) {
+        self.writer = None;
+        self.clock = None;
+    }
+
+    /// The store's `GroupCommitter`, its `clock`, the call limit (`records.MAX_CALL_BYTES`),
+    /// the key cache's size (`records.KEYS_CACHED`), a plain record's size bound beyond its
+    /// text (`records.PLAIN_COMMIT_BOUND`), the two types of the usual call, and how often a
+    /// `commit_async` caller steps aside (`group_commit.YIELD_AT`).
+    #[allow(clippy::too_many_arguments)]
+    fn _setup(&mut self, writer: Py<PyAny>, clock: Bound<'_, PyAny>, max_call_bytes: usize,
+              keys_max: usize, bound_per_offset: usize, tp_type: Py<PyAny>, oam_type: Py<PyAny>,
+              yield_at: i64) -> PyResult<()> {
+        let native = clock.py().import("offsetlog.log._native")?.getattr("clock_ms")?;
+        self.native_clock = clock.is(&native);
+        self.clock = Some(clock.unbind());
+        self.writer = Some(writer);
+        self.max_call_bytes = max_call_bytes;
+        self.limits = commits::PlainLimits { keys_max, bound_per_offset, tp_type, oam_type };
+        self.yield_at = yield_at.max(1);
+        Ok(())
+    }
+
+    /// `OffsetStore.commit_sync`'s usual call (see the module), committed: True. Any other
+    /// call: False, and nothing done. Raises what the commit raises (fencing, a failed or
+    /// closing store found in the lock hold, a failed write).
+    fn commit_sync(slf: &Bound<'_, Self>, group_id: &Bound<'_, PyAny>,
+                   offsets: &Bound<'_, PyAny>, generation_id: &Bound<'_, PyAny>,
+                   member_id: &Bound<'_, PyAny>, group_instance_id: &Bound<'_, PyAny>,
+                   timeout: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = slf.py();
+        if !timeout.is_none() || !standalone(generation_id, member_id, group_instance_id) {
+            return Ok(false);
+        }
+        let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
+        let writer = writer_of(slf)?;
+        let nbytes = PyInt::new(py, call.nbytes as u64);
+        let route = call.route.get();
+        lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
+                   call.now, &py.None().into_bound(py), lone::Check::Standalone(route))?;
+        Ok(true)
+    }
+
+    /// `OffsetStore.commit_async`'s usual call (see the module; `callback` None or callable),
+    /// queued: its future. Any other call, or a store found closing or failed in the lock
+    /// hold: None, and nothing done. Raises what the check raises (fencing).
+    fn commit_async<'py>(slf: &Bound<'py, Self>, group_id: &Bound<'py, PyAny>,
+                         offsets: &Bound<'py, PyAny>, callback: &Bound<'py, PyAny>,
+                         generation_id: &Bound<'py, PyAny>, member_id: &Bound<'py, PyAny>,
+                         group_instance_id: &Bound<'py, PyAny>)
+                         -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        if !(callback.is_none() || callback.is_callable())
+            || !standalone(generation_id, member_id, group_instance_id)
+        {
+            return Ok(None);
+        }
+        let Some(call) = usual(slf, group_id, offsets)? else { return Ok(None) };
+        let writer = writer_of(slf)?;
+        let yield_at = slf.borrow().yield_at;
+        let route = call.route.get();
+        async_commit::submit(py, &writer, route.part.bind(py), call.fields.as_any(),
+                             call.nbytes as i64, call.now, lone::Check::Standalone(route),
+                             callback, offsets, yield_at, true)
+    }
+}
+
+/// The standalone commit's arguments: generation -1 (an int), member "" (a str), no instance.
+fn standalone(generation_id: &Bound<'_, PyAny>, member_id: &Bound<'_, PyAny>,
+              group_instance_id: &Bound<'_, PyAny>) -> bool {
+    group_instance_id.is_none()
+        && generation_id.is_exact_instance_of::<PyInt>()
+        && generation_id.extract::<i64>().is_ok_and(|g| g == -1)
+        && member_id.cast_exact::<PyString>().is_ok_and(|m| m.to_str().is_ok_and(str::is_empty))
+}
+
+fn writer_of<'py>(slf: &Bound<'py, RouterState>) -> PyResult<Bound<'py, PyAny>> {
+    let py = slf.py();
+    match &slf.borrow().writer {
+        Some(w) => Ok(w.clone_ref(py).into_bound(py)),
+        None => Err(pyo3::exceptions::PyRuntimeError::new_err("the router is not set up")),
+    }
+}
+
+/// The usual call's route, fields, size bound and time, or None for any other call (or a
+/// closed store).
+fn usual<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
+              offsets: &Bound<'py, PyAny>) -> PyResult<Option<Usual<'py>>> {
+    let py = slf.py();
+    let Ok(group) = group_id.cast_exact::<PyString>() else { return Ok(None) };
+    let (routes, keys, clock, native_clock, max_call_bytes) = {
+        let s = slf.borrow();
+        if s.closed {
+            return Ok(None);
+        }
+        let Some(clock) = &s.clock else { return Ok(None) };
+        (s.routes.clone_ref(py).into_bound(py), s.keys.clone_ref(py).into_bound(py),
+         clock.clone_ref(py).into_bound(py), s.native_clock, s.max_call_bytes)
+    };
+    let route = match routes.get_item(group)? {
+        Some(route) => route,
+        // a group not seen lately: `CommitRouter.route` checks its name and caches its route
+        None => slf.call_method1(intern!(py, "route"), (group,))?,
+    };
+    let Ok(route) = route.cast_into::<Route>() else { return Ok(None) };
+    let (now, stamp) = if native_clock {
+        let now = now_ms();
+        (now, PyInt::new(py, now).into_any())
+    } else {
+        let stamp = clock.call0()?;
+        // (a clock of another type: the Python path's, which reads the clock again)
+        let Ok(now) = stamp.extract::<i64>() else { return Ok(None) };
+        (now, stamp)
+    };
+    let limits = slf.borrow().limits.clone_ref(py);
+    let Some((fields, nbytes)) = commits::plain_fields(py, group, offsets, &stamp, Some(&keys),
+                                                       &limits)? else {
+        return Ok(None);
+    };
+    // no offsets, or over the limit: the Python path's (which raises for the latter)
+    if fields.is_empty() || nbytes > max_call_bytes {
+        return Ok(None);
+    }
+    Ok(Some(Usual { route, fields, nbytes, now }))
+}

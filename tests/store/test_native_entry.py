@@ -1,0 +1,161 @@
+"""The usual commit call's native entry (``CommitRouter.commit_sync``/``commit_async``,
+native/src/route.rs): which calls take it, which are left to the Python path, and the hooks
+and settings it must honour as the Python path does."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import pytest
+
+from offsetlog import OffsetAndMetadata as OAM
+from offsetlog import OffsetStore, StoreClosedError, StoreFailedError
+from offsetlog import TopicPartition as TP
+from offsetlog.store.config import system_clock_ms
+from offsetlog.table import OffsetTable
+
+
+class Str(str):
+    """A str of another type: equal to the standalone member id, but not the usual call."""
+
+
+@pytest.fixture
+def other_calls(monkeypatch):
+    """Records every call that ``OffsetStore`` hands to its Python path (and lets it run)."""
+    seen = []
+    for name in ("_commit_sync_other", "_commit_async_other"):
+        real = getattr(OffsetStore, name)
+
+        def spy(self, group_id, *args, _real=real, _name=name):
+            seen.append((_name, group_id))
+            return _real(self, group_id, *args)
+
+        monkeypatch.setattr(OffsetStore, name, spy)
+    return seen
+
+
+def test_the_usual_call_is_committed_natively_and_every_other_by_python(tmp_path, other_calls):
+    with OffsetStore.open(tmp_path, partitions=2) as store:
+        store.commit_sync("g", {TP("t", 0): 1, TP("t", 1): OAM(2)})
+        store.commit_async("g", {TP("t", 2): 3}).result(10)
+        store.commit_async("g", {TP("t", 3): 4}, callback=lambda o, e: None).result(10)
+        assert other_calls == []
+        store.commit_sync("timeout", {TP("t", 0): 1}, timeout=5)
+        store.commit_sync("metadata", {TP("t", 0): OAM(1, "m")})
+        store.commit_sync("empty", {})
+        store.commit_sync("member-str", {TP("t", 0): 1}, member_id=Str(""))
+        store.commit_async("epoch", {TP("t", 0): OAM(1, "", 7)}).result(10)
+        store.commit_async("mapping", OrderedDict({TP("t", 0): 1})).result(10)
+        assert other_calls == [
+            ("_commit_sync_other", "timeout"), ("_commit_sync_other", "metadata"),
+            ("_commit_sync_other", "empty"), ("_commit_sync_other", "member-str"),
+            ("_commit_async_other", "epoch"), ("_commit_async_other", "mapping")]
+        assert store.fetch("g") == {TP("t", 0): OAM(1), TP("t", 1): OAM(2),
+                                    TP("t", 2): OAM(3), TP("t", 3): OAM(4)}
+        assert store.fetch("metadata") == {TP("t", 0): OAM(1, "m")}
+        assert store.fetch("epoch") == {TP("t", 0): OAM(1, "", 7)}
+
+
+def test_bad_arguments_are_refused_by_the_python_path_as_before(tmp_path, other_calls):
+    from offsetlog.errors import InvalidCommitError
+    with OffsetStore.open(tmp_path, partitions=1) as store:
+        with pytest.raises(TypeError):
+            store.commit_async("g", {TP("t", 0): 1}, callback=5)
+        with pytest.raises(InvalidCommitError):
+            store.commit_sync("g", {TP("t", 0): -1})
+        with pytest.raises(InvalidCommitError):
+            store.commit_sync("", {TP("t", 0): 1})  # (no route is made for a bad group id)
+        assert [name for name, _ in other_calls] == [
+            "_commit_async_other", "_commit_sync_other"]
+        assert "" not in store._router.routes
+        assert store.fetch("g") == {}
+    with pytest.raises(StoreClosedError):
+        store.commit_sync("g", {TP("t", 0): 1})
+    with pytest.raises(StoreClosedError):
+        store.commit_async("g", {TP("t", 0): 1})
+
+
+def test_a_call_on_a_failed_store_fails_its_future_and_runs_its_callback(tmp_path,
+                                                                         monkeypatch):
+    """The native entry finds the store failed in its lock hold and leaves the call to the
+    Python path, which reports the failure the way it always has: the future, the callback."""
+    def boom(*_args):
+        raise RuntimeError("bug in apply")
+
+    with OffsetStore.open(tmp_path, partitions=1) as store:
+        monkeypatch.setattr(OffsetTable, "apply_commit_calls", boom)
+        with pytest.raises(StoreFailedError):
+            store.commit_sync("g", {TP("t", 0): 1})
+        monkeypatch.undo()
+        called = []
+        fut = store.commit_async("g", {TP("t", 0): 2}, callback=lambda o, e: called.append(e))
+        assert isinstance(fut.exception(10), StoreFailedError)
+    assert len(called) == 1 and isinstance(called[0], StoreFailedError)
+
+
+def test_a_lone_commit_applies_through_the_tables_hook_when_a_test_replaces_it(
+        tmp_path, monkeypatch):
+    """The lone commit applies natively, unless ``OffsetTable.apply_commit_calls`` was
+    replaced: then it calls the replacement, and its failure poisons the store with the
+    offsets durable but never applied (a reopen replays them)."""
+    applied = []
+
+    def spy(self, base, calls):
+        applied.append((base, [tuple(fields) for fields in calls]))
+        raise RuntimeError("bug in apply")
+
+    with OffsetStore.open(tmp_path, partitions=1, fsync="always") as store:
+        store.commit_sync("g", {TP("t", 0): 1})
+        monkeypatch.setattr(OffsetTable, "apply_commit_calls", spy)
+        with pytest.raises(StoreFailedError) as err:
+            store.commit_sync("g", {TP("t", 0): 2})
+        assert isinstance(err.value.cause, RuntimeError)
+        assert [(base, len(calls)) for base, calls in applied] == [(1, 1)]
+        monkeypatch.undo()
+        assert store.fetch("g") == {TP("t", 0): OAM(1)}
+    with OffsetStore.open(tmp_path) as again:
+        assert again.fetch("g") == {TP("t", 0): OAM(2)}
+
+
+def test_the_default_clock_is_wall_clock_milliseconds():
+    before = time.time_ns() // 1_000_000
+    now = system_clock_ms()
+    after = time.time_ns() // 1_000_000
+    assert before <= now <= after and type(now) is int
+
+
+def test_a_store_clock_of_its_own_stamps_the_usual_call(tmp_path):
+    """The native entry reads the store's clock when it is not the default one: offsets
+    committed at t expire at t + retention, by that clock."""
+    now = [1_000_000]
+    with OffsetStore.open(tmp_path, partitions=1, clock=lambda: now[0],
+                          retention_ms=1000, retention_check_interval_ms=0) as store:
+        store.commit_sync("g", {TP("t", 0): 1})
+        store.commit_async("g", {TP("t", 1): 1}).result(10)
+        now[0] += 999
+        assert store.expire_offsets() == 0
+        now[0] += 2
+        assert store.expire_offsets() == 2
+
+
+def test_a_cycle_through_a_stores_clock_is_collected(tmp_path):
+    """The router and each route hold the store's clock natively; a clock that holds the
+    store (a bound method of its owner, say) must not keep both alive for ever."""
+    import gc
+    import weakref
+
+    class Clock:
+        def __call__(self):
+            return 1_000_000
+
+    clock = Clock()
+    store = OffsetStore.open(tmp_path, partitions=1, clock=clock)
+    clock.store = store
+    store.commit_sync("g", {TP("t", 0): 1})  # its route holds the clock too
+    store.commit_async("g", {TP("t", 0): 2}).result(10)
+    store.close()
+    gone = weakref.ref(clock)
+    del clock, store
+    gc.collect()
+    assert gone() is None
