@@ -32,7 +32,7 @@ mod snapshot;
 mod state;
 #[cfg(target_os = "linux")]
 mod uring;
-mod wire_codec;
+pub mod wire_codec;
 mod wire_conn;
 mod write;
 

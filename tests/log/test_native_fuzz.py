@@ -1,10 +1,13 @@
 """A short libFuzzer run of each fuzz target of the native core (``native/fuzz``, cargo fuzz):
-segments as damaged as libFuzzer can make them, and payloads of any bytes, must never panic.
+segments as damaged as libFuzzer can make them, payloads of any bytes, and request frames of
+any bytes for the wire server's native codec (OffsetCommit, TxnOffsetCommit, OffsetFetch,
+Heartbeat) must never panic or abort.
 A target that crashes fails the test with libFuzzer's report (the input is kept under
 ``native/fuzz/artifacts``). Long runs are made by hand: docs/DESIGN.md, "Python and Rust".
 
-The run starts from a corpus of real batches (the engine's own framing of every record type),
-so the fuzzer begins inside the format rather than at random bytes.
+The run starts from a corpus of real batches (the engine's own framing of every record type)
+or of real requests (kio's encoding of each hot message), so the fuzzer begins inside the
+format rather than at random bytes.
 """
 
 from __future__ import annotations
@@ -57,7 +60,9 @@ def _seeds(corpus: Path, target: str) -> None:
     tombstone = [(0, 1, 1, ["group", "orders", 3], None)]
     other = [(0, 2, 0, {"group": "g"}, {"generation": 3, "members": [b"\x00\x01"]})]
     marker = [(0, 3, 0, {"producer_id": 3}, {"producer_epoch": 1, "result": "commit"})]
-    if target == "segment":
+    if target == "wire":
+        seeds = [frame[4:] for frame in _requests()]
+    elif target == "segment":
         seeds = [encode_batch(0, records, timestamp=1) + encode_batch(2, tombstone, timestamp=2),
                  encode_batch(5, other, timestamp=3) + b"\x00" * 64,
                  encode_batch(9, marker, timestamp=4, attributes=3, producer_id=3,
@@ -68,8 +73,32 @@ def _seeds(corpus: Path, target: str) -> None:
         (corpus / f"seed-{i}").write_bytes(seed)
 
 
+def _requests() -> list[bytes]:
+    """Frames of the hot messages at their oldest and newest versions (kio encodes them)."""
+    from support.wire_raw import frame
+
+    commit = dict(name="orders", partitions=[dict(
+        partition_index=0, committed_offset=5, committed_leader_epoch=3,
+        committed_metadata="md")])
+    return [
+        frame(8, 2, 1, group_id="g", generation_id_or_member_epoch=1, member_id="m",
+              retention_time_ms=-1, topics=[commit]),
+        frame(8, 9, 1, group_id="g", generation_id_or_member_epoch=1, member_id="m",
+              group_instance_id="i", topics=[commit]),
+        frame(28, 0, 1, transactional_id="t", group_id="g", producer_id=5, producer_epoch=1,
+              topics=[commit]),
+        frame(28, 4, 1, transactional_id="t", group_id="g", producer_id=5, producer_epoch=1,
+              generation_id=2, member_id="m", group_instance_id=None, topics=[commit]),
+        frame(9, 1, 1, group_id="g", topics=[dict(name="o", partition_indexes=[0, 1])]),
+        frame(9, 9, 1, groups=[dict(group_id="g", member_id="m", member_epoch=3,
+                                    topics=None)], require_stable=True),
+        frame(12, 0, 1, group_id="g", generation_id=2, member_id="m"),
+        frame(12, 4, 1, group_id="g", generation_id=2, member_id="m", group_instance_id="i"),
+    ]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("target", ["segment", "payload"])
+@pytest.mark.parametrize("target", ["segment", "payload", "wire"])
 def test_a_short_fuzz_run_finds_no_crash(target, tmp_path):
     command, env = _cargo_fuzz()
     corpus = tmp_path / "corpus"
