@@ -54,7 +54,7 @@ from offsetlog.server.codec import (
 from offsetlog.server.context import Call, Context
 from offsetlog.server.groups import HeartbeatFields, heartbeat_code
 from offsetlog.server.offset_fetch import OffsetFetchFields
-from offsetlog.server.offsets import NATIVE_OFFSET_COMMIT, OffsetCommitFields, commit_fields
+from offsetlog.server.offsets import NATIVE_ARRAY_CODECS, OffsetCommitFields, commit_fields
 from offsetlog.server.sasl import SASL_HANDSHAKE, Session
 from offsetlog.server.txn import TxnOffsetCommitFields
 from offsetlog.server.work import Outcome, Reply
@@ -137,6 +137,8 @@ class Connection:
         #: set when the connection closes: ends a pause (a delayed answer) early
         self.wake = threading.Event()
         self.recv = (sock.recv if sock is self.raw else self._recv_tls)
+        #: what a TLS connection's plaintext is read into (``tls.RAW_READ`` fits it)
+        self._tls_buffer = None if sock is self.raw else bytearray(RECV_SIZE)
 
     def start(self) -> None:
         with self.conns.open_lock:
@@ -171,7 +173,7 @@ class Connection:
         request goes to ``answer``, whose checks need the whole request)."""
         why = _native.serve_connection(self.raw.fileno(), int(self.conns.idle_s * 1000),
                                        self.limit, self,
-                                       self.ctx.acl is None and NATIVE_OFFSET_COMMIT)
+                                       self.ctx.acl is None and NATIVE_ARRAY_CODECS)
         if why == "idle":
             log.info("%s: idle for %.0f ms: closing", self.host, self.conns.idle_s * 1000)
         elif why.startswith("frame "):
@@ -247,11 +249,8 @@ class Connection:
         return b""
 
     def _recv_tls(self, size: int) -> bytes:
-        buffer = self.__dict__.get("_tls_buffer")
-        if buffer is None:
-            buffer = self._tls_buffer = bytearray(size)
-        n = self.sock.recv_into(buffer)
-        return bytes(buffer[:n])
+        n = self.sock.recv_into(self._tls_buffer)
+        return bytes(self._tls_buffer[:n])
 
     def _request(self, frame: bytes) -> bool:
         """Answer ``frame``; False when the connection is to be closed."""
@@ -397,7 +396,7 @@ class Connection:
 #: decoder, giving ``(correlation id, client id, version, *fields)`` or None, and the type
 #: the fields make the ``Call``'s body)
 _NATIVE_CODECS = {HEARTBEAT: (_native.decode_heartbeat, HeartbeatFields)}
-if NATIVE_OFFSET_COMMIT:  # (messages with arrays: huge_alloc must hold here)
+if NATIVE_ARRAY_CODECS:  # (messages with arrays: huge_alloc must hold here)
     _NATIVE_CODECS[OFFSET_COMMIT] = (_native.decode_offset_commit, OffsetCommitFields)
     _NATIVE_CODECS[TXN_OFFSET_COMMIT] = (_native.decode_txn_offset_commit, TxnOffsetCommitFields)
     _NATIVE_CODECS[OFFSET_FETCH] = (_native.decode_offset_fetch, OffsetFetchFields)

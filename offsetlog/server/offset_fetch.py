@@ -3,7 +3,7 @@
 A request is decoded by the native core's codec (native/src/wire_codec.rs) into
 ``OffsetFetchFields``, its groups in one shape for every version (before v8, the request's
 one group), and answered through it; on a host where the native allocator cannot reserve what
-a hostile frame may claim (``offsets.NATIVE_OFFSET_COMMIT``), kio decodes and encodes it
+a hostile frame may claim (``offsets.NATIVE_ARRAY_CODECS``), kio decodes and encodes it
 instead and ``fetch_groups`` puts its body in the same shape.
 """
 

@@ -22,10 +22,11 @@ from offsetlog.server.work import run_blocking
 from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, utf16_length
 
-#: OffsetCommit is decoded and answered by the native core's codec (the `kafka-protocol`
-#: crate: native/src/wire_codec.rs) on every connection, unless this host cannot reserve
-#: what a hostile frame may ask of it (native/src/huge_alloc.rs): then by kio
-NATIVE_OFFSET_COMMIT = _native.wire_decode_safe()
+#: The hot messages with arrays (OffsetCommit, TxnOffsetCommit, OffsetFetch) are decoded and
+#: answered by the native core's codec (the `kafka-protocol` crate: native/src/wire_codec.rs)
+#: on every connection, unless this host cannot reserve what a hostile frame's claimed
+#: arrays may ask of it (native/src/huge_alloc.rs): then by kio
+NATIVE_ARRAY_CODECS = _native.wire_decode_safe()
 
 
 class OffsetCommitFields(NamedTuple):
