@@ -111,6 +111,7 @@ def wire_throughput(directory: str, *, duration_s: float, warmup_s: float,
     try:
         for _ in range(idle):
             quiet.append(socket.create_connection(("127.0.0.1", server.port)))
+        _answered_once(quiet)
         frames = [_commit_frame(f"bench-{i}", i, 1000 + i, i) for i in range(CLIENTS)]
         cpu: list = []
         rate, count = drive(server.port, frames, duration_s=duration_s, warmup_s=warmup_s,
@@ -121,6 +122,18 @@ def wire_throughput(directory: str, *, duration_s: float, warmup_s: float,
         for sock in quiet:
             sock.close()
         server.close()
+
+
+def _answered_once(socks: list[socket.socket]) -> None:
+    """One ApiVersions round-trip on each of ``socks``: the server has taken every one of
+    them up (a connection accepted by the kernel may not be the server's yet), so the idle
+    case's window measures idle connections, not their setting up."""
+    client = b"bench"
+    request = struct.pack(">hhih", 18, 0, 0, len(client)) + client
+    for sock in socks:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+    for sock in socks:
+        _recv_answer(sock)
 
 
 def _cpu_us(pid: int) -> tuple[float, float]:

@@ -226,14 +226,51 @@ pub(crate) fn plain_fields<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
         {
             return Ok(None);
         }
-        let key = record_key(py, keys, keys_max, group, &topic, &partition)?;
-        out.push(key);
-        out.push(value);
-        out.push(timestamp.clone());
+        push_fields(py, &mut out, keys, keys_max, group, &topic, &partition, value, timestamp)?;
         text += name_str.len();
     }
     let n = text + out.len() / 3 * per_offset;
     Ok(Some((PyTuple::new(py, out)?, n)))
+}
+
+/// `plain_fields` of a commit already in native values, `(topic, partition, offset)` in call
+/// order with no key twice (the wire's OffsetCommit, `wire_conn`): the same fields and size
+/// bound; None when an entry is not one `plain_fields` takes.
+pub(crate) fn plain_fields_of<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
+                                   entries: &[(&str, i32, i64)], timestamp: &Bound<'py, PyAny>,
+                                   keys: Option<&Bound<'py, PyDict>>, limits: &PlainLimits)
+                                   -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+    let Ok(group_bytes) = group.to_str().map(str::len) else { return Ok(None) };
+    let per_offset = limits.bound_per_offset + group_bytes;
+    let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(3 * entries.len());
+    let mut text = 0usize;
+    for &(name, partition, offset) in entries {
+        if name.is_empty() || !name.is_ascii() || partition < 0 || offset < 0 {
+            return Ok(None);
+        }
+        // (interned: a topic's name is one object for all its commits, as Python's are)
+        let topic = PyString::intern(py, name).into_any();
+        let partition = partition.into_pyobject(py)?.into_any();
+        let value = offset.into_pyobject(py)?.into_any();
+        push_fields(py, &mut out, keys, limits.keys_max, group, &topic, &partition, value,
+                    timestamp)?;
+        text += name.len();
+    }
+    let n = text + out.len() / 3 * per_offset;
+    Ok(Some((PyTuple::new(py, out)?, n)))
+}
+
+/// One offset's record fields: its shared key, its value, the commit's time.
+#[allow(clippy::too_many_arguments)]
+fn push_fields<'py>(py: Python<'py>, out: &mut Vec<Bound<'py, PyAny>>,
+                    keys: Option<&Bound<'py, PyDict>>, keys_max: usize,
+                    group: &Bound<'py, PyString>, topic: &Bound<'py, PyAny>,
+                    partition: &Bound<'py, PyAny>, value: Bound<'py, PyAny>,
+                    timestamp: &Bound<'py, PyAny>) -> PyResult<()> {
+    out.push(record_key(py, keys, keys_max, group, topic, partition)?);
+    out.push(value);
+    out.push(timestamp.clone());
+    Ok(())
 }
 
 /// An exact int (not a bool, nor another subclass) within `lo..=hi`.

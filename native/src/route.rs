@@ -204,16 +204,11 @@ impl RouterState {
                    offsets: &Bound<'_, PyAny>, generation_id: &Bound<'_, PyAny>,
                    member_id: &Bound<'_, PyAny>, group_instance_id: &Bound<'_, PyAny>,
                    timeout: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let py = slf.py();
         if !timeout.is_none() || !standalone(generation_id, member_id, group_instance_id) {
             return Ok(false);
         }
         let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
-        let writer = writer_of(slf)?;
-        let nbytes = PyInt::new(py, call.nbytes as u64);
-        let route = call.route.get();
-        lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
-                   call.now, &py.None().into_bound(py), lone::Check::Standalone(route))?;
+        commit_lone(slf, call)?;
         Ok(true)
     }
 
@@ -262,8 +257,40 @@ fn writer_of<'py>(slf: &Bound<'py, RouterState>) -> PyResult<Bound<'py, PyAny>> 
 /// closed store).
 fn usual<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
               offsets: &Bound<'py, PyAny>) -> PyResult<Option<Usual<'py>>> {
-    let py = slf.py();
     let Ok(group) = group_id.cast_exact::<PyString>() else { return Ok(None) };
+    let Some(at) = entry(slf, group, true)? else { return Ok(None) };
+    let limits = slf.borrow().limits.clone_ref(slf.py());
+    let fields = commits::plain_fields(slf.py(), group, offsets, &at.stamp, Some(&at.keys),
+                                       &limits)?;
+    Ok(at.with(fields))
+}
+
+/// What every usual call starts from: the group's route, the time (and its stamp for the
+/// records), the key cache and the call limit. None: a closed store, a clock of another
+/// type, or (unless `look_up`) a group whose route is not cached.
+struct Entry<'py> {
+    route: Bound<'py, Route>,
+    now: i64,
+    stamp: Bound<'py, PyAny>,
+    keys: Bound<'py, PyDict>,
+    max_call_bytes: usize,
+}
+
+impl<'py> Entry<'py> {
+    /// The call, once its offsets are record fields (`commits::plain_fields`); None for
+    /// no offsets or over the limit: the Python path's (which raises for the latter).
+    fn with(self, fields: Option<(Bound<'py, PyTuple>, usize)>) -> Option<Usual<'py>> {
+        let (fields, nbytes) = fields?;
+        if fields.is_empty() || nbytes > self.max_call_bytes {
+            return None;
+        }
+        Some(Usual { route: self.route, fields, nbytes, now: self.now })
+    }
+}
+
+fn entry<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>, look_up: bool)
+              -> PyResult<Option<Entry<'py>>> {
+    let py = slf.py();
     let (routes, keys, clock, native_clock, max_call_bytes) = {
         let s = slf.borrow();
         if s.closed {
@@ -276,7 +303,8 @@ fn usual<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
     let route = match routes.get_item(group)? {
         Some(route) => route,
         // a group not seen lately: `CommitRouter.route` checks its name and caches its route
-        None => slf.call_method1(intern!(py, "route"), (group,))?,
+        None if look_up => slf.call_method1(intern!(py, "route"), (group,))?,
+        None => return Ok(None),
     };
     let Ok(route) = route.cast_into::<Route>() else { return Ok(None) };
     let (now, stamp) = if native_clock {
@@ -288,14 +316,33 @@ fn usual<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
         let Ok(now) = stamp.extract::<i64>() else { return Ok(None) };
         (now, stamp)
     };
+    Ok(Some(Entry { route, now, stamp, keys, max_call_bytes }))
+}
+
+/// The wire's plain OffsetCommit (`wire_conn`): `entries` (`(topic, partition, offset)`, in
+/// request order, no partition twice) committed for `group` as `OffsetStore.commit_sync`'s
+/// usual call commits them (the lone commit, the route's standalone check in its lock hold):
+/// true. False, with nothing done, when it is not one here: the group's route is not cached
+/// (so its name was never checked: the Python path checks it), the store is closed, an entry
+/// is not plain, the call is too large. Raises what the commit raises.
+pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
+                           entries: &[(&str, i32, i64)]) -> PyResult<bool> {
+    let py = slf.py();
+    let Some(at) = entry(slf, group, false)? else { return Ok(false) };
     let limits = slf.borrow().limits.clone_ref(py);
-    let Some((fields, nbytes)) = commits::plain_fields(py, group, offsets, &stamp, Some(&keys),
-                                                       &limits)? else {
-        return Ok(None);
-    };
-    // no offsets, or over the limit: the Python path's (which raises for the latter)
-    if fields.is_empty() || nbytes > max_call_bytes {
-        return Ok(None);
-    }
-    Ok(Some(Usual { route, fields, nbytes, now }))
+    let fields = commits::plain_fields_of(py, group, entries, &at.stamp, Some(&at.keys),
+                                          &limits)?;
+    let Some(call) = at.with(fields) else { return Ok(false) };
+    commit_lone(slf, call)?;
+    Ok(true)
+}
+
+/// The usual call, committed by the lone commit (which waits for it to be durable).
+fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>) -> PyResult<()> {
+    let py = slf.py();
+    let writer = writer_of(slf)?;
+    let nbytes = PyInt::new(py, call.nbytes as u64);
+    let route = call.route.get();
+    lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
+               call.now, &py.None().into_bound(py), lone::Check::Standalone(route))
 }

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
+use crate::route::{self, RouterState};
 use crate::wire_codec::{self, OffsetCommit};
 use crate::write::os_error;
 
@@ -163,10 +164,17 @@ enum Read {
 /// (None: every partition committed; else each topic's `(name, [(partition, code)])` in the
 /// answer's order), `heartbeat(group, generation, member, instance) -> error code`, and
 /// `closing`; with `hot` false every request goes to `answer`.
+///
+/// With `router` (the store's `CommitRouter`) and `topics` (the server's `TopicRegistry`),
+/// a plain OffsetCommit (`plain_commit`) is committed here without a Python call; then
+/// `conn` also gives `commit_error(version, group, error) -> error code`.
 #[pyfunction]
-#[pyo3(signature = (fd, idle_ms, limit, conn, hot))]
+#[pyo3(signature = (fd, idle_ms, limit, conn, hot, router=None, topics=None))]
+#[allow(clippy::too_many_arguments)]
 fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bound<'_, PyAny>,
-                    hot: bool) -> PyResult<String> {
+                    hot: bool, router: Option<Bound<'_, RouterState>>,
+                    topics: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+    let plain = router.zip(topics);
     let idle = Duration::from_millis(u64::try_from(idle_ms).map_err(|_| PyValueError::new_err("idle_ms < 0"))?);
     let mut buf: Vec<u8> = Vec::with_capacity(RECV_SIZE);
     let mut start = 0usize; // where the unhandled bytes of `buf` begin
@@ -205,7 +213,7 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
             Step::BadSize(size) => return Ok(format!("frame {size}")),
             Step::Stop(why) => return Ok(why.into()),
         };
-        let answer = handle(py, conn, &buf[start + 4..start + end], hot)?;
+        let answer = handle(py, conn, &buf[start + 4..start + end], hot, plain.as_ref())?;
         start += end;
         if start == buf.len() {
             buf.clear();
@@ -257,9 +265,18 @@ enum Answer {
     Close,
 }
 
-fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], hot: bool) -> PyResult<Answer> {
+/// The store's commit entry and the server's topics, for plain commits
+type Plain<'py> = (Bound<'py, RouterState>, Bound<'py, PyAny>);
+
+fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], hot: bool,
+          plain: Option<&Plain<'_>>) -> PyResult<Answer> {
     if hot {
         if let Some(commit) = wire_codec::decode_offset_commit(frame) {
+            if let Some(plain) = plain {
+                if let Some(answer) = plain_commit(py, conn, plain, &commit)? {
+                    return Ok(answer);
+                }
+            }
             return offset_commit(py, conn, commit);
         }
         if let Some(h) = wire_codec::decode_heartbeat(frame) {
@@ -285,9 +302,7 @@ fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> Py
     let result = conn.call_method1(pyo3::intern!(py, "offset_commit"), (
         c.version, &c.group_id, c.generation, &c.member_id, &c.group_instance_id, topics))?;
     let answer: Vec<(String, Vec<(i32, i16)>)> = if result.is_none() {
-        c.topics.iter().map(|(name, parts)| {
-            (name.clone(), parts.iter().map(|p| (p.0, 0)).collect())
-        }).collect()
+        all_coded(&c, 0)
     } else {
         let mut out = Vec::new();
         for topic in result.try_iter()? {
@@ -302,6 +317,69 @@ fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> Py
     wire_codec::encode_offset_commit_response(c.correlation_id, c.version, &answer)
         .map(Answer::Bytes)
         .map_err(PyValueError::new_err)
+}
+
+/// A plain OffsetCommit (Kafka's simple consumer: generation -1, no member, no instance;
+/// every partition of a known topic, an offset >= 0, no metadata, no leader epoch, none
+/// twice) committed through the store's native entry (`route::commit_plain`), with no
+/// Python call: the answer. None, with nothing done, for any other request, or one the
+/// entry does not take (a group whose name the store has not checked yet, a closed store):
+/// `offset_commit`'s Python path answers it. The checks skipped here are those that could
+/// only refuse what a plain commit is not (the authorizer's: without one, `hot` is set);
+/// a fencing error is coded by `conn.commit_error`, as the Python path codes it.
+fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plain<'_>,
+                c: &OffsetCommit) -> PyResult<Option<Answer>> {
+    if c.generation != -1 || !c.member_id.is_empty() || c.group_instance_id.is_some() {
+        return Ok(None);
+    }
+    let known = topics.getattr(pyo3::intern!(py, "topics"))?;
+    let Ok(known) = known.cast_into::<PyDict>() else { return Ok(None) };
+    let mut entries: Vec<(&str, i32, i64)> = Vec::new();
+    for (name, parts) in &c.topics {
+        let Some(topic) = known.get_item(name)? else { return Ok(None) };
+        let Some(count) = topic.get_item(pyo3::intern!(py, "partitions")).ok() else {
+            return Ok(None);
+        };
+        let Ok(count) = count.extract::<i64>() else { return Ok(None) };
+        for (partition, offset, epoch, metadata) in parts {
+            if *epoch != -1 || metadata.as_deref().is_some_and(|m| !m.is_empty())
+                || *partition < 0 || i64::from(*partition) >= count
+            {
+                return Ok(None);
+            }
+            entries.push((name.as_str(), *partition, *offset));
+        }
+    }
+    if has_twice(&entries) {
+        return Ok(None); // (the Python path keeps the last offset of a partition named twice)
+    }
+    let group = PyString::new(py, &c.group_id);
+    let code = match route::commit_plain(router, &group, &entries) {
+        Ok(false) => return Ok(None),
+        Ok(true) => 0,
+        Err(error) => conn.call_method1(pyo3::intern!(py, "commit_error"),
+                                        (c.version, &group, error.into_value(py)))?
+                          .extract::<i16>()?,
+    };
+    wire_codec::encode_offset_commit_response(c.correlation_id, c.version, &all_coded(c, code))
+        .map(|data| Some(Answer::Bytes(data)))
+        .map_err(PyValueError::new_err)
+}
+
+/// The answer's topics with `code` for every partition of the request, in its order.
+fn all_coded(c: &OffsetCommit, code: i16) -> Vec<(String, Vec<(i32, i16)>)> {
+    c.topics.iter().map(|(name, parts)| {
+        (name.clone(), parts.iter().map(|p| (p.0, code)).collect())
+    }).collect()
+}
+
+/// Whether a partition is named twice.
+fn has_twice(entries: &[(&str, i32, i64)]) -> bool {
+    if entries.len() < 2 {
+        return false;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(entries.len());
+    !entries.iter().all(|&(name, partition, _)| seen.insert((name, partition)))
 }
 
 /// Read what the socket has into `buf`, waiting for it until `deadline`.

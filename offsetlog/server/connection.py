@@ -54,7 +54,12 @@ from offsetlog.server.codec import (
 from offsetlog.server.context import Call, Context
 from offsetlog.server.groups import HeartbeatFields, heartbeat_code
 from offsetlog.server.offset_fetch import OffsetFetchFields
-from offsetlog.server.offsets import NATIVE_ARRAY_CODECS, OffsetCommitFields, commit_fields
+from offsetlog.server.offsets import (
+    NATIVE_ARRAY_CODECS,
+    OffsetCommitFields,
+    commit_error_code,
+    commit_fields,
+)
 from offsetlog.server.sasl import SASL_HANDSHAKE, Session
 from offsetlog.server.txn import TxnOffsetCommitFields
 from offsetlog.server.work import Outcome, Reply
@@ -171,9 +176,11 @@ class Connection:
         reads, answers OffsetCommit itself (with ``offset_commit``'s checks and commit)
         and hands every other frame to ``answer`` (without an authorizer: with one, every
         request goes to ``answer``, whose checks need the whole request)."""
+        hot = self.ctx.acl is None and NATIVE_ARRAY_CODECS
+        # (hot: plain commits go straight to the store's native entry, no Python call)
+        plain = (self.ctx.store.commit_entry, self.ctx.topics) if hot else (None, None)
         why = _native.serve_connection(self.raw.fileno(), int(self.conns.idle_s * 1000),
-                                       self.limit, self,
-                                       self.ctx.acl is None and NATIVE_ARRAY_CODECS)
+                                       self.limit, self, hot, *plain)
         if why == "idle":
             log.info("%s: idle for %.0f ms: closing", self.host, self.conns.idle_s * 1000)
         elif why.startswith("frame "):
@@ -200,6 +207,11 @@ class Connection:
         (``offsets.commit_fields``)."""
         return commit_fields(self.ctx, version, group_id, generation, member_id, instance,
                              topics)
+
+    def commit_error(self, version: int, group_id: str, error: Exception) -> int:
+        """(the native request loop) The code of a plain commit the store refused
+        (``offsets.commit_error_code``)."""
+        return commit_error_code(self.ctx, version, group_id, error)
 
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   instance: str | None) -> int:

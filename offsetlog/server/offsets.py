@@ -157,16 +157,22 @@ def commit_fields(ctx: Context, version: int, group_id: str, generation: int, me
         store.commit_sync(group_id, good, generation_id=generation, member_id=member_id,
                           group_instance_id=instance)
     except Exception as error:
-        code = E.code_of(error)
-        if (isinstance(error, IllegalGenerationError) and version >= 9
-                and store.describe_group(group_id) is None):
-            # Kafka 3.x+: a generation for a group it does not know is GROUP_ID_NOT_FOUND
-            # from v9 on, ILLEGAL_GENERATION before (the store's fencing gives the latter).
-            # Asked after the fencing, not before the commit: a check first could see the
-            # group that the commit then finds deleted, or the other way round.
-            code = E.GROUP_ID_NOT_FOUND
-        return answer_order(topics, bad, code)
+        return answer_order(topics, bad, commit_error_code(ctx, version, group_id, error))
     return answer_order(topics, bad, E.NONE) if bad else None
+
+
+def commit_error_code(ctx: Context, version: int, group_id: str, error: Exception) -> int:
+    """The code an OffsetCommit of ``version`` answers when the store's commit raised
+    ``error`` (``commit_fields``, and the native request loop's plain commits)."""
+    code = E.code_of(error)
+    if (isinstance(error, IllegalGenerationError) and version >= 9
+            and ctx.store.describe_group(group_id) is None):
+        # Kafka 3.x+: a generation for a group it does not know is GROUP_ID_NOT_FOUND
+        # from v9 on, ILLEGAL_GENERATION before (the store's fencing gives the latter).
+        # Asked after the fencing, not before the commit: a check first could see the
+        # group that the commit then finds deleted, or the other way round.
+        code = E.GROUP_ID_NOT_FOUND
+    return code
 
 
 def offset_commit(ctx: Context, call: Call, now_ms: int):

@@ -500,6 +500,13 @@ class OffsetStore(GroupAndTransactionCalls):
     def partitions(self) -> int:
         return self._partitions
 
+    @property
+    def commit_entry(self) -> CommitRouter:
+        """(internal, for in-process byte paths) The native entry of ``commit_sync``'s usual
+        call (``_native.RouterState``, native/src/route.rs): the server's native request loop
+        commits a plain OffsetCommit through it without a Python call."""
+        return self._router
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError(f"{self.path}: the store is closed")

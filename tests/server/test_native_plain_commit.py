@@ -1,0 +1,149 @@
+"""The native request loop's plain OffsetCommit (native/src/wire_conn.rs, ``plain_commit``):
+a simple consumer's commit goes from the frame to the store's native entry with no Python
+call, and every other request still takes ``Connection.offset_commit``'s Python path.
+
+The loop runs here in-process over a socket pair, with a real store and a stand-in for the
+connection that records which of its methods the loop called."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import uuid
+
+import pytest
+
+from offsetlog import OffsetStore, TopicPartition
+from offsetlog.log import _native
+from offsetlog.server import errors as E
+from offsetlog.server.offsets import NATIVE_ARRAY_CODECS, commit_error_code
+from support.wire_raw import call
+
+pytestmark = pytest.mark.skipif(not NATIVE_ARRAY_CODECS,
+                                reason="OffsetCommit is decoded by kio here")
+
+
+class Topics:
+    """The server's TopicRegistry as the loop reads it: ``topics[name]["partitions"]``."""
+
+    def __init__(self) -> None:
+        self.topics = {"orders": {"partitions": 4, "topic_id": b"\1" * 16}}
+
+
+class Conn:
+    """``Connection``'s side of the loop: the Python path of OffsetCommit answers every
+    partition with code 0 after committing through the store, as the real one does for a
+    good request, and is counted."""
+
+    closing = False
+
+    def __init__(self, store: OffsetStore) -> None:
+        self.store = store
+        self.python_commits = 0
+        self.errors: list[Exception] = []
+
+    def offset_commit(self, version, group_id, generation, member_id, instance, topics):
+        self.python_commits += 1
+        self.store.commit_sync(group_id, {
+            TopicPartition(name, p): offset for name, parts in topics
+            for p, offset, _epoch, _metadata in parts})
+        return None
+
+    def commit_error(self, version, group_id, error):
+        self.errors.append(error)
+
+        class Ctx:
+            store = self.store
+        return commit_error_code(Ctx, version, group_id, error)
+
+    def answer(self, frame):
+        raise AssertionError("only OffsetCommit is sent here")
+
+
+@pytest.fixture
+def loop(tmp_path):
+    store = OffsetStore.open(tmp_path / "store", negative_offsets=True)  # (as the server's)
+    conn = Conn(store)
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    done: list = []
+    def serve():
+        try:
+            done.append(_native.serve_connection(ours.fileno(), 60_000, 1 << 20, conn, True,
+                                                 store.commit_entry, Topics()))
+        finally:
+            ours.shutdown(socket.SHUT_RDWR)  # (a failed loop fails the test, not hangs it)
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        yield store, conn, theirs
+    finally:
+        theirs.close()
+        thread.join(10)
+        ours.close()
+        store.close()
+    assert done == ["closed"]
+
+
+def _commit(sock, group_id, parts, version=8, topic="orders", generation=-1, member=""):
+    r = call(sock, 8, version, group_id=group_id, generation_id_or_member_epoch=generation,
+             member_id=member, group_instance_id=None,
+             topics=[dict(name=topic, partitions=[dict(
+                 partition_index=p, committed_offset=o, committed_leader_epoch=e,
+                 committed_metadata=m) for p, o, e, m in parts])])
+    return [(p.partition_index, int(p.error_code)) for t in r.topics for p in t.partitions]
+
+
+def _group() -> str:
+    return f"g-{uuid.uuid4().hex[:8]}"
+
+
+def test_a_plain_commit_of_a_known_group_takes_no_python_call(loop):
+    store, conn, sock = loop
+    group = _group()
+    # the first commit of a group goes the Python way: the store checks its name then
+    assert _commit(sock, group, [(0, 5, -1, None)]) == [(0, 0)]
+    assert conn.python_commits == 1
+    for offset in range(6, 10):
+        assert _commit(sock, group, [(0, offset, -1, None), (2, offset * 10, -1, "")]) == [
+            (0, 0), (2, 0)]
+    assert conn.python_commits == 1  # the four after it: natively
+    assert {tp: m.offset for tp, m in store.fetch(group).items()} == {
+        TopicPartition("orders", 0): 9, TopicPartition("orders", 2): 90}
+
+
+@pytest.mark.parametrize("why, parts, kw", [
+    ("metadata", [(0, 7, -1, "note")], {}),
+    ("a leader epoch", [(0, 7, 3, None)], {}),
+    ("a negative offset", [(0, -1, -1, None)], {}),
+    ("an unknown topic", [(0, 7, -1, None)], {"topic": "nope"}),
+    ("a partition past the topic's count", [(4, 7, -1, None)], {}),
+    ("a partition named twice", [(1, 7, -1, None), (1, 8, -1, None)], {}),
+    ("a generation", [(0, 7, -1, None)], {"generation": 1, "member": "m"}),
+])
+def test_anything_else_takes_the_python_path(loop, why, parts, kw):
+    store, conn, sock = loop
+    group = _group()
+    _commit(sock, group, [(0, 1, -1, None)])  # (its route cached: a plain one would go on)
+    before = conn.python_commits
+    _commit(sock, group, parts, **kw)
+    assert conn.python_commits == before + 1, why
+
+
+def test_a_fenced_plain_commit_is_answered_as_the_python_path_codes_it(loop):
+    store, conn, sock = loop
+    group = _group()
+    assert _commit(sock, group, [(0, 1, -1, None)]) == [(0, 0)]
+    # a member joins: the group is the coordinator's now, and a simple consumer's commit
+    # is checked by it (Kafka's validateOffsetCommit)
+    store.join_group(group, protocols=[("range", b"")], client_id="c")
+    with pytest.raises(Exception) as fenced:
+        store.commit_sync(group, {TopicPartition("orders", 0): 2})
+    code = E.code_of(fenced.value)
+    assert code != 0
+    for version in (8, 9):
+        assert _commit(sock, group, [(0, 2, -1, None), (1, 3, -1, None)], version=version) \
+            == [(0, code), (1, code)]
+    assert conn.python_commits == 1
+    assert [type(e) for e in conn.errors] == [type(fenced.value)] * 2
+    assert store.committed(group, TopicPartition("orders", 0)).offset == 1
