@@ -193,7 +193,15 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
             }
             loop {
                 match whole_frame(&buf[start..], limit) {
-                    Frame::Whole(end) => return Ok(Step::Frame(end)),
+                    Frame::Whole(end) => {
+                        // (an OffsetCommit is decoded here, off the GIL)
+                        let commit = if hot {
+                            wire_codec::decode_offset_commit(&buf[start + 4..start + end])
+                        } else {
+                            None
+                        };
+                        return Ok(Step::Frame(end, commit));
+                    }
                     Frame::BadSize(size) => return Ok(Step::BadSize(size)),
                     Frame::Partial => {}
                 }
@@ -208,12 +216,13 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
                 }
             }
         }).map_err(os_error)?;
-        let end = match step {
-            Step::Frame(end) => end,
+        let (end, commit) = match step {
+            Step::Frame(end, commit) => (end, commit),
             Step::BadSize(size) => return Ok(format!("frame {size}")),
             Step::Stop(why) => return Ok(why.into()),
         };
-        let answer = handle(py, conn, &buf[start + 4..start + end], hot, plain.as_ref())?;
+        let answer = handle(py, conn, &buf[start + 4..start + end], commit, hot,
+                            plain.as_ref())?;
         start += end;
         if start == buf.len() {
             buf.clear();
@@ -235,7 +244,8 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
 
 enum Step {
     /// a whole frame of this many bytes (its length prefix included) starts the buffer
-    Frame(usize),
+    /// (and the OffsetCommit it holds, decoded, when `hot`)
+    Frame(usize, Option<OffsetCommit>),
     BadSize(i32),
     Stop(&'static str),
 }
@@ -268,10 +278,10 @@ enum Answer {
 /// The store's commit entry and the server's topics, for plain commits
 type Plain<'py> = (Bound<'py, RouterState>, Bound<'py, PyAny>);
 
-fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], hot: bool,
-          plain: Option<&Plain<'_>>) -> PyResult<Answer> {
+fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<OffsetCommit>,
+          hot: bool, plain: Option<&Plain<'_>>) -> PyResult<Answer> {
     if hot {
-        if let Some(commit) = wire_codec::decode_offset_commit(frame) {
+        if let Some(commit) = commit {
             if let Some(plain) = plain {
                 if let Some(answer) = plain_commit(py, conn, plain, &commit)? {
                     return Ok(answer);
