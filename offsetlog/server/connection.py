@@ -90,13 +90,39 @@ class Connections:
         self.on_close = lambda conn: None
         self.stopping = False
         self.idle_s = ctx.config.connections_max_idle_ms / 1000
+        #: calls ``later`` queued for the loop's thread, and whether it is woken for them
+        self._later: list = []
+        self._later_lock = threading.Lock()
+        self._later_woken = False
 
     def later(self, fn, *args) -> None:
-        """``fn(*args)`` on the loop's thread."""
+        """``fn(*args)`` on the loop's thread, soon.
+
+        Calls are batched: the loop is woken once for all that queue before it runs them.
+        Each wake-up is a byte in the loop's self-pipe, which is also where a signal's
+        wake-up goes: a thousand connections closing at once (a wake-up each) filled it,
+        and the SIGTERM that came next was dropped with its byte, so the server never
+        stopped (seen in the bench's idle case)."""
+        with self._later_lock:
+            self._later.append((fn, args))
+            if self._later_woken:
+                return
+            self._later_woken = True
         try:
-            self.loop.call_soon_threadsafe(fn, *args)
+            self.loop.call_soon_threadsafe(self._run_later)
         except RuntimeError:
             pass  # the loop has closed: the server has stopped
+
+    def _run_later(self) -> None:
+        """(loop thread) The calls ``later`` queued, in order."""
+        with self._later_lock:
+            calls, self._later = self._later, []
+            self._later_woken = False
+        for fn, args in calls:
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("a call on the loop's thread failed: %r", fn)
 
     def stop_reading(self) -> None:
         """(loop thread) Accept nothing more and read no more requests: each connection
