@@ -208,7 +208,8 @@ impl RouterState {
             return Ok(false);
         }
         let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
-        commit_lone(slf, call)?;
+        let route = call.route.clone();
+        commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
         Ok(true)
     }
 
@@ -319,30 +320,64 @@ fn entry<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>, look_
     Ok(Some(Entry { route, now, stamp, keys, max_call_bytes }))
 }
 
+/// A member's place in its group, as an OffsetCommit names it: generation (a KIP-848
+/// member's epoch), member id, static instance id.
+pub(crate) struct Member<'a> {
+    pub generation: i32,
+    pub member_id: &'a str,
+    pub instance: Option<&'a str>,
+}
+
+impl Member<'_> {
+    /// Kafka's simple consumer: generation -1, no member, no instance
+    fn standalone(&self) -> bool {
+        self.generation == -1 && self.member_id.is_empty() && self.instance.is_none()
+    }
+}
+
+/// `offsetlog.store.routing.fencing`, looked up once
+static FENCING: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
 /// The wire's plain OffsetCommit (`wire_conn`): `entries` (`(topic, partition, offset)`, in
-/// request order, no partition twice) committed for `group` as `OffsetStore.commit_sync`'s
-/// usual call commits them (the lone commit, the route's standalone check in its lock hold):
-/// true. False, with nothing done, when it is not one here: the group's route is not cached
-/// (so its name was never checked: the Python path checks it), the store is closed, an entry
-/// is not plain, the call is too large. Raises what the commit raises.
+/// request order, no partition twice) committed for `group` as `OffsetStore.commit_sync`
+/// commits them (the lone commit, the group's check in its lock hold: the route's standalone
+/// check natively for a simple consumer, else `routing.fencing`'s, the coordinator's
+/// `validate_offset_commit` or a KIP-848 member's epoch): true. False, with nothing done,
+/// when it is not one here: the group's route is not cached (so its name was never checked:
+/// the Python path checks it), the store is closed, an entry is not plain, the call is too
+/// large. Raises what the commit raises (fencing first).
 pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
-                           entries: &[(&str, i32, i64)]) -> PyResult<bool> {
+                           entries: &[(&str, i32, i64)], member: &Member<'_>)
+                           -> PyResult<bool> {
     let py = slf.py();
     let Some(at) = entry(slf, group, false)? else { return Ok(false) };
     let limits = slf.borrow().limits.clone_ref(py);
     let fields = commits::plain_fields_of(py, group, entries, &at.stamp, Some(&at.keys),
                                           &limits)?;
     let Some(call) = at.with(fields) else { return Ok(false) };
-    commit_lone(slf, call)?;
+    if member.standalone() {
+        let route = call.route.clone();
+        commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
+    } else {
+        let fencing = FENCING.get_or_try_init(py, || {
+            py.import("offsetlog.store.routing")?.getattr("fencing").map(Bound::unbind)
+        })?;
+        let precheck = fencing.bind(py).call1((
+            &call.route.get().part, group, member.generation, member.member_id,
+            member.instance, call.now))?;
+        commit_lone(slf, call, lone::Check::of(&precheck))?;
+    }
     Ok(true)
 }
 
-/// The usual call, committed by the lone commit (which waits for it to be durable).
-fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>) -> PyResult<()> {
+/// The usual call, committed by the lone commit (which waits for it to be durable) under
+/// `check`.
+fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, check: lone::Check<'_, '_>)
+               -> PyResult<()> {
     let py = slf.py();
     let writer = writer_of(slf)?;
     let nbytes = PyInt::new(py, call.nbytes as u64);
     let route = call.route.get();
     lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
-               call.now, &py.None().into_bound(py), lone::Check::Standalone(route))
+               call.now, &py.None().into_bound(py), check)
 }

@@ -166,7 +166,8 @@ enum Read {
 /// `closing`; with `hot` false every request goes to `answer`.
 ///
 /// With `router` (the store's `CommitRouter`) and `topics` (the server's `TopicRegistry`),
-/// a plain OffsetCommit (`plain_commit`) is committed here without a Python call; then
+/// a plain OffsetCommit (`plain_commit`) is committed here without a Python call (but a
+/// member's check); then
 /// `conn` also gives `commit_error(version, group, error) -> error code`.
 #[pyfunction]
 #[pyo3(signature = (fd, idle_ms, limit, conn, hot, router=None, topics=None))]
@@ -329,19 +330,17 @@ fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> Py
         .map_err(PyValueError::new_err)
 }
 
-/// A plain OffsetCommit (Kafka's simple consumer: generation -1, no member, no instance;
-/// every partition of a known topic, an offset >= 0, no metadata, no leader epoch, none
-/// twice) committed through the store's native entry (`route::commit_plain`), with no
-/// Python call: the answer. None, with nothing done, for any other request, or one the
-/// entry does not take (a group whose name the store has not checked yet, a closed store):
-/// `offset_commit`'s Python path answers it. The checks skipped here are those that could
-/// only refuse what a plain commit is not (the authorizer's: without one, `hot` is set);
-/// a fencing error is coded by `conn.commit_error`, as the Python path codes it.
+/// A plain OffsetCommit (every partition of a known topic, an offset >= 0, no metadata, no
+/// leader epoch, none twice; a simple consumer's or a member's) committed through the
+/// store's native entry (`route::commit_plain`), with no Python call but a member's check
+/// (the coordinator's, under the partition lock): the answer. None, with nothing done, for
+/// any other request, or one the entry does not take (a group whose name the store has not
+/// checked yet, a closed store): `offset_commit`'s Python path answers it. The checks
+/// skipped here are those that could only refuse what a plain commit is not (the
+/// authorizer's: without one, `hot` is set); a fencing error is coded by
+/// `conn.commit_error`, as the Python path codes it.
 fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plain<'_>,
                 c: &OffsetCommit) -> PyResult<Option<Answer>> {
-    if c.generation != -1 || !c.member_id.is_empty() || c.group_instance_id.is_some() {
-        return Ok(None);
-    }
     let known = topics.getattr(pyo3::intern!(py, "topics"))?;
     let Ok(known) = known.cast_into::<PyDict>() else { return Ok(None) };
     let mut entries: Vec<(&str, i32, i64)> = Vec::new();
@@ -364,7 +363,9 @@ fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plai
         return Ok(None); // (the Python path keeps the last offset of a partition named twice)
     }
     let group = PyString::new(py, &c.group_id);
-    let code = match route::commit_plain(router, &group, &entries) {
+    let member = route::Member { generation: c.generation, member_id: &c.member_id,
+                                 instance: c.group_instance_id.as_deref() };
+    let code = match route::commit_plain(router, &group, &entries, &member) {
         Ok(false) => return Ok(None),
         Ok(true) => 0,
         Err(error) => conn.call_method1(pyo3::intern!(py, "commit_error"),

@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from offsetlog import OffsetStore, TopicPartition
+from offsetlog.group import GroupConfig
 from offsetlog.log import _native
 from offsetlog.server import errors as E
 from offsetlog.server.offsets import NATIVE_ARRAY_CODECS, commit_error_code
@@ -46,7 +47,8 @@ class Conn:
         self.python_commits += 1
         self.store.commit_sync(group_id, {
             TopicPartition(name, p): offset for name, parts in topics
-            for p, offset, _epoch, _metadata in parts})
+            for p, offset, _epoch, _metadata in parts}, generation_id=generation,
+            member_id=member_id, group_instance_id=instance)
         return None
 
     def commit_error(self, version, group_id, error):
@@ -62,7 +64,9 @@ class Conn:
 
 @pytest.fixture
 def loop(tmp_path):
-    store = OffsetStore.open(tmp_path / "store", negative_offsets=True)  # (as the server's)
+    # (negative offsets taken, as the server's store does; a group's first join at once)
+    store = OffsetStore.open(tmp_path / "store", negative_offsets=True,
+                             group_config=GroupConfig(initial_rebalance_delay_ms=0))
     conn = Conn(store)
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
@@ -119,7 +123,6 @@ def test_a_plain_commit_of_a_known_group_takes_no_python_call(loop):
     ("an unknown topic", [(0, 7, -1, None)], {"topic": "nope"}),
     ("a partition past the topic's count", [(4, 7, -1, None)], {}),
     ("a partition named twice", [(1, 7, -1, None), (1, 8, -1, None)], {}),
-    ("a generation", [(0, 7, -1, None)], {"generation": 1, "member": "m"}),
 ])
 def test_anything_else_takes_the_python_path(loop, why, parts, kw):
     store, conn, sock = loop
@@ -147,3 +150,40 @@ def test_a_fenced_plain_commit_is_answered_as_the_python_path_codes_it(loop):
     assert conn.python_commits == 1
     assert [type(e) for e in conn.errors] == [type(fenced.value)] * 2
     assert store.committed(group, TopicPartition("orders", 0)).offset == 1
+
+
+def _member(store, group):
+    """A member of a stable classic group of its own: ``(member id, generation)``."""
+    joined = store.join_group(group, protocols=[("range", b"")], client_id="c")
+    store.poll_groups()
+    joined = joined.result(10)
+    synced = store.sync_group(group, member_id=joined.member_id,
+                              generation_id=joined.generation_id,
+                              assignments={joined.member_id: b""})
+    assert synced.result(10).error is None
+    return joined.member_id, joined.generation_id
+
+
+def test_a_members_commit_is_checked_by_the_coordinator_and_takes_no_python_call(loop):
+    store, conn, sock = loop
+    group = _group()
+    member, generation = _member(store, group)
+    # the group's first commit: the Python way, which checks its name
+    assert _commit(sock, group, [(0, 1, -1, None)], generation=generation,
+                   member=member) == [(0, 0)]
+    assert conn.python_commits == 1
+    assert _commit(sock, group, [(0, 2, -1, None), (3, 30, -1, "")], generation=generation,
+                   member=member) == [(0, 0), (3, 0)]
+    assert conn.python_commits == 1  # natively, with the coordinator's check
+    assert store.committed(group, TopicPartition("orders", 0)).offset == 2
+    # fenced as the coordinator fences it, and coded as the Python path codes it
+    for stale, other in ((generation + 1, member), (generation, "someone-else")):
+        with pytest.raises(Exception) as fenced:
+            store.commit_sync(group, {TopicPartition("orders", 0): 3},
+                              generation_id=stale, member_id=other)
+        code = E.code_of(fenced.value)
+        assert code != 0
+        assert _commit(sock, group, [(0, 3, -1, None)], generation=stale,
+                       member=other) == [(0, code)]
+    assert conn.python_commits == 1
+    assert store.committed(group, TopicPartition("orders", 0)).offset == 2
