@@ -204,7 +204,7 @@ class Connection:
         request goes to ``answer``, whose checks need the whole request)."""
         hot = self.ctx.acl is None and NATIVE_ARRAY_CODECS
         # (hot: plain commits go straight to the store's native entry, no Python call)
-        plain = (self.ctx.store.commit_entry, self.ctx.topics) if hot else (None, None)
+        plain = (self.ctx.store._commit_router, self.ctx.topics) if hot else (None, None)
         why = _native.serve_connection(self.raw.fileno(), int(self.conns.idle_s * 1000),
                                        self.limit, self, hot, *plain)
         if why == "idle":

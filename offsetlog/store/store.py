@@ -501,10 +501,10 @@ class OffsetStore(GroupAndTransactionCalls):
         return self._partitions
 
     @property
-    def commit_entry(self) -> CommitRouter:
+    def _commit_router(self) -> CommitRouter:
         """(internal, for in-process byte paths) The native entry of ``commit_sync``'s usual
         call (``_native.RouterState``, native/src/route.rs): the server's native request loop
-        commits a plain OffsetCommit through it without a Python call."""
+        commits a plain OffsetCommit through it (``wire_conn::plain_commit``)."""
         return self._router
 
     def _check_open(self) -> None:

@@ -74,7 +74,7 @@ def loop(tmp_path):
     def serve():
         try:
             done.append(_native.serve_connection(ours.fileno(), 60_000, 1 << 20, conn, True,
-                                                 store.commit_entry, Topics()))
+                                                 store._commit_router, Topics()))
         finally:
             ours.shutdown(socket.SHUT_RDWR)  # (a failed loop fails the test, not hangs it)
     thread = threading.Thread(target=serve)
