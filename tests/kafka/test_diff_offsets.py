@@ -101,6 +101,24 @@ def test_commit_without_a_generation_to_a_group_with_members(targets, gid, v):
     compare(*targets, steps)
 
 
+@pytest.mark.parametrize("v", [2, 5, 8, 9])
+def test_later_commits_of_a_group_answer_as_kafka(targets, gid, v):
+    """A group's first commit takes the long way (the store checks its name then); its later
+    plain ones take the native loop's (``wire_conn::plain_commit``, with the coordinator's
+    check in the lone commit's lock hold): each case again, after a first commit."""
+    steps = formed(gid, 5) + [
+        commit(gid, v, gen=ref("m_gen"), member=ref("m")),  # the first: the long way
+        commit(gid, v, gen=ref("m_gen"), member=ref("m"), offset=8),
+        commit(gid, v, gen=lambda c: c["m_gen"] + 1, member=ref("m"), offset=9),
+        commit(gid, v, gen=ref("m_gen"), member="no-such-member", offset=10),
+        commit(gid, v, gen=-1, member="", offset=11),
+        fetch(gid, 5)]
+    first = len(formed(gid, 5))
+    compare(*targets, steps, check=expect(**{
+        f"_{first + i}__topics__0__partitions__0__error_code": code for i, code in enumerate(
+            ("NONE", "NONE", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"))}))
+
+
 @pytest.mark.parametrize("v", FETCH_VERSIONS)
 def test_fetch_of_an_unknown_group(targets, gid, v):
     compare(*targets, [fetch(gid, v)])
