@@ -256,17 +256,31 @@ class GroupCommitter(_native.WriterState):
         """Run ``compute()`` under the partition lock and queue the records it returns in the
         same lock hold, so the log order is the order in which ``compute`` ran (the group
         coordinator's calls). ``on_done(item)`` runs once they are durable (or failed), with
-        ``item.result`` set to compute's second value."""
+        ``item.result`` set to compute's second value.
+
+        A call that returns no records in an idle partition (nothing queued, no round being
+        written, the async writer not scheduled) is done at once, in this thread: nothing
+        before it is still on its way to the disk, so there is nothing for its answer to
+        wait for (a steady member's heartbeat, classic or KIP-848). Kafka's coordinator
+        answers such a call at once too. Handing it to the async writer instead put two
+        thread wake-ups between a heartbeat and its answer."""
         with part.lock:
             self.check_usable()
             records, result = compute()
             item = QueueItem(tuple(records) or None, timestamp)
             item.result = result
             item.on_done = on_done
-            part.queue.append(item)
-            if part.leader_active or part.async_scheduled:
-                return
-            part.async_scheduled = True
+            idle = not (part.queue or part.leader_active or part.async_scheduled)
+            if item.records is None and idle:
+                item.done = True
+            else:
+                part.queue.append(item)
+                if not idle:
+                    return
+                part.async_scheduled = True
+        if item.done:
+            self.complete([item])  # (outside the lock, as a round's end completes its items)
+            return
         self._wake_async(part)
 
     def _wake_async(self, part: PartitionWriter) -> None:
