@@ -44,7 +44,8 @@ CLIENTS = 32
 IDLE = 1000
 
 
-def _commit_frame(group: str, partition: int, offset: int, correlation_id: int) -> bytes:
+def _frame(api_key: int, version: int, correlation_id: int, **body) -> bytes:
+    """A request frame, encoded by kio before any clock starts."""
     import io
 
     from kio.index import load_request_schema
@@ -52,18 +53,51 @@ def _commit_frame(group: str, partition: int, offset: int, correlation_id: int) 
 
     from offsetlog.server.codec import build
 
-    schema = load_request_schema(8, 8)
+    schema = load_request_schema(api_key, version)
     header = schema.__header_schema__
     buf = io.BytesIO()
-    entity_writer(header)(buf, header(request_api_key=8, request_api_version=8,
+    entity_writer(header)(buf, header(request_api_key=api_key, request_api_version=version,
                                       correlation_id=correlation_id, client_id="bench"))
-    entity_writer(schema)(buf, build(
-        schema, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-        group_instance_id=None, topics=[dict(name=TOPIC, partitions=[dict(
-            partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
-            committed_metadata="")])]))
+    entity_writer(schema)(buf, build(schema, **body))
     data = buf.getvalue()
     return struct.pack(">i", len(data)) + data
+
+
+def _commit_frame(group: str, partition: int, offset: int, correlation_id: int) -> bytes:
+    return _frame(8, 8, correlation_id, group_id=group, generation_id_or_member_epoch=-1,
+                  member_id="", group_instance_id=None, topics=[dict(name=TOPIC, partitions=[
+                      dict(partition_index=partition, committed_offset=offset,
+                           committed_leader_epoch=-1, committed_metadata="")])])
+
+
+def _call(sock: socket.socket, api_key: int, version: int, **body):
+    """One request's answer, decoded by kio (setting up, not measured)."""
+    from kio.index import load_response_schema
+    from kio.serial import entity_reader
+
+    sock.sendall(_frame(api_key, version, 0, **body))
+    data = _exactly(sock, struct.unpack(">i", _exactly(sock, 4))[0])
+    schema = load_response_schema(api_key, version)
+    _, at = entity_reader(schema.__header_schema__)(data, 0)
+    answer, _ = entity_reader(schema)(data, at)
+    if answer.error_code:
+        raise RuntimeError(f"API {api_key} answered {answer.error_code!r}")
+    return answer
+
+
+def _member_heartbeat(sock: socket.socket, group: str) -> bytes:
+    """Make the connection the only member of ``group`` (JoinGroup v3, which needs no member
+    id first; SyncGroup as its leader) and return the Heartbeat (v3) a stable member sends."""
+    from offsetlog.group.consumer_protocol import encode_assignment, encode_subscription
+
+    join = _call(sock, 11, 3, group_id=group, session_timeout=60_000,
+                 rebalance_timeout=60_000, member_id="", protocol_type="consumer",
+                 protocols=[dict(name="range", metadata=encode_subscription([TOPIC]))])
+    _call(sock, 14, 3, group_id=group, generation_id=join.generation_id,
+          member_id=join.member_id, assignments=[dict(
+              member_id=join.member_id, assignment=encode_assignment([]))])
+    return _frame(12, 3, 2, group_id=group, generation_id=join.generation_id,
+                  member_id=join.member_id, group_instance_id=None)
 
 
 def _recv_answer(sock: socket.socket) -> None:
@@ -84,11 +118,14 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
 class _Server:
     """``offsetlog serve`` as a child process (with the store's ``fsync`` when given)."""
 
-    def __init__(self, directory: str, fsync: str | None = None) -> None:
+    def __init__(self, directory: str, fsync: str | None = None,
+                 config: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "offsetlog", "serve", directory, "--listen",
              "127.0.0.1:0", "--topic", f"{TOPIC}:{CLIENTS}"]
-            + (["--fsync", fsync] if fsync else []), stderr=subprocess.PIPE, text=True)
+            + (["--fsync", fsync] if fsync else [])
+            + [arg for item in config for arg in ("--config", item)],
+            stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()
         if not line.startswith("listening on "):
             self.proc.kill()
@@ -206,29 +243,37 @@ def drive(port: int, frames: list[bytes], *, duration_s: float, warmup_s: float,
 
 def latencies_ns(directory: str, *, count: int, warmup: int,
                  rounds: int) -> tuple[list[int], ...]:
-    """``(over the wire, embedded, floor, Python floor)`` round-trip times: one client's
-    commits to ``offsetlog serve``, one thread's embedded ``commit_sync`` calls, and the
-    client's round-trips to the floor servers (``serve_floor``, ``serve_python_floor``).
+    """``(over the wire, embedded, floor, Python floor, heartbeat, echo)`` round-trip times:
+    one client's commits to ``offsetlog serve``, one thread's embedded ``commit_sync`` calls,
+    the client's round-trips to the floor servers (``serve_floor``, ``serve_python_floor``),
+    and, for information, a stable member's heartbeats to ``offsetlog serve`` (a group call
+    that writes nothing) against the same frame to a server that answers at once
+    (``serve_echo``).
 
     They take turns, ``count / rounds`` calls each per round, all three running
     throughout: this disk's fsync time drifts by half from one second to the next, and
     measured one after the other the ratio followed the drift more than the server.
     """
-    server = _Server(os.path.join(directory, "served"))
+    # (a new group's first join waits for more members: 0 ms here, as tests set it)
+    server = _Server(os.path.join(directory, "served"),
+                     config=("group.initial.rebalance.delay.ms=0",))
     floor = _Floor(os.path.join(directory, "floor"))
     python_floor = _Floor(os.path.join(directory, "python-floor"), "--python-floor")
+    echo = _Floor(os.path.join(directory, "echo"), "--echo")
     store = cases.open_store(os.path.join(directory, "embedded"))
     socks = []
     try:
-        for port in (server.port, floor.port, python_floor.port):
+        for port in (server.port, floor.port, python_floor.port, server.port, echo.port):
             sock = socket.create_connection(("127.0.0.1", port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             socks.append(sock)
         frame = _commit_frame("bench-latency", 0, 1000, 1)
+        beat = _member_heartbeat(socks[3], "bench-member")
         embedded = cases.commit_sync_op(store)
         ops = [lambda: _round_trip(socks[0], frame), embedded,
-               lambda: _round_trip(socks[1], frame), lambda: _round_trip(socks[2], frame)]
-        out: tuple[list[int], ...] = ([], [], [], [])
+               lambda: _round_trip(socks[1], frame), lambda: _round_trip(socks[2], frame),
+               lambda: _round_trip(socks[3], beat), lambda: _round_trip(socks[4], beat)]
+        out: tuple[list[int], ...] = ([], [], [], [], [], [])
         per_round = max(1, count // rounds)
         for op in ops:
             _timed(op, warmup, [])
@@ -240,6 +285,7 @@ def latencies_ns(directory: str, *, count: int, warmup: int,
         for sock in socks:
             sock.close()
         store.close()
+        echo.close()
         python_floor.close()
         floor.close()
         server.close()
@@ -378,7 +424,7 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
            for k, v in got.items()}
     count, warmup = (600, 50) if quick else (3000, 100)
     with case_dir(data_dir, "wire-latency") as d:
-        over_wire, inside, floor, python_floor = latencies_ns(
+        over_wire, inside, floor, python_floor, beats, echoed = latencies_ns(
             d, count=count, warmup=warmup, rounds=6 if quick else 20)
     wire_p50, floor_p50 = percentile(over_wire, 50) / 1000, percentile(floor, 50) / 1000
     floor_name = f"the floor at {CLIENTS} connections: one DSYNC write per request"
@@ -407,6 +453,10 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
             note="a thread per connection: decode, the store's commit, a fixed answer"),
         Row("wire: the Python floor's p50", "the floor's p50",
             percentile(python_floor, 50) / 1000, floor_p50, "us", LOWER),
+        Row("wire: Heartbeat p50 over loopback, a stable member (for information)",
+            "a server that answers at once", percentile(beats, 50) / 1000,
+            percentile(echoed, 50) / 1000, "us", LOWER,
+            note="a group call that writes nothing: answered in the connection's thread"),
         Row(f"wire: the load generator's ceiling at {CLIENTS} connections", floor_name,
             rate["echo"], rate["floor"], "commits/s", HIGHER,
             note="a server that answers at once and writes nothing: far above the floor, "
