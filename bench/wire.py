@@ -304,17 +304,24 @@ def _timed(op, n: int, out: list[int]) -> None:
         out.append(clock() - t0)
 
 
-def serve_floor(directory: str) -> None:
+def serve_floor(directory: str, batch: bool = False) -> None:
     """The floor server: accept connections on a free loopback port (printed on stdout),
     each served by its own thread with blocking sockets. Each request frame is written to
     the connection's own preallocated file (as the engine's segments are) with one
     ``pwritev(..., RWF_DSYNC)`` (write + ``fdatasync`` where there is none) and answered
     with a fixed 12-byte frame. No decoding, no checks, no table, no shared file: what is
-    left of a wire commit once the server's own work is taken away."""
+    left of a wire commit once the server's own work is taken away.
+
+    With ``batch`` (for information), each connection's thread runs under ``SCHED_BATCH``
+    as ``offsetlog serve``'s do (``connection.no_wakeup_preemption``): what that policy
+    gives the floor itself."""
     os.makedirs(directory, exist_ok=True)
     dsync = getattr(os, "RWF_DSYNC", None)
 
     def connection(n: int):
+        if batch:  # (called on the connection's own thread)
+            from offsetlog.server.connection import no_wakeup_preemption
+            no_wakeup_preemption()
         fd = os.open(os.path.join(directory, f"floor-{n}.log"), os.O_WRONLY | os.O_CREAT,
                      0o644)
         os.posix_fallocate(fd, 0, 8 << 20)
@@ -407,12 +414,13 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
     runs every server in turn, so the disk's drift is shared."""
     reps = 1 if quick else 3
     window = {"duration_s": 2.0 if quick else 3.0, "warmup_s": 0.5}
-    got: dict[str, list] = {k: [] for k in ("wire", "idle", "floor", "python", "echo")}
+    got: dict[str, list] = {k: [] for k in ("wire", "idle", "floor", "python", "echo",
+                                            "floor-batch")}
     embedded = []
     for _ in range(reps):
         for key, floor, idle in (("wire", None, 0), ("floor", "--floor", 0),
                                  ("idle", None, IDLE), ("python", "--python-floor", 0),
-                                 ("echo", "--echo", 0)):
+                                 ("echo", "--echo", 0), ("floor-batch", "--floor-batch", 0)):
             with case_dir(data_dir, f"wire-{key}") as d:
                 got[key].append(wire_throughput(os.path.join(d, "store"), floor=floor,
                                                 idle=idle, **window))
@@ -457,6 +465,11 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
             "a server that answers at once", percentile(beats, 50) / 1000,
             percentile(echoed, 50) / 1000, "us", LOWER,
             note="a group call that writes nothing: answered in the connection's thread"),
+        Row(f"wire: OffsetCommit from {CLIENTS} connections (for information)",
+            "the floor with its threads under SCHED_BATCH, as offsetlog serve's",
+            rate["wire"], rate["floor-batch"], "commits/s", HIGHER,
+            note="the floor under the policy offsetlog serve's connection threads take "
+                 "(connection.no_wakeup_preemption)"),
         Row(f"wire: the load generator's ceiling at {CLIENTS} connections", floor_name,
             rate["echo"], rate["floor"], "commits/s", HIGHER,
             note="a server that answers at once and writes nothing: far above the floor, "
@@ -467,8 +480,8 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
 if __name__ == "__main__":
     import tempfile
 
-    if sys.argv[1:2] == ["--floor"]:
-        serve_floor(sys.argv[2])
+    if sys.argv[1:2] in (["--floor"], ["--floor-batch"]):
+        serve_floor(sys.argv[2], batch=sys.argv[1] == "--floor-batch")
         sys.exit(0)
     if sys.argv[1:2] == ["--python-floor"]:
         serve_python_floor(sys.argv[2])
