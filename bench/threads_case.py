@@ -1,0 +1,124 @@
+"""The ``threads`` case of ``offsetlog bench`` (issue 25's many-groups goals): ``N`` threads of
+``commit_sync`` on one store against threads that share nothing (their own file, one
+``pwritev(RWF_DSYNC)`` each commit), a lock around write + fsync, and sqlite3; and, for
+information, what the GIL costs those own-file threads once each commit runs some Python
+first, and what the same 32 threads do with every side under ``SCHED_BATCH``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from offsetlog.bench import baselines, cases
+from offsetlog.bench.common import case_dir, median
+from offsetlog.bench.report import HIGHER, Row
+from offsetlog.bench.workload import framed_commit, many_group, many_partition
+
+#: issue 25's goals for this case (ratio offsetlog / baseline, all >=)
+THREAD_TARGETS = {("lock", 32): 5.5, ("own", 8): 0.8, ("own", 32): 0.7, ("ownpy", 32): 1.0,
+                  ("sqlite", 32): 3.5}
+
+
+def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
+                     ) -> tuple[list[Row], dict, dict]:
+    """``(rows, raw figures, the threads plot's series)`` of the case; ``sizes``: the
+    runner's ``FULL`` or ``QUICK``."""
+    rows: list[Row] = []
+    s = sizes
+    threads = sorted(set(s["threads"]) | {8, 32})
+    names = {"many": "offsetlog commit_sync, group per thread (group-k, partition k % 8)",
+             "one": "offsetlog commit_sync, one group",
+             "lock": "threads: lock + write + fsync",
+             "own": "threads: own file each, one pwritev(RWF_DSYNC) per commit",
+             "ownpy": "threads: own file each, a lean commit's Python (pack, CRC, frame, "
+                      "dict) before each write",
+             "ownpy5": "threads: own file each, a lean commit's Python and 5 us more",
+             "ownnat": "threads: own file each, the native core's pieces of a commit "
+                       "(checks, framing, apply) around each write",
+             "sqlite": "sqlite3 WAL FULL, connection per thread (group-k, partition k % 8)"}
+    results: dict[str, list[float | None]] = {k: [] for k in names}
+    runs: dict[str, dict[int, list[float]]] = {k: {} for k in names}
+    data = framed_commit(group=many_group(31), partition=many_partition(31))
+    kw = {"duration_s": s["thread_duration_s"], "warmup_s": s["thread_warmup_s"]}
+    for n in threads:
+        # one thread: the engine and its two disk baselines only (information)
+        keys = [k for k in names if n > 1 or k in ("many", "lock", "own")]
+        for r in range(s["thread_reps"]):
+            order = keys if (n + r) % 2 else keys[::-1]  # interleaved, alternating
+            for key in order:
+                with case_dir(data_dir, f"threads-{key}-{n}") as d:
+                    if key in ("many", "one"):
+                        v = cases.commit_sync_threads(os.path.join(d, "store"), n,
+                                                      one_group=key == "one",
+                                                      many_groups=key == "many", **kw)
+                    elif key == "lock":
+                        v = baselines.lock_fsync_threads(os.path.join(d, "lock.log"), n,
+                                                         data, **kw)
+                    elif key == "own":
+                        v = baselines.own_file_dsync_threads(d, n, data, **kw)
+                    elif key == "ownnat":
+                        v = baselines.own_file_native_threads(d, n, **kw)
+                    elif key in ("ownpy", "ownpy5"):
+                        v = baselines.own_file_python_threads(
+                            d, n, spin_us=5.0 if key == "ownpy5" else 0.0, **kw)
+                    else:
+                        v = baselines.sqlite_threads(os.path.join(d, "offsets.db"), n,
+                                                     many_groups=True, **kw)
+                runs[key].setdefault(n, []).append(v)
+        for key in names:
+            results[key].append(median(runs[key][n]) if n in runs[key] else None)
+        log(f"threads={n}: " + ", ".join(f"{k} {results[k][-1]:,.0f}/s" for k in keys))
+    series = {"threads": threads, "commits_per_s": {names[k]: results[k] for k in names}}
+    raw = {"threads": threads, "commits_per_s": results,
+           "runs": {k: {str(n): v for n, v in r.items()} for k, r in runs.items()},
+           "bytes_per_write": len(data), **kw}
+    at = {k: dict(zip(threads, v)) for k, v in results.items()}
+
+    def spread(key: str, base: str, n: int) -> str:
+        """The range of the ratios of the windows run next to each other (same rep)."""
+        pairs = [a / b for a, b in zip(runs[key][n], runs[base][n])]
+        raw.setdefault("paired_ratios", {})[f"{key}/{base}@{n}"] = pairs
+        return (f"vs {base}, windows run side by side: median {median(pairs):.2f}×, "
+                f"range {min(pairs):.2f}-{max(pairs):.2f}×")
+
+    reps = (f"{kw['duration_s']}s windows, median of {s['thread_reps']} per side, "
+            f"interleaved; {spread('many', 'lock', 8)}")
+    rows.append(Row("many groups, 8 threads, commit_sync",
+                    "8 threads, own file each, one DSYNC write per commit",
+                    at["many"][8], at["own"][8], "commits/s", HIGHER,
+                    THREAD_TARGETS[("own", 8)], note=reps))
+    for n in (8, 32):
+        rows.append(Row(f"many groups, {n} threads, commit_sync", f"{n} threads lock+fsync",
+                        at["many"][n], at["lock"][n], "commits/s", HIGHER,
+                        THREAD_TARGETS.get(("lock", n))))
+    rows[-1].note = spread("many", "lock", 32)
+    rows.append(Row("many groups, 32 threads, commit_sync",
+                    "32 threads, own file each, a lean commit's Python (~2 us)",
+                    at["many"][32], at["ownpy"][32], "commits/s", HIGHER,
+                    THREAD_TARGETS[("ownpy", 32)], note=spread("many", "ownpy", 32)))
+    rows.append(Row("many groups, 32 threads, commit_sync",
+                    "32 threads, own file each, one DSYNC write per commit",
+                    at["many"][32], at["own"][32], "commits/s", HIGHER,
+                    THREAD_TARGETS[("own", 32)], note=spread("many", "own", 32)))
+    rows.append(Row("many groups, 32 threads, commit_sync", "sqlite3 WAL FULL, 32 conns",
+                    at["many"][32], at["sqlite"][32], "commits/s", HIGHER,
+                    THREAD_TARGETS[("sqlite", 32)], note=spread("many", "sqlite", 32)))
+    for n in (8, 32):
+        rows.append(Row(f"one group, {n} threads, commit_sync (info)",
+                        f"{n} threads lock+fsync", at["one"][n], at["lock"][n],
+                        "commits/s", HIGHER))
+    rows.append(Row("own file per thread, 32 threads (info: the disk's headroom)",
+                    "32 threads lock+fsync", at["own"][32], at["lock"][32],
+                    "commits/s", HIGHER))
+    # The GIL's toll: the same own-file loop once each commit runs some Python first.
+    for key, what in (("ownpy", "a lean commit's Python (~2 us)"),
+                      ("ownpy5", "a lean commit's Python and 5 us more"),
+                      ("ownnat", "the native pieces of a commit around the write")):
+        for n in (8, 32):
+            rows.append(Row(
+                f"own file per thread, {n} threads, {what} (info)",
+                f"{n} threads, own file each, one DSYNC write per commit", at[key][n],
+                at["own"][n], "commits/s", HIGHER,
+                note=spread(key, "own", n) if n == 32 else ""))
+    return rows, raw, series
