@@ -84,7 +84,7 @@ def measure_latency(ops: dict[str, Callable[[], object]], *, rounds: int, per_ro
 
 def run_threads(n: int, make_op: Callable[[int], tuple[Callable[[], object], Callable[[], None]]],
                 *, duration_s: float = 1.0, warmup_s: float = 0.2,
-                calls_per_thread: int | None = None) -> tuple[int, int]:
+                calls_per_thread: int | None = None, batch: bool = False) -> tuple[int, int]:
     """Run ``n`` threads that each call their op in a loop; return ``(calls, elapsed_ns)``.
 
     ``make_op(i)`` runs inside thread ``i`` (so per-thread resources such as a sqlite3
@@ -92,6 +92,8 @@ def run_threads(n: int, make_op: Callable[[int], tuple[Callable[[], object], Cal
     together. By default calls completed during the first ``warmup_s`` are not counted and the
     window is the next ``duration_s``; with ``calls_per_thread`` each thread makes exactly that
     many calls and the window runs from the common start until the last thread is done.
+    With ``batch`` each thread first puts itself under ``SCHED_BATCH``, as ``offsetlog
+    serve``'s connection threads do (``connection.no_wakeup_preemption``).
     """
     counts = [0] * n
     stop = [False]
@@ -101,6 +103,9 @@ def run_threads(n: int, make_op: Callable[[int], tuple[Callable[[], object], Cal
 
     def body(i: int) -> None:
         try:
+            if batch:
+                from offsetlog.server.connection import no_wakeup_preemption
+                no_wakeup_preemption()
             op, cleanup = make_op(i)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
