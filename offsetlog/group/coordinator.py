@@ -45,6 +45,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from offsetlog.errors import InvalidGroupIdError, RebalanceInProgressError, UnknownMemberIdError
+from offsetlog.group.arguments import (
+    check_assignments,
+    check_int,
+    check_optional_str,
+    check_protocols,
+    check_str,
+)
 from offsetlog.group.errors import (
     CoordinatorNotAvailableError,
     InconsistentGroupProtocolError,
@@ -58,7 +65,7 @@ from offsetlog.group.fencing import (
     check_offset_delete,
 )
 from offsetlog.group.group import Group
-from offsetlog.group.member import Member, Protocol
+from offsetlog.group.member import Member
 from offsetlog.group.rebalance import TIMER_PENDING, TIMER_SESSION, JoinRequest, RebalanceEngine
 from offsetlog.group.responses import (
     GroupDescription,
@@ -86,7 +93,6 @@ from offsetlog.log.records import (
     check_version,
     offset_tombstone,
 )
-from offsetlog.validation import check_encodable
 
 
 class GroupCoordinator(RebalanceEngine):
@@ -142,17 +148,17 @@ class GroupCoordinator(RebalanceEngine):
         :return: a Result whose ``response`` is None while the JoinGroup is parked; its
             :class:`JoinGroupResponse` then comes from a later call
         """
-        _check_str("group_id", group_id)
-        _check_str("member_id", member_id)
-        _check_optional_str("group_instance_id", group_instance_id)
-        _check_str("client_id", client_id)
-        _check_str("client_host", client_host)
-        _check_str("protocol_type", protocol_type)
-        _check_int("session_timeout_ms", session_timeout_ms)
+        check_str("group_id", group_id)
+        check_str("member_id", member_id)
+        check_optional_str("group_instance_id", group_instance_id)
+        check_str("client_id", client_id)
+        check_str("client_host", client_host)
+        check_str("protocol_type", protocol_type)
+        check_int("session_timeout_ms", session_timeout_ms)
         if rebalance_timeout_ms is None:
             rebalance_timeout_ms = session_timeout_ms
-        _check_int("rebalance_timeout_ms", rebalance_timeout_ms)
-        checked_protocols = _check_protocols(protocols)
+        check_int("rebalance_timeout_ms", rebalance_timeout_ms)
+        checked_protocols = check_protocols(protocols)
         out, now = self._begin(now_ms)
         req = JoinRequest(out.request_id, member_id, group_instance_id, client_id, client_host,
                           session_timeout_ms, rebalance_timeout_ms, protocol_type,
@@ -175,13 +181,13 @@ class GroupCoordinator(RebalanceEngine):
         :return: a Result; a follower's SyncGroup in CompletingRebalance is parked until the
             leader's arrives, and the leader's completes it and every parked one
         """
-        _check_str("group_id", group_id)
-        _check_str("member_id", member_id)
-        _check_int("generation_id", generation_id)
-        _check_optional_str("group_instance_id", group_instance_id)
-        _check_optional_str("protocol_type", protocol_type)
-        _check_optional_str("protocol_name", protocol_name)
-        checked = _check_assignments(assignments)
+        check_str("group_id", group_id)
+        check_str("member_id", member_id)
+        check_int("generation_id", generation_id)
+        check_optional_str("group_instance_id", group_instance_id)
+        check_optional_str("protocol_type", protocol_type)
+        check_optional_str("protocol_name", protocol_name)
+        checked = check_assignments(assignments)
         out, now = self._begin(now_ms)
         rid = out.request_id
         group = self._groups.get(group_id)
@@ -251,10 +257,10 @@ class GroupCoordinator(RebalanceEngine):
         """A member says it is alive; the answer tells it whether to rejoin
         (``RebalanceInProgressError``) or that it is out of date (``IllegalGenerationError``,
         ``UnknownMemberIdError``, ``FencedInstanceIdError``)."""
-        _check_str("group_id", group_id)
-        _check_str("member_id", member_id)
-        _check_int("generation_id", generation_id)
-        _check_optional_str("group_instance_id", group_instance_id)
+        check_str("group_id", group_id)
+        check_str("member_id", member_id)
+        check_int("generation_id", generation_id)
+        check_optional_str("group_instance_id", group_instance_id)
         out, now = self._begin(now_ms)
         group = self._groups.get(group_id)
         error = self._current_member_error(group, group_id, member_id, group_instance_id,
@@ -281,18 +287,18 @@ class GroupCoordinator(RebalanceEngine):
         ``group_instance_id`` whatever its member id (how an operator removes static members).
         Each member gets its own outcome in ``LeaveGroupResponse.members``.
         """
-        _check_str("group_id", group_id)
+        check_str("group_id", group_id)
         if members is None:
-            _check_str("member_id", member_id)
-            _check_optional_str("group_instance_id", group_instance_id)
+            check_str("member_id", member_id)
+            check_optional_str("group_instance_id", group_instance_id)
             leaving = [MemberIdentity(member_id, group_instance_id)]
         else:
             leaving = list(members)
             for ident in leaving:
                 if not isinstance(ident, MemberIdentity):
                     raise TypeError(f"members must hold MemberIdentity, not {ident!r}")
-                _check_str("member_id", ident.member_id)
-                _check_optional_str("group_instance_id", ident.group_instance_id)
+                check_str("member_id", ident.member_id)
+                check_optional_str("group_instance_id", ident.group_instance_id)
         out, now = self._begin(now_ms)
         rid = out.request_id
         group = self._groups.get(group_id)
@@ -354,10 +360,10 @@ class GroupCoordinator(RebalanceEngine):
         :raises UnknownMemberIdError, FencedInstanceIdError, IllegalGenerationError,
             RebalanceInProgressError, CoordinatorNotAvailableError: the commit is fenced
         """
-        _check_str("group_id", group_id)
-        _check_str("member_id", member_id)
-        _check_optional_str("group_instance_id", group_instance_id)
-        _check_int("generation_id", generation_id)
+        check_str("group_id", group_id)
+        check_str("member_id", member_id)
+        check_optional_str("group_instance_id", group_instance_id)
+        check_int("generation_id", generation_id)
         now = self._advance(now_ms)
         group = self._groups.get(group_id)
         error = check_offset_commit(group, member_id=member_id,
@@ -393,7 +399,7 @@ class GroupCoordinator(RebalanceEngine):
         :return: a Result whose records tombstone the expired offsets and, for every group left
             Empty without offsets, its group metadata (the group is dropped: Dead)
         """
-        _check_int("retention_ms", retention_ms)
+        check_int("retention_ms", retention_ms)
         out, now = self._begin(now_ms, request=False)
         for gid in sorted(set(offsets) | set(self._groups)):
             entries = offsets.get(gid, {})
@@ -418,7 +424,7 @@ class GroupCoordinator(RebalanceEngine):
 
         :raises NonEmptyGroupError: the group has members or is rebalancing
         """
-        _check_str("group_id", group_id)
+        check_str("group_id", group_id)
         out, now = self._begin(now_ms, request=False)
         group = self._groups.get(group_id)
         if group is None:
@@ -460,7 +466,7 @@ class GroupCoordinator(RebalanceEngine):
 
         :raises InvalidGroupMetadataError: the value is malformed (nothing is changed)
         """
-        _check_str("group_id", group_id)
+        check_str("group_id", group_id)
         group = None if value is None else load_group(group_id, value)
         out, now = self._begin(now_ms, request=False)
         old = self._groups.get(group_id)
@@ -549,52 +555,3 @@ def _metadata_or_empty(member: Member, protocol: str | None) -> bytes:
         return member.metadata(protocol) if protocol is not None else b""
     except KeyError:  # mid-rebalance it may have dropped the old protocol
         return b""
-
-
-# -- argument checks (programming errors raise at once; protocol errors go in responses) -------
-
-def _check_str(name: str, v) -> None:
-    if not isinstance(v, str):
-        raise TypeError(f"{name} must be a str, not {type(v).__name__}")
-    # Before the state changes: a change whose records cannot be written would live in
-    # memory alone (and fail every later write of the group's metadata).
-    check_encodable(name, v, ValueError)
-
-
-def _check_optional_str(name: str, v) -> None:
-    if v is not None:
-        _check_str(name, v)
-
-
-def _check_int(name: str, v) -> None:
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise TypeError(f"{name} must be an int, not {v!r}")
-
-
-def _check_protocols(protocols) -> tuple[Protocol, ...]:
-    if isinstance(protocols, (str, bytes)):
-        raise TypeError("protocols must be a list of (name, metadata) pairs")
-    out = []
-    for entry in protocols:
-        if not (isinstance(entry, tuple | list) and len(entry) == 2):
-            raise TypeError(f"protocols must hold (name, metadata) pairs, not {entry!r}")
-        name, metadata = entry
-        _check_str("protocol name", name)
-        if not isinstance(metadata, (bytes, bytearray, memoryview)):
-            raise TypeError(f"protocol metadata must be bytes, not {type(metadata).__name__}")
-        out.append((name, bytes(metadata)))
-    return tuple(out)
-
-
-def _check_assignments(assignments) -> dict[str, bytes]:
-    if assignments is None:
-        return {}
-    if not isinstance(assignments, Mapping):
-        raise TypeError("assignments must map member id -> bytes")
-    out = {}
-    for mid, data in assignments.items():
-        _check_str("assignment member id", mid)
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"assignment of {mid!r} must be bytes, not {type(data).__name__}")
-        out[mid] = bytes(data)
-    return out
