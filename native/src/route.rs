@@ -208,8 +208,7 @@ impl RouterState {
             return Ok(false);
         }
         let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
-        let route = call.route.clone();
-        commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
+        commit_lone(slf, call, None)?;
         Ok(true)
     }
 
@@ -356,8 +355,7 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
                                           &limits)?;
     let Some(call) = at.with(fields) else { return Ok(false) };
     if member.standalone() {
-        let route = call.route.clone();
-        commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
+        commit_lone(slf, call, None)?;
     } else {
         let fencing = FENCING.get_or_try_init(py, || {
             py.import("offsetlog.store.routing")?.getattr("fencing").map(Bound::unbind)
@@ -365,19 +363,23 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
         let precheck = fencing.bind(py).call1((
             &call.route.get().part, group, member.generation, member.member_id,
             member.instance, call.now))?;
-        commit_lone(slf, call, lone::Check::of(&precheck))?;
+        commit_lone(slf, call, Some(&precheck))?;
     }
     Ok(true)
 }
 
 /// The usual call, committed by the lone commit (which waits for it to be durable) under
-/// `check`.
-fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, check: lone::Check<'_, '_>)
-               -> PyResult<()> {
+/// `precheck` (`routing.fencing`'s, a member's), or the route's standalone check with None.
+fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>,
+               precheck: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let py = slf.py();
     let writer = writer_of(slf)?;
     let nbytes = PyInt::new(py, call.nbytes as u64);
     let route = call.route.get();
+    let check = match precheck {
+        Some(precheck) => lone::Check::of(precheck),
+        None => lone::Check::Standalone(route),
+    };
     lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
                call.now, &py.None().into_bound(py), check)
 }
