@@ -235,7 +235,11 @@ def test_sigkill_at_random_points_then_a_rerun_converges(kafka_broker, kafka_top
         try:
             while done() < target and proc.poll() is None:
                 time.sleep(0.002)
-            time.sleep(seeded_random.uniform(0, 0.03))
+            # the random moment falls within the next group's work, never later: a fast run
+            # must not reach the last group before its kill (then nothing would be left over)
+            deadline = time.monotonic() + seeded_random.uniform(0, 0.03)
+            while time.monotonic() < deadline and done() <= target and proc.poll() is None:
+                time.sleep(0.001)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 kills += 1
