@@ -74,24 +74,33 @@ def commit_sync_threads(path: str, n: int, *, one_group: bool, many_groups: bool
 # -- 3. async ----------------------------------------------------------------------------------
 
 def commit_async_stream(path: str, n_records: int, keys: list[tuple[str, int]], *,
-                        warmup: int = 2000) -> float:
+                        warmup: int = 2000, api_frame: bool = True) -> float:
     """Records/s of one thread calling ``commit_async`` with one offset per call.
 
     The clock runs from the first call until every future has resolved (every commit durable);
     afterwards the last offset of every key is checked with ``fetch``.
+
+    Without ``api_frame`` (for information), the calls go straight to the native entry that
+    ``OffsetStore.commit_async`` makes its one call to (``CommitRouter.commit_async``, the
+    usual call's arguments given positionally): the same commits, without the public method's
+    Python frame, to show what that frame costs.
     """
     tps = [TopicPartition(t, p) for t, p in keys]
     nkeys = len(tps)
     store = open_store(path)
     try:
-        commit = store.commit_async
+        commit, entry = store.commit_async, store._router.commit_async
         group = GROUP
         for i in range(warmup):  # opens the segment, warms the async thread
             commit(group, {tps[i % nkeys]: FIRST_OFFSET + i})
         store.flush()
         base = FIRST_OFFSET + warmup
         t0 = time.perf_counter_ns()
-        futures = [commit(group, {tps[i % nkeys]: base + i}) for i in range(n_records)]
+        if api_frame:
+            futures = [commit(group, {tps[i % nkeys]: base + i}) for i in range(n_records)]
+        else:
+            futures = [entry(group, {tps[i % nkeys]: base + i}, None, -1, "", None)
+                       for i in range(n_records)]
         for f in futures:
             f.result()
         elapsed = time.perf_counter_ns() - t0

@@ -51,3 +51,15 @@ def test_own_file_native_threads_writes_each_threads_batches(tmp_path):
         assert {commit_key(r[2], r[3]) for r in records} == {
             (many_group(i), TOPIC, many_partition(i))}
         assert [r[4][0] for r in records] == list(range(FIRST_OFFSET, FIRST_OFFSET + 7))
+
+
+def test_the_async_case_commits_through_the_native_entry_as_through_the_api(tmp_path):
+    """The async case's information row calls the store's native entry directly: its calls
+    must be taken there (a call the entry refused returns None, not a future) and commit
+    what the API's calls commit (the case reads the last offsets back itself)."""
+    from offsetlog.bench.cases import commit_async_stream
+
+    keys = [("t", p) for p in range(5)]
+    for api_frame in (True, False):
+        path = str(tmp_path / f"api-{api_frame}")
+        assert commit_async_stream(path, 300, keys, warmup=20, api_frame=api_frame) > 0
