@@ -243,12 +243,13 @@ def drive(port: int, frames: list[bytes], *, duration_s: float, warmup_s: float,
 
 def latencies_ns(directory: str, *, count: int, warmup: int,
                  rounds: int) -> tuple[list[int], ...]:
-    """``(over the wire, embedded, floor, Python floor, heartbeat, echo)`` round-trip times:
-    one client's commits to ``offsetlog serve``, one thread's embedded ``commit_sync`` calls,
-    the client's round-trips to the floor servers (``serve_floor``, ``serve_python_floor``),
-    and, for information, a stable member's heartbeats to ``offsetlog serve`` (a group call
-    that writes nothing) against the same frame to a server that answers at once
-    (``serve_echo``).
+    """``(over the wire, embedded, floor, Python floor, heartbeat, echo, fetch)`` round-trip
+    times: one client's commits to ``offsetlog serve``, one thread's embedded ``commit_sync``
+    calls, the client's round-trips to the floor servers (``serve_floor``,
+    ``serve_python_floor``), and, for information, a stable member's heartbeats to
+    ``offsetlog serve`` (a group call that writes nothing) against the same frame to a server
+    that answers at once (``serve_echo``), and OffsetFetch requests for the committed
+    partition (a read: no write, no group call).
 
     They take turns, ``count / rounds`` calls each per round, all three running
     throughout: this disk's fsync time drifts by half from one second to the next, and
@@ -263,20 +264,29 @@ def latencies_ns(directory: str, *, count: int, warmup: int,
     store = cases.open_store(os.path.join(directory, "embedded"))
     socks = []
     try:
-        for port in (server.port, floor.port, python_floor.port, server.port, echo.port):
+        for port in (server.port, floor.port, python_floor.port, server.port, echo.port,
+                     server.port):
             sock = socket.create_connection(("127.0.0.1", port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             socks.append(sock)
         frame = _commit_frame("bench-latency", 0, 1000, 1)
         beat = _member_heartbeat(socks[3], "bench-member")
+        fetch = _frame(9, 6, 2, group_id="bench-latency", require_stable=False,
+                       topics=[dict(name=TOPIC, partition_indexes=[0])])
         embedded = cases.commit_sync_op(store)
         ops = [lambda: _round_trip(socks[0], frame), embedded,
                lambda: _round_trip(socks[1], frame), lambda: _round_trip(socks[2], frame),
-               lambda: _round_trip(socks[3], beat), lambda: _round_trip(socks[4], beat)]
-        out: tuple[list[int], ...] = ([], [], [], [], [], [])
+               lambda: _round_trip(socks[3], beat), lambda: _round_trip(socks[4], beat),
+               lambda: _round_trip(socks[5], fetch)]
+        out: tuple[list[int], ...] = ([], [], [], [], [], [], [])
         per_round = max(1, count // rounds)
         for op in ops:
             _timed(op, warmup, [])
+        # (the fetch reads what the commits wrote: an answer of an error would time nothing)
+        answer = _call(socks[5], 9, 6, group_id="bench-latency", require_stable=False,
+                       topics=[dict(name=TOPIC, partition_indexes=[0])])
+        if [p.committed_offset for t in answer.topics for p in t.partitions] != [1000]:
+            raise RuntimeError(f"OffsetFetch answered {answer!r}")
         for _ in range(rounds):
             for op, times in zip(ops, out):
                 _timed(op, per_round, times)
@@ -432,7 +442,7 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
            for k, v in got.items()}
     count, warmup = (600, 50) if quick else (3000, 100)
     with case_dir(data_dir, "wire-latency") as d:
-        over_wire, inside, floor, python_floor, beats, echoed = latencies_ns(
+        over_wire, inside, floor, python_floor, beats, echoed, fetched = latencies_ns(
             d, count=count, warmup=warmup, rounds=6 if quick else 20)
     wire_p50, floor_p50 = percentile(over_wire, 50) / 1000, percentile(floor, 50) / 1000
     floor_name = f"the floor at {CLIENTS} connections: one DSYNC write per request"
@@ -465,6 +475,10 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
             "a server that answers at once", percentile(beats, 50) / 1000,
             percentile(echoed, 50) / 1000, "us", LOWER,
             note="a group call that writes nothing: answered in the connection's thread"),
+        Row("wire: OffsetFetch p50 over loopback, one committed partition (for information)",
+            "a server that answers at once", percentile(fetched, 50) / 1000,
+            percentile(echoed, 50) / 1000, "us", LOWER,
+            note="a read: the group's offsets from its partition's table"),
         Row(f"wire: OffsetCommit from {CLIENTS} connections (for information)",
             "the floor with its threads under SCHED_BATCH, as offsetlog serve's",
             rate["wire"], rate["floor-batch"], "commits/s", HIGHER,
