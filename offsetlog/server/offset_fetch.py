@@ -9,6 +9,8 @@ instead and ``fetch_groups`` puts its body in the same shape.
 
 from __future__ import annotations
 
+from itertools import groupby
+from operator import attrgetter
 from typing import NamedTuple
 
 from offsetlog.errors import UnstableOffsetCommitError
@@ -101,36 +103,43 @@ def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
         denied = []
     wanted = None if topics is None else [
         TopicPartition(name, int(p)) for name, parts in topics for p in parts]
+    # (a partition no commit can name, a negative one or one of the topic "", has no offset:
+    # answered -1 with the others, as Kafka answers it, not refused by the store's checks)
+    stored = None if wanted is None else [tp for tp in wanted if tp.topic and tp.partition >= 0]
     unstable: set = set()
     if require_stable:
         try:
-            ctx.store.fetch(group_id, wanted, require_stable=True)
+            ctx.store.fetch(group_id, stored, require_stable=True)
         except UnstableOffsetCommitError as e:
             unstable = set(e.partitions)
-    committed = ctx.store.fetch(group_id, wanted)
+    committed = ctx.store.fetch(group_id, stored)
     if wanted is None and call is not None and ctx.acl is not None:
         # every partition: only those of topics the caller may describe, as Kafka filters
         shown = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC,
                                     {tp.topic for tp in set(committed) | unstable})
         committed = {tp: om for tp, om in committed.items() if tp.topic in shown}
         unstable = {tp for tp in unstable if tp.topic in shown}
-    # KIP-447: UNSTABLE_OFFSET_COMMIT per partition, the group's code stays 0 (librdkafka's
-    # read_committed consumer retries on the partition error)
-    if wanted is None:
-        wanted = sorted(set(committed) | unstable)
-    by_topic: dict[str, list] = {}
-    for tp in wanted:
+    if topics is None:  # every partition with an offset, one answer topic each topic
+        every = sorted(set(committed) | unstable)
+        topics = [(name, [tp.partition for tp in tps])
+                  for name, tps in groupby(every, key=attrgetter("topic"))]
+
+    def answer(tp: TopicPartition) -> tuple:
+        # KIP-447: UNSTABLE_OFFSET_COMMIT per partition, the group's code stays 0
+        # (librdkafka's read_committed consumer retries on the partition error)
         om = committed.get(tp)
         hidden = om is None or tp in unstable
-        by_topic.setdefault(tp.topic, []).append((
-            tp.partition, -1 if hidden else om.offset,
-            -1 if om is None or om.leader_epoch is None else om.leader_epoch,
-            "" if hidden else om.metadata,
-            E.UNSTABLE_OFFSET_COMMIT if tp in unstable else E.NONE))
-    for name, parts in denied:  # after the others, as Kafka answers them
-        by_topic.setdefault(name, []).extend(
-            (p, -1, -1, "", E.TOPIC_AUTHORIZATION_FAILED) for p in parts)
-    return list(by_topic.items()), E.NONE
+        return (tp.partition, -1 if hidden else om.offset,
+                -1 if om is None or om.leader_epoch is None else om.leader_epoch,
+                "" if hidden else om.metadata,
+                E.UNSTABLE_OFFSET_COMMIT if tp in unstable else E.NONE)
+    # each topic of the request answered as it was asked, in its order (one named twice:
+    # twice; one named with no partition: with none), as Kafka answers
+    answered = [(name, [answer(TopicPartition(name, int(p))) for p in parts])
+                for name, parts in topics]
+    answered += [(name, [(p, -1, -1, "", E.TOPIC_AUTHORIZATION_FAILED) for p in parts])
+                 for name, parts in denied]  # after the others, as Kafka answers them
+    return answered, E.NONE
 
 
 def offset_fetch(ctx: Context, call: Call, now_ms: int):

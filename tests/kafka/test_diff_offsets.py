@@ -66,6 +66,14 @@ def test_commit_with_an_empty_group_id(targets, v):
         "0.topics.0.partitions.0.error_code": ("NONE", "INVALID_GROUP_ID")})
 
 
+@pytest.mark.parametrize("v", FETCH_VERSIONS)
+def test_fetch_of_partitions_no_commit_can_name(targets, gid, v):
+    # a negative partition and the topic "": no offset, beside one that has one; a topic
+    # named again, and with no partition
+    topics = (("orders", [-1, 0]), ("", [0]), ("orders", [-7]), ("orders", []))
+    compare(*targets, [commit(gid, 8), fetch(gid, v, topics=topics)])
+
+
 @pytest.mark.parametrize("v", COMMIT_VERSIONS)
 def test_commit_with_a_generation_to_an_unknown_group(targets, gid, v):
     steps = [commit(gid, v, gen=1, member="no-such-member")]
