@@ -34,6 +34,7 @@ mod state;
 mod uring;
 pub mod wire_codec;
 mod wire_conn;
+mod wire_fetch;
 mod write;
 
 /// (`huge_alloc` says why: a hostile frame's array counts must not abort the process)

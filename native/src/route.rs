@@ -319,6 +319,21 @@ fn entry<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>, look_
     Ok(Some(Entry { route, now, stamp, keys, max_call_bytes }))
 }
 
+/// The cached route of `group` on an open store, or None: a group the store has not routed
+/// lately, so whose name it has not checked (the Python path checks it), or a closed store.
+/// (The wire's plain OffsetFetch, `wire_fetch`: a read, so no clock.)
+pub(crate) fn cached_route<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>)
+                                -> PyResult<Option<Bound<'py, Route>>> {
+    let routes = {
+        let s = slf.borrow();
+        if s.closed {
+            return Ok(None);
+        }
+        s.routes.clone_ref(slf.py()).into_bound(slf.py())
+    };
+    Ok(routes.get_item(group)?.and_then(|route| route.cast_into::<Route>().ok()))
+}
+
 /// A member's place in its group, as an OffsetCommit names it: generation (a KIP-848
 /// member's epoch), member id, static instance id.
 pub(crate) struct Member<'a> {

@@ -2,9 +2,9 @@
 //! connection's thread): frames are read and answers sent without the GIL, and an
 //! OffsetCommit or a Heartbeat goes from its bytes to its answer's bytes with one call into
 //! Python in between, for the handler's checks and the store's call (`wire_codec` decodes
-//! and encodes). Every other request is the Python connection's (`Connection.answer`),
-//! frame in, answer bytes out, so this loop knows nothing of Kafka beyond the frame and
-//! those two messages.
+//! and encodes); a plain OffsetCommit and a plain OffsetFetch (`wire_fetch`) with none.
+//! Every other request is the Python connection's (`Connection.answer`), frame in, answer
+//! bytes out, so this loop knows nothing of Kafka beyond the frame and those messages.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::route::{self, RouterState};
 use crate::wire_codec::{self, OffsetCommit};
+use crate::wire_fetch;
 use crate::write::os_error;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -289,6 +290,14 @@ fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<
                 }
             }
             return offset_commit(py, conn, commit);
+        }
+        if let Some((router, _)) = plain {
+            // (a plain one answered here, any other by `answer`, which decodes it again)
+            if let Some(fetch) = wire_codec::decode_offset_fetch(frame) {
+                if let Some(answer) = wire_fetch::plain_fetch(py, router, &fetch)? {
+                    return Ok(Answer::Bytes(answer));
+                }
+            }
         }
         if let Some(h) = wire_codec::decode_heartbeat(frame) {
             let code: i16 = conn.call_method1(pyo3::intern!(py, "heartbeat"), (
