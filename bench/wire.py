@@ -142,8 +142,9 @@ def wire_throughput(directory: str, *, duration_s: float, warmup_s: float,
     """``(commits/s, user us, system us per commit of the server process)`` of CLIENTS
     connections, each committing one offset per round-trip, with ``idle`` more connections
     open and silent throughout (to a floor server instead: ``floor`` is ``"--floor"``,
-    ``"--python-floor"`` or ``"--echo"``)."""
-    server = _Floor(directory, floor) if floor else _Server(directory)
+    ``"--python-floor"``, ``"--echo"``, or the compiled floor's binary)."""
+    server = (_Server(directory) if not floor else _Floor(directory, floor)
+              if floor.startswith("--") else _CompiledFloor(directory, floor))
     quiet = []
     try:
         for _ in range(idle):
@@ -241,15 +242,16 @@ def drive(port: int, frames: list[bytes], *, duration_s: float, warmup_s: float,
             sock.close()
 
 
-def latencies_ns(directory: str, *, count: int, warmup: int,
-                 rounds: int) -> tuple[list[int], ...]:
-    """``(over the wire, embedded, floor, Python floor, heartbeat, echo, fetch)`` round-trip
-    times: one client's commits to ``offsetlog serve``, one thread's embedded ``commit_sync``
-    calls, the client's round-trips to the floor servers (``serve_floor``,
-    ``serve_python_floor``), and, for information, a stable member's heartbeats to
-    ``offsetlog serve`` (a group call that writes nothing) against the same frame to a server
-    that answers at once (``serve_echo``), and OffsetFetch requests for the committed
-    partition (a read: no write, no group call).
+def latencies_ns(directory: str, *, count: int, warmup: int, rounds: int,
+                 compiled: str | None = None) -> tuple[list[int], ...]:
+    """``(over the wire, embedded, floor, Python floor, heartbeat, echo, fetch, compiled
+    floor)`` round-trip times: one client's commits to ``offsetlog serve``, one thread's
+    embedded ``commit_sync`` calls, the client's round-trips to the floor servers
+    (``serve_floor``, ``serve_python_floor``), and, for information, a stable member's
+    heartbeats to ``offsetlog serve`` (a group call that writes nothing) against the same
+    frame to a server that answers at once (``serve_echo``), OffsetFetch requests for the
+    committed partition (a read: no write, no group call), and the commits to the compiled
+    floor (``compiled``, ``compiled_floor``'s binary; none without it).
 
     They take turns, ``count / rounds`` calls each per round, all three running
     throughout: this disk's fsync time drifts by half from one second to the next, and
@@ -261,11 +263,12 @@ def latencies_ns(directory: str, *, count: int, warmup: int,
     floor = _Floor(os.path.join(directory, "floor"))
     python_floor = _Floor(os.path.join(directory, "python-floor"), "--python-floor")
     echo = _Floor(os.path.join(directory, "echo"), "--echo")
+    native = _CompiledFloor(os.path.join(directory, "compiled"), compiled) if compiled else None
     store = cases.open_store(os.path.join(directory, "embedded"))
     socks = []
     try:
         for port in (server.port, floor.port, python_floor.port, server.port, echo.port,
-                     server.port):
+                     server.port) + ((native.port,) if native else ()):
             sock = socket.create_connection(("127.0.0.1", port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             socks.append(sock)
@@ -278,7 +281,9 @@ def latencies_ns(directory: str, *, count: int, warmup: int,
                lambda: _round_trip(socks[1], frame), lambda: _round_trip(socks[2], frame),
                lambda: _round_trip(socks[3], beat), lambda: _round_trip(socks[4], beat),
                lambda: _round_trip(socks[5], fetch)]
-        out: tuple[list[int], ...] = ([], [], [], [], [], [], [])
+        if native:
+            ops.append(lambda: _round_trip(socks[6], frame))
+        out: tuple[list[int], ...] = ([], [], [], [], [], [], [], [])
         per_round = max(1, count // rounds)
         for op in ops:
             _timed(op, warmup, [])
@@ -295,6 +300,8 @@ def latencies_ns(directory: str, *, count: int, warmup: int,
         for sock in socks:
             sock.close()
         store.close()
+        if native:
+            native.close()
         echo.close()
         python_floor.close()
         floor.close()
@@ -419,31 +426,90 @@ class _Floor:
         self.proc.wait(30)
 
 
+def _compiled_rows(rate: dict, compiled: list[int], floor_p50: float,
+                   wire_p50: float) -> list[Row]:
+    """The rows against the compiled floor (none when it could not be built): what the
+    hardware allows a server with no Python, beside the bench's Python floor."""
+    if "compiled" not in rate:
+        return []
+    name = f"the compiled floor at {CLIENTS} connections (C: the same writes, no Python)"
+    p50 = percentile(compiled, 50) / 1000
+    note = "bench/floor.c: what the hardware allows a server that does nothing else"
+    return [
+        Row(f"wire: OffsetCommit from {CLIENTS} connections (for information)", name,
+            rate["wire"], rate["compiled"], "commits/s", HIGHER, note=note),
+        Row(f"wire: the floor at {CLIENTS} connections (for information)", name,
+            rate["floor"], rate["compiled"], "commits/s", HIGHER,
+            note="the Python floor the goals are set against, against the compiled one"),
+        Row("wire: OffsetCommit p50 over loopback (for information)",
+            "the compiled floor's p50", wire_p50, p50, "us", LOWER,
+            note=f"the Python floor's p50: {floor_p50 / p50:.3f}x the compiled floor's"),
+    ]
+
+
+class _CompiledFloor(_Floor):
+    """The compiled floor (``compiled_floor``'s binary) as a child process."""
+
+    def __init__(self, directory: str, binary: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.proc = subprocess.Popen([binary, directory], stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline())
+
+
+def compiled_floor(build_dir: str) -> str | None:
+    """bench/floor.c built with the system's C compiler into ``build_dir``: the floor
+    server with no Python at all (a thread per connection, the same DSYNC writes, the same
+    answer), for information. None where there is no C compiler or the build fails: the
+    rows that compare with it are left out."""
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    os.makedirs(build_dir, exist_ok=True)
+    binary = os.path.join(build_dir, "floor")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor.c")
+    built = subprocess.run([cc, "-O2", "-pthread", "-o", binary, source],
+                           capture_output=True, text=True)
+    return binary if built.returncode == 0 else None
+
+
 def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
     """The wire case's rows (called by bench/runner.py's ``wire`` case). Each repetition
     runs every server in turn, so the disk's drift is shared."""
     reps = 1 if quick else 3
     window = {"duration_s": 2.0 if quick else 3.0, "warmup_s": 0.5}
-    got: dict[str, list] = {k: [] for k in ("wire", "idle", "floor", "python", "echo",
-                                            "floor-batch")}
+    kinds = [("wire", None, 0), ("floor", "--floor", 0), ("idle", None, IDLE),
+             ("python", "--python-floor", 0), ("echo", "--echo", 0),
+             ("floor-batch", "--floor-batch", 0)]
+    got: dict[str, list] = {key: [] for key, _, _ in kinds}
     embedded = []
     for _ in range(reps):
-        for key, floor, idle in (("wire", None, 0), ("floor", "--floor", 0),
-                                 ("idle", None, IDLE), ("python", "--python-floor", 0),
-                                 ("echo", "--echo", 0), ("floor-batch", "--floor-batch", 0)):
+        for key, floor, idle in kinds:
             with case_dir(data_dir, f"wire-{key}") as d:
                 got[key].append(wire_throughput(os.path.join(d, "store"), floor=floor,
                                                 idle=idle, **window))
         with case_dir(data_dir, "wire-embedded") as d:
             embedded.append(cases.commit_sync_threads(os.path.join(d, "store"), CLIENTS,
                                                       one_group=False, **window))
+    # The compiled floor after the rest, not between them, so that the aftermath of its
+    # writes cannot reach the goal rows' servers (two runs with it in their turns had the
+    # server at 16.4-16.7k commits/s, one without it at 19.1k: too few runs to tell from
+    # the disk's drift, and keeping it apart costs nothing)
+    binary = compiled_floor(os.path.join(data_dir, "wire-compiled-floor"))
+    if binary:
+        got["compiled"] = []
+        for _ in range(reps):
+            with case_dir(data_dir, "wire-compiled") as d:
+                got["compiled"].append(wire_throughput(os.path.join(d, "store"),
+                                                       floor=binary, **window))
     rate = {k: median([r for r, _, _ in v]) for k, v in got.items()}
     cpu = {k: (median([u for _, u, _ in v]), median([y for _, _, y in v]))
            for k, v in got.items()}
     count, warmup = (600, 50) if quick else (3000, 100)
     with case_dir(data_dir, "wire-latency") as d:
-        over_wire, inside, floor, python_floor, beats, echoed, fetched = latencies_ns(
-            d, count=count, warmup=warmup, rounds=6 if quick else 20)
+        over_wire, inside, floor, python_floor, beats, echoed, fetched, compiled = latencies_ns(
+            d, count=count, warmup=warmup, rounds=6 if quick else 20, compiled=binary)
     wire_p50, floor_p50 = percentile(over_wire, 50) / 1000, percentile(floor, 50) / 1000
     floor_name = f"the floor at {CLIENTS} connections: one DSYNC write per request"
     return [
@@ -484,6 +550,7 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
             rate["wire"], rate["floor-batch"], "commits/s", HIGHER,
             note="the floor under the policy offsetlog serve's connection threads take "
                  "(connection.no_wakeup_preemption)"),
+        *_compiled_rows(rate, compiled, floor_p50, wire_p50),
         Row(f"wire: the load generator's ceiling at {CLIENTS} connections", floor_name,
             rate["echo"], rate["floor"], "commits/s", HIGHER,
             note="a server that answers at once and writes nothing: far above the floor, "

@@ -4,6 +4,8 @@ it would make the server's distance from it look larger than it is."""
 import os
 import socket
 
+import pytest
+
 from offsetlog.bench import cases, wire
 from offsetlog.types import TopicPartition
 
@@ -45,3 +47,24 @@ def test_floor_writes_each_request_to_its_connections_file(tmp_path):
     with open(os.path.join(path, "floor-0.log"), "rb") as f:
         data = f.read(sum(len(fr) - 4 for fr in frames))
     assert data == b"".join(fr[4:] for fr in frames)
+
+
+def test_compiled_floor_writes_each_request_to_its_connections_file(tmp_path):
+    """The compiled floor (bench/floor.c) does the Python floor's work: each connection's
+    requests, in order, in its own file."""
+    binary = wire.compiled_floor(str(tmp_path / "build"))
+    if binary is None:
+        pytest.skip("no C compiler here: the bench leaves the compiled floor's rows out")
+    path = str(tmp_path / "compiled")
+    first = [wire._commit_frame("g", 0, 100 + i, i) for i in range(3)]
+    second = [wire._commit_frame("h", 1, 7, 9)]
+    floor = wire._CompiledFloor(path, binary)
+    try:
+        _commit_over(floor, first)
+        _commit_over(floor, second)
+    finally:
+        floor.close()
+    for name, frames in (("cfloor-0.log", first), ("cfloor-1.log", second)):
+        with open(os.path.join(path, name), "rb") as f:
+            data = f.read(sum(len(fr) - 4 for fr in frames))
+        assert data == b"".join(fr[4:] for fr in frames)
