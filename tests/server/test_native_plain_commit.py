@@ -7,17 +7,15 @@ connection that records which of its methods the loop called."""
 
 from __future__ import annotations
 
-import socket
-import threading
 import uuid
 
 import pytest
 
 from offsetlog import OffsetStore, TopicPartition
 from offsetlog.group import GroupConfig
-from offsetlog.log import _native
 from offsetlog.server import errors as E
 from offsetlog.server.offsets import NATIVE_ARRAY_CODECS, commit_error_code
+from support.native_loop import native_loop
 from support.wire_raw import call
 
 pytestmark = pytest.mark.skipif(not NATIVE_ARRAY_CODECS,
@@ -68,25 +66,11 @@ def loop(tmp_path):
     store = OffsetStore.open(tmp_path / "store", negative_offsets=True,
                              group_config=GroupConfig(initial_rebalance_delay_ms=0))
     conn = Conn(store)
-    ours, theirs = socket.socketpair()
-    ours.setblocking(False)
-    done: list = []
-    def serve():
-        try:
-            done.append(_native.serve_connection(ours.fileno(), 60_000, 1 << 20, conn, True,
-                                                 store._commit_router, Topics()))
-        finally:
-            ours.shutdown(socket.SHUT_RDWR)  # (a failed loop fails the test, not hangs it)
-    thread = threading.Thread(target=serve)
-    thread.start()
     try:
-        yield store, conn, theirs
+        with native_loop(store, conn, Topics()) as sock:
+            yield store, conn, sock
     finally:
-        theirs.close()
-        thread.join(10)
-        ours.close()
         store.close()
-    assert done == ["closed"]
 
 
 def _commit(sock, group_id, parts, version=8, topic="orders", generation=-1, member=""):

@@ -9,22 +9,20 @@ the codec), built without a socket."""
 
 from __future__ import annotations
 
-import socket
 import struct
-import threading
 from types import SimpleNamespace
 
 import pytest
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
-from offsetlog.log import _native
 from offsetlog.server.config import ServerConfig
 from offsetlog.server.connection import Connection
 from offsetlog.server.context import Context
 from offsetlog.server.offsets import NATIVE_ARRAY_CODECS
 from offsetlog.server.sasl import Session
 from offsetlog.server.security_config import Listener, SecurityConfig
-from support.wire_raw import frame
+from support.native_loop import native_loop
+from support.wire_raw import _exactly, frame
 
 pytestmark = pytest.mark.skipif(not NATIVE_ARRAY_CODECS,
                                 reason="OffsetFetch is decoded by kio here")
@@ -80,42 +78,18 @@ def loop(tmp_path, seeded_random):
         store.commit_sync(group, {TopicPartition("orders", 7): OffsetAndMetadata(70, "note"),
                                   TopicPartition("zeta", 9): OffsetAndMetadata(90, "", 4)})
     conn = Conn(store)
-    ours, theirs = socket.socketpair()
-    ours.setblocking(False)
-    done: list = []
-
-    def serve():
-        try:
-            done.append(_native.serve_connection(ours.fileno(), 60_000, 1 << 20, conn, True,
-                                                 store._commit_router, NoTopics()))
-        finally:
-            ours.shutdown(socket.SHUT_RDWR)  # (a failed loop fails the test, not hangs it)
-    thread = threading.Thread(target=serve)
-    thread.start()
     try:
-        yield store, conn, theirs
+        with native_loop(store, conn, NoTopics()) as sock:
+            yield store, conn, sock
     finally:
-        theirs.close()
-        thread.join(10)
-        ours.close()
         store.close()
-    assert done == ["closed"]
 
 
 def _exchange(sock, data: bytes) -> bytes:
+    """The answer's bytes (its length prefix included) to the frame ``data``."""
     sock.sendall(data)
     size = struct.unpack(">i", _exactly(sock, 4))[0]
     return struct.pack(">i", size) + _exactly(sock, size)
-
-
-def _exactly(sock, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return out
 
 
 def _fetch(version: int, groups, stable: bool = False, correlation_id: int = 1) -> bytes:
