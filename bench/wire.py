@@ -1,9 +1,10 @@
 """The wire case of ``offsetlog bench``: commits over Kafka's protocol against the least a
 durable server can be on this machine, in the same run (issue 27's goals).
 
-* the floor (``serve_floor``): a child process with a thread per connection that writes
-  each request to the connection's own preallocated file with one ``RWF_DSYNC`` write and
-  answers; no decoding, no table, no answer to build: what loopback TCP and the disk allow;
+* the floor (``wire_floors.serve_floor``): a child process with a thread per connection
+  that writes each request to the connection's own preallocated file with one ``RWF_DSYNC``
+  write and answers; no decoding, no table, no answer to build: what loopback TCP and the
+  disk allow;
 * throughput: 32 clients, each with its own connection to ``offsetlog serve`` (a child
   process), a group of its own and one OffsetCommit round-trip per commit, against the
   floor with the same clients (goal: >= 0.9x); and with 1,000 idle connections open beside
@@ -11,11 +12,12 @@ durable server can be on this machine, in the same run (issue 27's goals).
 * latency: p50 of one client's OffsetCommit round-trips over loopback against the floor's
   (goal: <= 1.15x);
 * for information: both against embedded ``commit_sync`` (32 threads; one thread's p50),
-  the Python floor (``serve_python_floor``: the floor's threads, each request decoded with
+  the Python floor (``wire_floors.serve_python_floor``: the floor's threads, each request decoded with
   kio and committed with the store's ``commit_sync``), the server's CPU per commit (user and
   system microseconds, from /proc, over the measured window), and the load generator's own
   ceiling: the same clients against a server that answers at once and writes nothing
-  (``serve_echo``), so the throughput rows measure servers, not the generator.
+  (``serve_echo``), so the throughput rows measure servers, not the generator; and the
+  compiled floor (bench/floor.c): the floor's work with no interpreter at all.
 
 The clients send requests kio encoded before the clock starts (one per partition, offsets
 fixed: the store writes and fsyncs each commit whatever its value) and read each answer's
@@ -37,6 +39,7 @@ import time
 from offsetlog.bench import cases
 from offsetlog.bench.common import case_dir, median, percentile
 from offsetlog.bench.report import HIGHER, LOWER, Row
+from offsetlog.bench.wire_floors import CompiledFloor, Floor, compiled_floor, exactly
 
 TOPIC = "bench"
 CLIENTS = 32
@@ -76,7 +79,7 @@ def _call(sock: socket.socket, api_key: int, version: int, **body):
     from kio.serial import entity_reader
 
     sock.sendall(_frame(api_key, version, 0, **body))
-    data = _exactly(sock, struct.unpack(">i", _exactly(sock, 4))[0])
+    data = exactly(sock, struct.unpack(">i", exactly(sock, 4))[0])
     schema = load_response_schema(api_key, version)
     _, at = entity_reader(schema.__header_schema__)(data, 0)
     answer, _ = entity_reader(schema)(data, at)
@@ -101,18 +104,8 @@ def _member_heartbeat(sock: socket.socket, group: str) -> bytes:
 
 
 def _recv_answer(sock: socket.socket) -> None:
-    size = struct.unpack(">i", _exactly(sock, 4))[0]
-    _exactly(sock, size)
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("server closed the connection")
-        out += chunk
-    return out
+    size = struct.unpack(">i", exactly(sock, 4))[0]
+    exactly(sock, size)
 
 
 class _Server:
@@ -143,8 +136,8 @@ def wire_throughput(directory: str, *, duration_s: float, warmup_s: float,
     connections, each committing one offset per round-trip, with ``idle`` more connections
     open and silent throughout (to a floor server instead: ``floor`` is ``"--floor"``,
     ``"--python-floor"``, ``"--echo"``, or the compiled floor's binary)."""
-    server = (_Server(directory) if not floor else _Floor(directory, floor)
-              if floor.startswith("--") else _CompiledFloor(directory, floor))
+    server = (_Server(directory) if not floor else Floor(directory, floor)
+              if floor.startswith("--") else CompiledFloor(directory, floor))
     quiet = []
     try:
         for _ in range(idle):
@@ -260,10 +253,10 @@ def latencies_ns(directory: str, *, count: int, warmup: int, rounds: int,
     # (a new group's first join waits for more members: 0 ms here, as tests set it)
     server = _Server(os.path.join(directory, "served"),
                      config=("group.initial.rebalance.delay.ms=0",))
-    floor = _Floor(os.path.join(directory, "floor"))
-    python_floor = _Floor(os.path.join(directory, "python-floor"), "--python-floor")
-    echo = _Floor(os.path.join(directory, "echo"), "--echo")
-    native = _CompiledFloor(os.path.join(directory, "compiled"), compiled) if compiled else None
+    floor = Floor(os.path.join(directory, "floor"))
+    python_floor = Floor(os.path.join(directory, "python-floor"), "--python-floor")
+    echo = Floor(os.path.join(directory, "echo"), "--echo")
+    native = CompiledFloor(os.path.join(directory, "compiled"), compiled) if compiled else None
     store = cases.open_store(os.path.join(directory, "embedded"))
     socks = []
     try:
@@ -321,111 +314,6 @@ def _timed(op, n: int, out: list[int]) -> None:
         out.append(clock() - t0)
 
 
-def serve_floor(directory: str, batch: bool = False) -> None:
-    """The floor server: accept connections on a free loopback port (printed on stdout),
-    each served by its own thread with blocking sockets. Each request frame is written to
-    the connection's own preallocated file (as the engine's segments are) with one
-    ``pwritev(..., RWF_DSYNC)`` (write + ``fdatasync`` where there is none) and answered
-    with a fixed 12-byte frame. No decoding, no checks, no table, no shared file: what is
-    left of a wire commit once the server's own work is taken away.
-
-    With ``batch`` (for information), each connection's thread runs under ``SCHED_BATCH``
-    as ``offsetlog serve``'s do (``connection.no_wakeup_preemption``): what that policy
-    gives the floor itself."""
-    os.makedirs(directory, exist_ok=True)
-    dsync = getattr(os, "RWF_DSYNC", None)
-
-    def connection(n: int):
-        if batch:  # (called on the connection's own thread)
-            from offsetlog.server.connection import no_wakeup_preemption
-            no_wakeup_preemption()
-        fd = os.open(os.path.join(directory, f"floor-{n}.log"), os.O_WRONLY | os.O_CREAT,
-                     0o644)
-        os.posix_fallocate(fd, 0, 8 << 20)
-        position = 0
-
-        def write(frame: bytes) -> None:
-            nonlocal position
-            if dsync is None:
-                os.pwrite(fd, frame, position)
-                os.fdatasync(fd)
-            else:
-                os.pwritev(fd, [frame], position, dsync)
-            position = (position + len(frame)) % (4 << 20)
-        return write, lambda: os.close(fd)
-
-    _serve_threads(connection)
-
-
-def serve_python_floor(directory: str) -> None:
-    """The Python floor server: ``serve_floor``'s threads, each request decoded with kio and
-    its offsets committed with ``OffsetStore.commit_sync`` (``fsync="always"``, the group
-    commit shared by the threads), answered with the same fixed frame. What ``offsetlog
-    serve`` does per commit that no Python server of this store can skip; no event loop,
-    no per-partition checks, no answer to build."""
-    from offsetlog.server.codec import decode_request, peek_api
-    from offsetlog.types import TopicPartition
-
-    store = cases.open_store(directory)
-
-    def commit(frame: bytes) -> None:
-        api_key, version, _ = peek_api(frame)
-        _, body = decode_request(frame, api_key, version)
-        store.commit_sync(body.group_id, {
-            TopicPartition(t.name, int(p.partition_index)): int(p.committed_offset)
-            for t in body.topics for p in t.partitions})
-
-    _serve_threads(lambda n: (commit, lambda: None))
-
-
-def serve_echo(directory: str) -> None:
-    """The load generator's ceiling: ``serve_floor``'s threads answering each request at once,
-    with nothing written (``directory`` is not used)."""
-    _serve_threads(lambda n: (lambda frame: None, lambda: None))
-
-
-def _serve_threads(connection) -> None:
-    """Accept connections on a free loopback port (printed on stdout), each served by its
-    own thread with blocking sockets: ``connection(n)`` gives the ``n``-th its
-    ``(handle, close)``; ``handle(frame)`` runs for every request, then a fixed 12-byte
-    answer goes back."""
-    import threading
-
-    answer = struct.pack(">i", 8) + bytes(8)
-
-    def serve(sock: socket.socket, n: int) -> None:
-        handle, close = connection(n)
-        try:
-            while True:
-                handle(_exactly(sock, struct.unpack(">i", _exactly(sock, 4))[0]))
-                sock.sendall(answer)
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            close()
-            sock.close()
-
-    listener = socket.create_server(("127.0.0.1", 0))
-    print(listener.getsockname()[1], flush=True)
-    n = 0
-    while True:
-        sock, _ = listener.accept()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=serve, args=(sock, n), daemon=True).start()
-        n += 1
-
-
-class _Floor:
-    def __init__(self, directory: str, kind: str = "--floor") -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "offsetlog.bench.wire", kind,
-                                      directory], stdout=subprocess.PIPE, text=True)
-        self.port = int(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait(30)
-
-
 def _compiled_rows(rate: dict, compiled: list[int], floor_p50: float,
                    wire_p50: float) -> list[Row]:
     """The rows against the compiled floor (none when it could not be built): what the
@@ -445,33 +333,6 @@ def _compiled_rows(rate: dict, compiled: list[int], floor_p50: float,
             "the compiled floor's p50", wire_p50, p50, "us", LOWER,
             note=f"the Python floor's p50: {floor_p50 / p50:.3f}x the compiled floor's"),
     ]
-
-
-class _CompiledFloor(_Floor):
-    """The compiled floor (``compiled_floor``'s binary) as a child process."""
-
-    def __init__(self, directory: str, binary: str) -> None:
-        os.makedirs(directory, exist_ok=True)
-        self.proc = subprocess.Popen([binary, directory], stdout=subprocess.PIPE, text=True)
-        self.port = int(self.proc.stdout.readline())
-
-
-def compiled_floor(build_dir: str) -> str | None:
-    """bench/floor.c built with the system's C compiler into ``build_dir``: the floor
-    server with no Python at all (a thread per connection, the same DSYNC writes, the same
-    answer), for information. None where there is no C compiler or the build fails: the
-    rows that compare with it are left out."""
-    import shutil
-
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        return None
-    os.makedirs(build_dir, exist_ok=True)
-    binary = os.path.join(build_dir, "floor")
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor.c")
-    built = subprocess.run([cc, "-O2", "-pthread", "-o", binary, source],
-                           capture_output=True, text=True)
-    return binary if built.returncode == 0 else None
 
 
 def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
@@ -560,15 +421,6 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
 
 if __name__ == "__main__":
     import tempfile
-
-    if sys.argv[1:2] in (["--floor"], ["--floor-batch"]):
-        serve_floor(sys.argv[2], batch=sys.argv[1] == "--floor-batch")
-        sys.exit(0)
-    if sys.argv[1:2] == ["--python-floor"]:
-        serve_python_floor(sys.argv[2])
-    if sys.argv[1:2] == ["--echo"]:
-        serve_echo(sys.argv[2])
-        sys.exit(0)
 
     for row in run_wire_benchmark(tempfile.mkdtemp(), quick="--quick" in sys.argv):
         print(row.case, "|", row.offsetlog, "vs", row.baseline_value, row.unit,

@@ -6,11 +6,11 @@ import socket
 
 import pytest
 
-from offsetlog.bench import cases, wire
+from offsetlog.bench import cases, wire, wire_floors
 from offsetlog.types import TopicPartition
 
 
-def _commit_over(floor: "wire._Floor", frames: list[bytes]) -> None:
+def _commit_over(floor: "wire_floors.Floor", frames: list[bytes]) -> None:
     sock = socket.create_connection(("127.0.0.1", floor.port))
     try:
         for frame in frames:
@@ -21,7 +21,7 @@ def _commit_over(floor: "wire._Floor", frames: list[bytes]) -> None:
 
 def test_python_floor_commits_each_request_through_the_store(tmp_path):
     path = str(tmp_path / "store")
-    floor = wire._Floor(path, "--python-floor")
+    floor = wire_floors.Floor(path, "--python-floor")
     try:
         _commit_over(floor, [wire._commit_frame("g-1", 3, 41, 1),
                              wire._commit_frame("g-2", 5, 42, 2),
@@ -39,7 +39,7 @@ def test_python_floor_commits_each_request_through_the_store(tmp_path):
 def test_floor_writes_each_request_to_its_connections_file(tmp_path):
     path = str(tmp_path / "floor")
     frames = [wire._commit_frame("g", 0, 100 + i, i) for i in range(3)]
-    floor = wire._Floor(path, "--floor")
+    floor = wire_floors.Floor(path, "--floor")
     try:
         _commit_over(floor, frames)
     finally:
@@ -52,13 +52,13 @@ def test_floor_writes_each_request_to_its_connections_file(tmp_path):
 def test_compiled_floor_writes_each_request_to_its_connections_file(tmp_path):
     """The compiled floor (bench/floor.c) does the Python floor's work: each connection's
     requests, in order, in its own file."""
-    binary = wire.compiled_floor(str(tmp_path / "build"))
+    binary = wire_floors.compiled_floor(str(tmp_path / "build"))
     if binary is None:
         pytest.skip("no C compiler here: the bench leaves the compiled floor's rows out")
     path = str(tmp_path / "compiled")
     first = [wire._commit_frame("g", 0, 100 + i, i) for i in range(3)]
     second = [wire._commit_frame("h", 1, 7, 9)]
-    floor = wire._CompiledFloor(path, binary)
+    floor = wire_floors.CompiledFloor(path, binary)
     try:
         _commit_over(floor, first)
         _commit_over(floor, second)
