@@ -34,6 +34,7 @@ from offsetlog.bench.common import case_dir, median, percentile
 from offsetlog.bench.kafka_broker import KAFKA_VERSION, KafkaBroker
 from offsetlog.bench.report import HIGHER, LOWER, Row
 from offsetlog.bench.wire import CLIENTS, TOPIC, _commit_frame, _round_trip, _Server, _timed, drive
+from offsetlog.bench.wire_floors import exactly
 
 #: (offsetlog's fsync, Kafka's extra properties, how the row names Kafka's side)
 PAIRINGS = (
@@ -136,8 +137,8 @@ def check_commits(port: int, frames: list[bytes]) -> None:
         for frame in frames:
             for attempt in range(100):
                 sock.sendall(frame)
-                size = struct.unpack(">i", _recv(sock, 4))[0]
-                data = _recv(sock, size)
+                size = struct.unpack(">i", exactly(sock, 4))[0]
+                data = exactly(sock, size)
                 _, at = entity_reader(schema.__header_schema__)(data, 0)
                 answer = entity_reader(schema)(data, at)[0]
                 codes = {p.error_code.value for t in answer.topics for p in t.partitions}
@@ -147,16 +148,6 @@ def check_commits(port: int, frames: list[bytes]) -> None:
                 if not codes <= {14, 15, 16} or attempt == 99:
                     raise RuntimeError(f"OffsetCommit answered error(s) {sorted(codes)}")
                 time.sleep(0.1)
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("server closed the connection")
-        out += chunk
-    return out
 
 
 def p50_us(ports: dict[str, int], *, count: int, warmup: int, rounds: int) -> dict[str, float]:
