@@ -75,22 +75,31 @@ def _commit_frame(group: str, partition: int, offset: int, correlation_id: int) 
 
 def _call(sock: socket.socket, api_key: int, version: int, **body):
     """One request's answer, decoded by kio (setting up, not measured)."""
+    return _answer(sock, _frame(api_key, version, 0, **body), api_key, version)
+
+
+def _answer(sock: socket.socket, frame: bytes, api_key: int, version: int):
+    """The answer to ``frame`` (API ``api_key`` at ``version``), decoded by kio; an error in
+    it raises (a request answered with one would time nothing worth timing)."""
     from kio.index import load_response_schema
     from kio.serial import entity_reader
 
-    sock.sendall(_frame(api_key, version, 0, **body))
+    sock.sendall(frame)
     data = exactly(sock, struct.unpack(">i", exactly(sock, 4))[0])
     schema = load_response_schema(api_key, version)
     _, at = entity_reader(schema.__header_schema__)(data, 0)
     answer, _ = entity_reader(schema)(data, at)
-    if answer.error_code:
-        raise RuntimeError(f"API {api_key} answered {answer.error_code!r}")
+    codes = {getattr(answer, "error_code", 0)} | {
+        p.error_code for t in getattr(answer, "topics", ()) for p in t.partitions}
+    if codes != {0}:
+        raise RuntimeError(f"API {api_key} answered {answer!r}")
     return answer
 
 
-def _member_heartbeat(sock: socket.socket, group: str) -> bytes:
+def _member_frames(sock: socket.socket, group: str) -> tuple[bytes, bytes]:
     """Make the connection the only member of ``group`` (JoinGroup v3, which needs no member
-    id first; SyncGroup as its leader) and return the Heartbeat (v3) a stable member sends."""
+    id first; SyncGroup as its leader) and return the Heartbeat (v3) a stable member sends
+    and its OffsetCommit (v8, generation and member id: a consumer group client's commit)."""
     from offsetlog.group.consumer_protocol import encode_assignment, encode_subscription
 
     join = _call(sock, 11, 3, group_id=group, session_timeout=60_000,
@@ -99,8 +108,14 @@ def _member_heartbeat(sock: socket.socket, group: str) -> bytes:
     _call(sock, 14, 3, group_id=group, generation_id=join.generation_id,
           member_id=join.member_id, assignments=[dict(
               member_id=join.member_id, assignment=encode_assignment([]))])
-    return _frame(12, 3, 2, group_id=group, generation_id=join.generation_id,
+    beat = _frame(12, 3, 2, group_id=group, generation_id=join.generation_id,
                   member_id=join.member_id, group_instance_id=None)
+    commit = _frame(8, 8, 3, group_id=group, generation_id_or_member_epoch=join.generation_id,
+                    member_id=join.member_id, group_instance_id=None,
+                    topics=[dict(name=TOPIC, partitions=[dict(
+                        partition_index=0, committed_offset=2000, committed_leader_epoch=-1,
+                        committed_metadata="")])])
+    return beat, commit
 
 
 def _recv_answer(sock: socket.socket) -> None:
@@ -236,15 +251,17 @@ def drive(port: int, frames: list[bytes], *, duration_s: float, warmup_s: float,
 
 
 def latencies_ns(directory: str, *, count: int, warmup: int, rounds: int,
-                 compiled: str | None = None) -> tuple[list[int], ...]:
-    """``(over the wire, embedded, floor, Python floor, heartbeat, echo, fetch, compiled
-    floor)`` round-trip times: one client's commits to ``offsetlog serve``, one thread's
-    embedded ``commit_sync`` calls, the client's round-trips to the floor servers
-    (``serve_floor``, ``serve_python_floor``), and, for information, a stable member's
-    heartbeats to ``offsetlog serve`` (a group call that writes nothing) against the same
-    frame to a server that answers at once (``serve_echo``), OffsetFetch requests for the
-    committed partition (a read: no write, no group call), and the commits to the compiled
-    floor (``compiled``, ``compiled_floor``'s binary; none without it).
+                 compiled: str | None = None) -> dict[str, list[int]]:
+    """Round-trip times by name: one client's commits to ``offsetlog serve`` ("wire"), one
+    thread's embedded ``commit_sync`` calls ("embedded"), the client's round-trips to the
+    floor servers ("floor", "python": ``serve_floor``, ``serve_python_floor``), and, for
+    information, a stable member's heartbeats to ``offsetlog serve`` ("heartbeat": a group
+    call that writes nothing) against the same frame to a server that answers at once
+    ("echo": ``serve_echo``), OffsetFetch requests for the committed partition ("fetch": a
+    read, no write, no group call), that member's own commits ("member": its generation and
+    member id checked by the coordinator), and the commits to the compiled floor
+    ("compiled": ``compiled``, ``compiled_floor``'s binary; left out without it). The
+    member's commits take turns with a simple consumer's ("simple") after the others.
 
     They take turns, ``count / rounds`` calls each per round, all three running
     throughout: this disk's fsync time drifts by half from one second to the next, and
@@ -266,28 +283,38 @@ def latencies_ns(directory: str, *, count: int, warmup: int, rounds: int,
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             socks.append(sock)
         frame = _commit_frame("bench-latency", 0, 1000, 1)
-        beat = _member_heartbeat(socks[3], "bench-member")
+        beat, member_commit = _member_frames(socks[3], "bench-member")
         fetch = _frame(9, 6, 2, group_id="bench-latency", require_stable=False,
                        topics=[dict(name=TOPIC, partition_indexes=[0])])
-        embedded = cases.commit_sync_op(store)
-        ops = [lambda: _round_trip(socks[0], frame), embedded,
-               lambda: _round_trip(socks[1], frame), lambda: _round_trip(socks[2], frame),
-               lambda: _round_trip(socks[3], beat), lambda: _round_trip(socks[4], beat),
-               lambda: _round_trip(socks[5], fetch)]
+        ops = {"wire": lambda: _round_trip(socks[0], frame),
+               "embedded": cases.commit_sync_op(store),
+               "floor": lambda: _round_trip(socks[1], frame),
+               "python": lambda: _round_trip(socks[2], frame),
+               "heartbeat": lambda: _round_trip(socks[3], beat),
+               "echo": lambda: _round_trip(socks[4], beat),
+               "fetch": lambda: _round_trip(socks[5], fetch)}
         if native:
-            ops.append(lambda: _round_trip(socks[6], frame))
-        out: tuple[list[int], ...] = ([], [], [], [], [], [], [], [])
+            ops["compiled"] = lambda: _round_trip(socks[6], frame)
+        # The member's commits and a simple consumer's again, taking turns after the rest, so
+        # that the coordinator's work cannot reach the goal rows' turns (with the member's
+        # commits among them, one connection's p50 read 1.16-1.29x the floor's in three runs,
+        # against 1.09-1.25x before: within this machine's noise, but nothing is lost)
+        after = {"member": lambda: _round_trip(socks[3], member_commit),
+                 "simple": ops["wire"]}
+        out: dict[str, list[int]] = {name: [] for name in (*ops, *after)}
         per_round = max(1, count // rounds)
-        for op in ops:
+        for op in (*ops.values(), *after.values()):
             _timed(op, warmup, [])
+        _answer(socks[3], member_commit, 8, 8)  # (the member's commit is committed)
         # (the fetch reads what the commits wrote: an answer of an error would time nothing)
         answer = _call(socks[5], 9, 6, group_id="bench-latency", require_stable=False,
                        topics=[dict(name=TOPIC, partition_indexes=[0])])
         if [p.committed_offset for t in answer.topics for p in t.partitions] != [1000]:
             raise RuntimeError(f"OffsetFetch answered {answer!r}")
-        for _ in range(rounds):
-            for op, times in zip(ops, out):
-                _timed(op, per_round, times)
+        for phase in (ops, after):
+            for _ in range(rounds):
+                for name, op in phase.items():
+                    _timed(op, per_round, out[name])
         return out
     finally:
         for sock in socks:
@@ -369,8 +396,9 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
            for k, v in got.items()}
     count, warmup = (600, 50) if quick else (3000, 100)
     with case_dir(data_dir, "wire-latency") as d:
-        over_wire, inside, floor, python_floor, beats, echoed, fetched, compiled = latencies_ns(
-            d, count=count, warmup=warmup, rounds=6 if quick else 20, compiled=binary)
+        times = latencies_ns(d, count=count, warmup=warmup, rounds=6 if quick else 20,
+                             compiled=binary)
+    over_wire, inside, floor = times["wire"], times["embedded"], times["floor"]
     wire_p50, floor_p50 = percentile(over_wire, 50) / 1000, percentile(floor, 50) / 1000
     floor_name = f"the floor at {CLIENTS} connections: one DSYNC write per request"
     return [
@@ -397,21 +425,26 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
             floor_name, rate["python"], rate["floor"], "commits/s", HIGHER,
             note="a thread per connection: decode, the store's commit, a fixed answer"),
         Row("wire: the Python floor's p50", "the floor's p50",
-            percentile(python_floor, 50) / 1000, floor_p50, "us", LOWER),
+            percentile(times["python"], 50) / 1000, floor_p50, "us", LOWER),
         Row("wire: Heartbeat p50 over loopback, a stable member (for information)",
-            "a server that answers at once", percentile(beats, 50) / 1000,
-            percentile(echoed, 50) / 1000, "us", LOWER,
+            "a server that answers at once", percentile(times["heartbeat"], 50) / 1000,
+            percentile(times["echo"], 50) / 1000, "us", LOWER,
             note="a group call that writes nothing: answered in the connection's thread"),
         Row("wire: OffsetFetch p50 over loopback, one committed partition (for information)",
-            "a server that answers at once", percentile(fetched, 50) / 1000,
-            percentile(echoed, 50) / 1000, "us", LOWER,
+            "a server that answers at once", percentile(times["fetch"], 50) / 1000,
+            percentile(times["echo"], 50) / 1000, "us", LOWER,
             note="a read: the group's offsets from its partition's table"),
+        Row("wire: a group member's OffsetCommit p50 over loopback (for information)",
+            "a simple consumer's, taking turns with it", percentile(times["member"], 50) / 1000,
+            percentile(times["simple"], 50) / 1000, "us", LOWER,
+            note="generation and member id: the coordinator's check, in the commit's lock "
+                 "hold, as every consumer group client's commit takes it"),
         Row(f"wire: OffsetCommit from {CLIENTS} connections (for information)",
             "the floor with its threads under SCHED_BATCH, as offsetlog serve's",
             rate["wire"], rate["floor-batch"], "commits/s", HIGHER,
             note="the floor under the policy offsetlog serve's connection threads take "
                  "(connection.no_wakeup_preemption)"),
-        *_compiled_rows(rate, compiled, floor_p50, wire_p50),
+        *_compiled_rows(rate, times.get("compiled", []), floor_p50, wire_p50),
         Row(f"wire: the load generator's ceiling at {CLIENTS} connections", floor_name,
             rate["echo"], rate["floor"], "commits/s", HIGHER,
             note="a server that answers at once and writes nothing: far above the floor, "
