@@ -101,11 +101,11 @@ def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
         topics = [t for t in topics if t[0] in describable]
     else:
         denied = []
-    wanted = None if topics is None else [
-        TopicPartition(name, int(p)) for name, parts in topics for p in parts]
     # (a partition no commit can name, a negative one or one of the topic "", has no offset:
     # answered -1 with the others, as Kafka answers it, not refused by the store's checks)
-    stored = None if wanted is None else [tp for tp in wanted if tp.topic and tp.partition >= 0]
+    stored = None if topics is None else [
+        TopicPartition(name, int(p)) for name, parts in topics for p in parts
+        if name and p >= 0]
     unstable: set = set()
     if require_stable:
         try:
@@ -113,7 +113,7 @@ def _fetch_group(ctx: Context, group_id: str, topics, require_stable: bool,
         except UnstableOffsetCommitError as e:
             unstable = set(e.partitions)
     committed = ctx.store.fetch(group_id, stored)
-    if wanted is None and call is not None and ctx.acl is not None:
+    if topics is None and call is not None and ctx.acl is not None:
         # every partition: only those of topics the caller may describe, as Kafka filters
         shown = authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC,
                                     {tp.topic for tp in set(committed) | unstable})
