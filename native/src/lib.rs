@@ -8,7 +8,8 @@
 //! the usual commit call's entry from the store's API on and a group's route (`route`),
 //! the hot state they read (`state`), the io_uring ring the store's async writer writes
 //! through when an event loop leads it (`uring`, Linux), and the wire server's plaintext
-//! request loop with its hot requests' codec (`wire_conn`, `wire_codec`).
+//! request loop with its hot requests' codec (`wire_conn`, `wire_codec`), and the
+//! classic groups' steady members that loop answers a Heartbeat from (`steady`).
 //!
 //! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
@@ -30,6 +31,7 @@ pub mod msgpack;
 mod scan;
 mod snapshot;
 mod state;
+mod steady;
 #[cfg(target_os = "linux")]
 mod uring;
 pub mod wire_codec;
@@ -58,6 +60,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     async_commit::register(m)?;
     route::register(m)?;
     state::register(m)?;
+    steady::register(m)?;
     wire_conn::register(m)?;
     #[cfg(target_os = "linux")]
     uring::register(m)?;

@@ -16,10 +16,10 @@
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyModule, PyTuple};
+use pyo3::types::{PyBytes, PyModule, PyString, PyTuple};
 
 use crate::commits;
-use crate::route::Route;
+use crate::route::{self, Member, Route};
 use crate::state::{LogState, PartitionState, SegmentState, TableState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -88,6 +88,15 @@ pub(crate) enum Check<'a, 'py> {
     Callable(&'a Bound<'py, PyAny>),
     /// a standalone group's (`route::Route`), run without a Python call
     Standalone(&'a Route),
+    /// a classic group member's commit, passed by the partition's steady board (`steady`,
+    /// which counts it as the member's heartbeat) or else checked by the coordinator
+    /// (`route::fencing`)
+    Member {
+        part: &'a Bound<'py, PartitionState>,
+        group: &'a Bound<'py, PyString>,
+        member: &'a Member<'a>,
+        now: i64,
+    },
 }
 
 impl<'a, 'py> Check<'a, 'py> {
@@ -104,6 +113,14 @@ impl<'a, 'py> Check<'a, 'py> {
             Check::Callable(c) if c.is_none() => Ok(()),
             Check::Callable(c) => c.call0().map(drop),
             Check::Standalone(route) => route.check(py),
+            Check::Member { part, group, member, now } => {
+                let board = part.borrow().steady.clone_ref(py);
+                if board.borrow_mut(py).check(group.to_str()?, member.member_id,
+                                              member.generation, member.instance, *now) {
+                    return Ok(());
+                }
+                route::fencing(part, group, member, *now)?.call0().map(drop)
+            }
         }
     }
 }

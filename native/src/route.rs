@@ -208,7 +208,8 @@ impl RouterState {
             return Ok(false);
         }
         let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
-        commit_lone(slf, call, None)?;
+        let route = call.route.clone();
+        commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
         Ok(true)
     }
 
@@ -370,31 +371,81 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
                                           &limits)?;
     let Some(call) = at.with(fields) else { return Ok(false) };
     if member.standalone() {
-        commit_lone(slf, call, None)?;
+        let route = call.route.clone();
+        commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
     } else {
-        let fencing = FENCING.get_or_try_init(py, || {
-            py.import("offsetlog.store.routing")?.getattr("fencing").map(Bound::unbind)
-        })?;
-        let precheck = fencing.bind(py).call1((
-            &call.route.get().part, group, member.generation, member.member_id,
-            member.instance, call.now))?;
-        commit_lone(slf, call, Some(&precheck))?;
+        let part = call.route.get().part.clone_ref(py).into_bound(py);
+        let now = call.now;
+        commit_lone(slf, call, lone::Check::Member { part: &part, group, member, now })?;
     }
     Ok(true)
 }
 
+/// `routing.fencing`'s check of `member`'s commit to `group` at `now` (the coordinator's, in
+/// full), built to be run in the commit's lock hold: what a member's commit that the steady
+/// board does not pass is checked by.
+pub(crate) fn fencing<'py>(part: &Bound<'py, PartitionState>, group: &Bound<'py, PyString>,
+                           member: &Member<'_>, now: i64) -> PyResult<Bound<'py, PyAny>> {
+    let py = part.py();
+    let fencing = FENCING.get_or_try_init(py, || {
+        py.import("offsetlog.store.routing")?.getattr("fencing").map(Bound::unbind)
+    })?;
+    fencing.bind(py).call1((part, group, member.generation, member.member_id, member.instance,
+                            now))
+}
+
+/// The wire's Heartbeat of `member` in `group`, answered with no error if the group's
+/// steady board (`steady`) passes it, under the partition's lock: true, and the heartbeat
+/// stamped for the coordinator. False, with nothing done, for any other (the Python path
+/// answers it): a closed store, a group name the store refuses, a clock of another type, a
+/// member the board does not hold as it is named. (A group not routed lately is routed here,
+/// as a commit routes it: `CommitRouter.route` checks its name and caches its route.)
+pub(crate) fn steady_heartbeat(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
+                               member: &Member<'_>) -> PyResult<bool> {
+    let py = slf.py();
+    let route = match cached_route(slf, group)? {
+        Some(route) => route,
+        None if slf.borrow().closed => return Ok(false),
+        None => match slf.call_method1(intern!(py, "route"), (group,)) {
+            Ok(route) => match route.cast_into::<Route>() {
+                Ok(route) => route,
+                Err(_) => return Ok(false),
+            },
+            Err(_) => return Ok(false), // (a name it refuses: the Python path's answer)
+        },
+    };
+    let now = {
+        let s = slf.borrow();
+        match (&s.clock, s.native_clock) {
+            (_, true) => now_ms(),
+            (Some(clock), false) => match clock.bind(py).call0()?.extract::<i64>() {
+                Ok(now) => now,
+                Err(_) => return Ok(false),
+            },
+            (None, false) => return Ok(false),
+        }
+    };
+    let part = route.get().part.bind(py);
+    let (acquire, release, board) = {
+        let p = part.borrow();
+        (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py),
+         p.steady.clone_ref(py).into_bound(py))
+    };
+    acquire.call0()?;
+    let passed = board.borrow_mut().check(group.to_str()?, member.member_id, member.generation,
+                                          member.instance, now);
+    release.call0()?;
+    Ok(passed)
+}
+
 /// The usual call, committed by the lone commit (which waits for it to be durable) under
-/// `precheck` (`routing.fencing`'s, a member's), or the route's standalone check with None.
-fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>,
-               precheck: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+/// `check`, run in its lock hold.
+fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, check: lone::Check<'_, '_>)
+               -> PyResult<()> {
     let py = slf.py();
     let writer = writer_of(slf)?;
     let nbytes = PyInt::new(py, call.nbytes as u64);
     let route = call.route.get();
-    let check = match precheck {
-        Some(precheck) => lone::Check::of(precheck),
-        None => lone::Check::Standalone(route),
-    };
     lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
                call.now, &py.None().into_bound(py), check)
 }

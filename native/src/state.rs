@@ -15,6 +15,7 @@ use pyo3::{PyTraverseError, PyVisit};
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::commits;
+use crate::steady::SteadyBoard;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SegmentState>()?;
@@ -132,6 +133,10 @@ pub struct PartitionState {
     /// `commit_async` calls ever queued here (when to step aside: `async_commit`)
     #[pyo3(get, set)]
     pub async_calls: i64,
+    /// the partition's classic groups' steady members (`steady`), the coordinator's to
+    /// publish and clear
+    #[pyo3(get)]
+    pub steady: Py<SteadyBoard>,
 }
 
 #[pymethods]
@@ -149,7 +154,8 @@ impl PartitionState {
         Ok(PartitionState { lock: lock.unbind(), acquire, release, queue, log: py.None(),
                             table: py.None(), leader_active: false, async_scheduled: false,
                             exclusive_waiting: 0, idle_waiters: 0, open_run: py.None(),
-                            async_calls: 0 })
+                            async_calls: 0,
+                            steady: Py::new(py, SteadyBoard::default())? })
     }
 }
 

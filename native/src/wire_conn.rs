@@ -300,6 +300,16 @@ fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<
             }
         }
         if let Some(h) = wire_codec::decode_heartbeat(frame) {
+            if let Some((router, _)) = plain {
+                // a steady member's: answered with no Python call (`steady`)
+                let member = route::Member { generation: h.generation, member_id: &h.member_id,
+                                             instance: h.group_instance_id.as_deref() };
+                if route::steady_heartbeat(router, &PyString::new(py, &h.group_id), &member)? {
+                    return wire_codec::encode_heartbeat_response(h.correlation_id, h.version, 0)
+                        .map(Answer::Bytes)
+                        .map_err(PyValueError::new_err);
+                }
+            }
             let code: i16 = conn.call_method1(pyo3::intern!(py, "heartbeat"), (
                 &h.group_id, h.generation, &h.member_id, &h.group_instance_id))?.extract()?;
             return wire_codec::encode_heartbeat_response(h.correlation_id, h.version, code)

@@ -122,7 +122,7 @@ class GroupCoordinator(RebalanceEngine):
     def poll(self, now_ms: int) -> Result:
         """Fire every deadline due at ``now_ms``; return the records and responses that causes
         (completed join phases, evictions, ...)."""
-        out, _ = self._begin(now_ms, request=False)
+        out, _ = self._begin(now_ms, request=False, keep_steady=True)
         return out
 
     # -- JoinGroup -----------------------------------------------------------------------------
@@ -261,7 +261,7 @@ class GroupCoordinator(RebalanceEngine):
         check_str("member_id", member_id)
         check_int("generation_id", generation_id)
         check_optional_str("group_instance_id", group_instance_id)
-        out, now = self._begin(now_ms)
+        out, now = self._begin(now_ms, keep_steady=True)
         group = self._groups.get(group_id)
         error = self._current_member_error(group, group_id, member_id, group_instance_id,
                                            generation_id, "heartbeat")
@@ -364,7 +364,7 @@ class GroupCoordinator(RebalanceEngine):
         check_str("member_id", member_id)
         check_optional_str("group_instance_id", group_instance_id)
         check_int("generation_id", generation_id)
-        now = self._advance(now_ms)
+        now = self._advance(now_ms, keep_steady=True)
         group = self._groups.get(group_id)
         error = check_offset_commit(group, member_id=member_id,
                                     group_instance_id=group_instance_id,

@@ -73,25 +73,65 @@ class RebalanceEngine:
         self._timers = TimerQueue()
         self._next_request_id = 1
         self._now: int | None = None
+        #: the partition's steady board (``offsetlog.log._native.SteadyBoard``) when the
+        #: store's native paths answer steady members' heartbeats and commits from it, else
+        #: None: members this coordinator stated steady, and the heartbeats passed there
+        self.steady = None
 
     # -- time and plumbing ---------------------------------------------------------------------
 
-    def _advance(self, now_ms: int) -> int:
+    def _advance(self, now_ms: int, *, keep_steady: bool = False) -> int:
+        """Advance time to ``now_ms`` and take the heartbeats the steady board passed since the
+        last call; the board is cleared unless ``keep_steady`` (a call that changes no group
+        unless a deadline fires: ``_fire_due`` clears it then)."""
         if not isinstance(now_ms, int) or isinstance(now_ms, bool):
             raise TypeError(f"now_ms must be an int (epoch ms), not {now_ms!r}")
         if self._now is None or now_ms > self._now:
             self._now = now_ms
+        if self.steady is not None:
+            self._take_steady(keep_steady)
         return self._now
 
-    def _begin(self, now_ms: int, *, request: bool = True) -> tuple[Result, int]:
+    def _begin(self, now_ms: int, *, request: bool = True,
+               keep_steady: bool = False) -> tuple[Result, int]:
         """Advance time, open the Result of this call and fire the deadlines that are due."""
-        now = self._advance(now_ms)
+        now = self._advance(now_ms, keep_steady=keep_steady)
         out = Result()
         if request:
             out.request_id = self._next_request_id
             self._next_request_id += 1
         self._fire_due(now, out)
         return out, now
+
+    def _take_steady(self, keep: bool) -> None:
+        """Count the steady board's stamps as the heartbeats they were, each at its own time
+        (a member whose session is suspended, or who is gone, is left as it is), and forget
+        the board's members unless ``keep``."""
+        stamps = self.steady.take(keep)
+        if stamps is None:
+            return
+        for group_id, member_id, at in stamps:
+            key = (TIMER_SESSION, group_id, member_id)
+            deadline = self._timers.deadline(key)
+            group = self._groups.get(group_id)
+            member = group.members.get(member_id) if group is not None else None
+            if deadline is not None and member is not None:
+                self._timers.schedule(key, max(deadline, at + member.session_timeout_ms))
+
+    def steady_member(self, group_id: str, member_id: str
+                      ) -> tuple[int, str | None, int, int] | None:
+        """``(generation, group_instance_id, session_timeout_ms, session deadline)`` of
+        ``member_id`` if its group is Stable and its session runs (what the steady board is
+        told), else None."""
+        group = self._groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is None or group.state is not STABLE:
+            return None
+        deadline = self._timers.deadline((TIMER_SESSION, group_id, member_id))
+        if deadline is None:
+            return None
+        return (group.generation, member.group_instance_id, member.session_timeout_ms,
+                deadline)
 
     @staticmethod
     def _record(out: Result, group_id: str, value: dict | None) -> None:
@@ -471,6 +511,8 @@ class RebalanceEngine:
         group = self._groups.get(group_id)
         if group is None:
             return None
+        if self.steady is not None:
+            self._take_steady(False)  # (called outside this coordinator's requests)
         rejoin = RebalanceInProgressError(
             f"group {group_id!r} is becoming a consumer group; rejoin")
         for member in group.members.values():
@@ -495,6 +537,8 @@ class RebalanceEngine:
 
     def _fire_due(self, now: int, out: Result) -> None:
         while (due := self._timers.pop_due(now)) is not None:
+            if self.steady is not None:
+                self._take_steady(False)  # (a deadline may change a group)
             key, at = due
             group = self._groups.get(key[1])
             if group is None:

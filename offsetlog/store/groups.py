@@ -36,6 +36,22 @@ GROUP_TIMER_INTERVAL_S = 0.05
 log = logging.getLogger("offsetlog.groups")
 
 
+def _publish_steady(part: PartitionWriter, group_id: str, member_id: str,
+                    result: Result) -> None:
+    """(under ``part.lock``, in the heartbeat's compute) Put ``member_id`` on the partition's
+    steady board if the coordinator has just answered its heartbeat with no error, in a
+    Stable group, with no records and nothing queued before it (its answer goes out at once:
+    ``GroupCommitter.submit_computed``): its next heartbeats and commits are passed there,
+    natively, until the coordinator's next change (offsetlog/log/_native: ``SteadyBoard``)."""
+    if result.records or result.response is None or result.response.error is not None:
+        return
+    if part.queue or part.leader_active or part.async_scheduled:
+        return
+    steady = part.coordinator.steady_member(group_id, member_id)
+    if steady is not None:
+        part.steady.publish(group_id, member_id, *steady)
+
+
 class Groups(StorePart):
     """The store's part for the group protocol: each log partition's coordinator is driven
     from here, under that partition's lock, and its records go through the store's
@@ -85,9 +101,14 @@ class Groups(StorePart):
 
     def heartbeat(self, group_id: str, *, member_id: str, generation_id: int,
                   group_instance_id: str | None) -> Future:
-        return self._group_request(group_id, lambda m, now: m.heartbeat(
-            group_id, member_id=member_id, generation_id=generation_id,
-            group_instance_id=group_instance_id, now_ms=now))
+        part = self._part_of(group_id)
+
+        def call(m: Migration, now: int) -> Result:
+            result = m.heartbeat(group_id, member_id=member_id, generation_id=generation_id,
+                                 group_instance_id=group_instance_id, now_ms=now)
+            _publish_steady(part, group_id, member_id, result)
+            return result
+        return self._group_request(group_id, call)
 
     def leave_group(self, group_id: str, *, member_id: str,
                     members: Iterable[MemberIdentity] | None) -> Future:

@@ -98,6 +98,8 @@ class OffsetStore(GroupAndTransactionCalls):
             part.coordinator = GroupCoordinator(_group_config or GroupConfig())
             for group_id, value in sorted(part.table.group_metadata.items()):
                 part.coordinator.load(group_id, value, now_ms=now)
+            # (the wire's steady members' heartbeats and commits pass there: store/groups.py)
+            part.coordinator.steady = part.steady
         core = StoreCore(path, config, _parts, self._writer, self._check_open)
         self._groups = Groups(core)
         self.consumer_groups = self._groups.consumer  # KIP-848 (store/consumer_groups.py)
