@@ -114,10 +114,12 @@ impl<'a, 'py> Check<'a, 'py> {
             Check::Callable(c) => c.call0().map(drop),
             Check::Standalone(route) => route.check(py),
             Check::Member { part, group, member, now } => {
-                let board = part.borrow().steady.clone_ref(py);
-                if board.borrow_mut(py).check(group.to_str()?, member.member_id,
-                                              member.generation, member.instance, *now) {
-                    return Ok(());
+                let board = part.borrow().steady.as_ref().map(|b| b.clone_ref(py));
+                if let Some(board) = board {
+                    if board.get().check(group.to_str()?, member.member_id, member.generation,
+                                         member.instance, *now) {
+                        return Ok(());
+                    }
                 }
                 route::fencing(part, group, member, *now)?.call0().map(drop)
             }

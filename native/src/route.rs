@@ -23,6 +23,7 @@ use crate::async_commit;
 use crate::commits;
 use crate::lone;
 use crate::state::PartitionState;
+use crate::steady::{self, SteadyBoards};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Route>()?;
@@ -131,8 +132,9 @@ pub struct RouterState {
     /// record keys shared by commits of one key (`records.offset_commit_fields`)
     #[pyo3(get, name = "_keys")]
     keys: Py<PyDict>,
-    /// the store is closed: no call is taken here (the Python path raises)
-    #[pyo3(get, set)]
+    /// the store is closed: no call is taken here (the Python path raises), and no steady
+    /// board passes anything (`closed`'s setter tells them)
+    #[pyo3(get)]
     closed: bool,
     writer: Option<Py<PyAny>>,
     clock: Option<Py<PyAny>>,
@@ -141,6 +143,8 @@ pub struct RouterState {
     limits: commits::PlainLimits,
     max_call_bytes: usize,
     yield_at: i64,
+    /// the store's steady boards (`_set_steady`)
+    steady: Option<steady::Shared>,
 }
 
 /// The usual call's route, record fields, their size bound and time
@@ -161,7 +165,7 @@ impl RouterState {
         RouterState { routes: PyDict::new(py).unbind(), keys: PyDict::new(py).unbind(),
                       closed: false, writer: None, clock: None, native_clock: false,
                       limits: commits::PlainLimits::default(py), max_call_bytes: 0,
-                      yield_at: 1 }
+                      yield_at: 1, steady: None }
     }
 
     /// (a cycle through the writer or a user's clock must stay collectable)
@@ -195,6 +199,22 @@ impl RouterState {
         self.limits = commits::PlainLimits { keys_max, bound_per_offset, tp_type, oam_type };
         self.yield_at = yield_at.max(1);
         Ok(())
+    }
+
+    #[setter]
+    fn set_closed(&mut self, closed: bool) {
+        self.closed = closed;
+        if let Some(steady) = &self.steady {
+            steady::lock(steady).closed = closed;
+        }
+    }
+
+    /// The store's steady boards (`steady::SteadyBoards`), which the wire's steady members'
+    /// Heartbeats are checked against.
+    fn _set_steady(&mut self, boards: &Bound<'_, SteadyBoards>) {
+        let shared = boards.get().shared.clone();
+        steady::lock(&shared).closed = self.closed;
+        self.steady = Some(shared);
     }
 
     /// `OffsetStore.commit_sync`'s usual call (see the module), committed: True. Any other
@@ -394,48 +414,43 @@ pub(crate) fn fencing<'py>(part: &Bound<'py, PartitionState>, group: &Bound<'py,
                             now))
 }
 
-/// The wire's Heartbeat of `member` in `group`, answered with no error if the group's
-/// steady board (`steady`) passes it, under the partition's lock: true, and the heartbeat
-/// stamped for the coordinator. False, with nothing done, for any other (the Python path
-/// answers it): a closed store, a group name the store refuses, a clock of another type, a
-/// member the board does not hold as it is named. (A group not routed lately is routed here,
-/// as a commit routes it: `CommitRouter.route` checks its name and caches its route.)
-pub(crate) fn steady_heartbeat(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
-                               member: &Member<'_>) -> PyResult<bool> {
+/// The wire's Heartbeat of `member` in `group` at the store's clock's time, answered with no
+/// error if the store's steady boards (`steady`) pass it: true, and the heartbeat stamped for
+/// the coordinator. False, with nothing done, for any other (the Python path answers it): a
+/// closed store, a clock that is not a number, a member the boards do not hold as it is
+/// named. (The request loop passes a steady member's Heartbeat without the GIL where the
+/// clock is `clock_ms`: `steady_now`; this is the way with any other clock.)
+pub(crate) fn steady_heartbeat(slf: &Bound<'_, RouterState>, group: &str, member: &Member<'_>)
+                               -> PyResult<bool> {
     let py = slf.py();
-    let route = match cached_route(slf, group)? {
-        Some(route) => route,
-        None if slf.borrow().closed => return Ok(false),
-        None => match slf.call_method1(intern!(py, "route"), (group,)) {
-            Ok(route) => match route.cast_into::<Route>() {
-                Ok(route) => route,
-                Err(_) => return Ok(false),
-            },
-            Err(_) => return Ok(false), // (a name it refuses: the Python path's answer)
-        },
-    };
-    let now = {
+    let (steady, now) = {
         let s = slf.borrow();
-        match (&s.clock, s.native_clock) {
+        let Some(steady) = s.steady.clone() else { return Ok(false) };
+        let now = match (&s.clock, s.native_clock) {
             (_, true) => now_ms(),
             (Some(clock), false) => match clock.bind(py).call0()?.extract::<i64>() {
                 Ok(now) => now,
                 Err(_) => return Ok(false),
             },
             (None, false) => return Ok(false),
-        }
+        };
+        (steady, now)
     };
-    let part = route.get().part.bind(py);
-    let (acquire, release, board) = {
-        let p = part.borrow();
-        (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py),
-         p.steady.clone_ref(py).into_bound(py))
-    };
-    acquire.call0()?;
-    let passed = board.borrow_mut().check(group.to_str()?, member.member_id, member.generation,
-                                          member.instance, now);
-    release.call0()?;
+    let passed = steady::lock(&steady).check(group, member.member_id, member.generation,
+                                             member.instance, now);
     Ok(passed)
+}
+
+/// The store's steady boards, if its clock is `clock_ms` (read without the GIL): what the
+/// request loop checks a Heartbeat against without the GIL (`steady_now` has the time).
+pub(crate) fn steady_without_gil(slf: &Bound<'_, RouterState>) -> Option<steady::Shared> {
+    let s = slf.borrow();
+    if s.native_clock { s.steady.clone() } else { None }
+}
+
+/// The time by `clock_ms` (for `steady_without_gil`'s boards).
+pub(crate) fn steady_now() -> i64 {
+    now_ms()
 }
 
 /// The usual call, committed by the lone commit (which waits for it to be durable) under

@@ -133,10 +133,10 @@ pub struct PartitionState {
     /// `commit_async` calls ever queued here (when to step aside: `async_commit`)
     #[pyo3(get, set)]
     pub async_calls: i64,
-    /// the partition's classic groups' steady members (`steady`), the coordinator's to
-    /// publish and clear
-    #[pyo3(get)]
-    pub steady: Py<SteadyBoard>,
+    /// the partition's steady board (`steady`: its classic groups' steady members), the
+    /// coordinator's to publish on and clear; None until the store's router sets it
+    #[pyo3(get, set)]
+    pub steady: Option<Py<SteadyBoard>>,
 }
 
 #[pymethods]
@@ -155,7 +155,7 @@ impl PartitionState {
                             table: py.None(), leader_active: false, async_scheduled: false,
                             exclusive_waiting: 0, idle_waiters: 0, open_run: py.None(),
                             async_calls: 0,
-                            steady: Py::new(py, SteadyBoard::default())? })
+                            steady: None })
     }
 }
 

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::route::{self, RouterState};
+use crate::steady;
 use crate::wire_codec::{self, OffsetCommit};
 use crate::wire_fetch;
 use crate::write::os_error;
@@ -176,6 +177,8 @@ enum Read {
 fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bound<'_, PyAny>,
                     hot: bool, router: Option<Bound<'_, RouterState>>,
                     topics: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+    // (the steady boards a Heartbeat is checked against without the GIL, when hot)
+    let steady = if hot { router.as_ref().and_then(route::steady_without_gil) } else { None };
     let plain = router.zip(topics);
     let idle = Duration::from_millis(u64::try_from(idle_ms).map_err(|_| PyValueError::new_err("idle_ms < 0"))?);
     let mut buf: Vec<u8> = Vec::with_capacity(RECV_SIZE);
@@ -197,11 +200,21 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
                 match whole_frame(&buf[start..], limit) {
                     Frame::Whole(end) => {
                         // (an OffsetCommit is decoded here, off the GIL)
-                        let commit = if hot {
-                            wire_codec::decode_offset_commit(&buf[start + 4..start + end])
-                        } else {
+                        let frame = &buf[start + 4..start + end];
+                        let commit = if hot { wire_codec::decode_offset_commit(frame) } else {
                             None
                         };
+                        if commit.is_none() {
+                            // a steady member's Heartbeat: answered here, off the GIL too
+                            if let Some(answer) = steady.as_ref().and_then(|s| steady_answer(s, frame)) {
+                                start += end;
+                                if !send_all(fd, &answer, idle)? {
+                                    return Ok(Step::Stop("closed"));
+                                }
+                                last_active = Instant::now();
+                                continue;
+                            }
+                        }
                         return Ok(Step::Frame(end, commit));
                     }
                     Frame::BadSize(size) => return Ok(Step::BadSize(size)),
@@ -242,6 +255,18 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
             return Ok("closed".into());
         }
     }
+}
+
+/// The answer to `frame` if it is a Heartbeat that `steady` passes (`steady::Boards::check`,
+/// at `clock_ms`'s time), else None.
+fn steady_answer(steady: &steady::Shared, frame: &[u8]) -> Option<Vec<u8>> {
+    let h = wire_codec::decode_heartbeat(frame)?;
+    let passed = steady::lock(steady).check(&h.group_id, &h.member_id, h.generation,
+                                            h.group_instance_id.as_deref(), route::steady_now());
+    if !passed {
+        return None;
+    }
+    wire_codec::encode_heartbeat_response(h.correlation_id, h.version, 0).ok()
 }
 
 enum Step {
@@ -304,7 +329,7 @@ fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<
                 // a steady member's: answered with no Python call (`steady`)
                 let member = route::Member { generation: h.generation, member_id: &h.member_id,
                                              instance: h.group_instance_id.as_deref() };
-                if route::steady_heartbeat(router, &PyString::new(py, &h.group_id), &member)? {
+                if route::steady_heartbeat(router, &h.group_id, &member)? {
                     return wire_codec::encode_heartbeat_response(h.correlation_id, h.version, 0)
                         .map(Answer::Bytes)
                         .map_err(PyValueError::new_err);

@@ -50,6 +50,12 @@ class CommitRouter(_native.RouterState):
         # (the call limit is read at open: tests lower it for a store they then open)
         self._setup(writer, clock, records.MAX_CALL_BYTES, records.KEYS_CACHED,
                     records.PLAIN_COMMIT_BOUND, TopicPartition, OffsetAndMetadata, yield_at)
+        # Each partition's steady board (its coordinator publishes on it; the wire's request
+        # loops pass steady members' heartbeats and commits there), all closed with the store.
+        boards = _native.SteadyBoards(len(parts))
+        self._set_steady(boards)
+        for i, part in enumerate(parts):
+            part.steady = boards.partition(i)
 
     def route(self, group_id) -> Route:
         """``group_id``'s route, cached; raises for a bad group id."""

@@ -17,7 +17,7 @@ from offsetlog.server import errors as E
 from offsetlog.server.groups import HeartbeatFields, heartbeat_code
 from offsetlog.server.offsets import NATIVE_ARRAY_CODECS, commit_error_code
 from support.native_loop import native_loop
-from support.wire_raw import call
+from support.wire_raw import call, frame, read_answer
 
 pytestmark = pytest.mark.skipif(not NATIVE_ARRAY_CODECS,
                                 reason="OffsetCommit is decoded by kio here")
@@ -60,11 +60,18 @@ class Conn:
                                                         instance))
 
     def offset_commit(self, version, group_id, generation, member_id, instance, topics):
+        """(``Connection.offset_commit``'s answer: None, every partition committed, or each
+        topic's partitions with their codes)"""
         self.python_commits += 1
-        self.store.commit_sync(group_id, {
-            TopicPartition(name, p): offset for name, parts in topics
-            for p, offset, _epoch, _metadata in parts}, generation_id=generation,
-            member_id=member_id, group_instance_id=instance)
+        try:
+            self.store.commit_sync(group_id, {
+                TopicPartition(name, p): offset for name, parts in topics
+                for p, offset, _epoch, _metadata in parts}, generation_id=generation,
+                member_id=member_id, group_instance_id=instance)
+        except Exception as e:
+            code = commit_error_code(self.ctx, version, group_id, e)
+            return [(name, [(p[0], code) for p in parts]) for name, parts in topics]
+        return None
 
     def commit_error(self, version, group_id, error):
         return commit_error_code(self.ctx, version, group_id, error)
@@ -73,17 +80,30 @@ class Conn:
         raise AssertionError("only Heartbeat and OffsetCommit are sent here")
 
 
-@pytest.fixture
-def loop(tmp_path):
+def _loop(tmp_path, manual: bool):
     clock = Clock()
-    store = OffsetStore.open(tmp_path / "store", clock=clock, group_config=GroupConfig(
-        initial_rebalance_delay_ms=0))
+    store = OffsetStore.open(tmp_path / "store", clock=clock if manual else None,
+                             group_config=GroupConfig(initial_rebalance_delay_ms=0))
     conn = Conn(store)
     try:
         with native_loop(store, conn, Topics()) as sock:
             yield store, conn, sock, clock
     finally:
         store.close()
+
+
+@pytest.fixture
+def loop(tmp_path):
+    """The loop, and the store's clock: a manual one, which the loop calls (with the GIL)."""
+    yield from _loop(tmp_path, manual=True)
+
+
+@pytest.fixture(params=["manual clock", "system clock"])
+def any_loop(tmp_path, request):
+    """Either clock: with the system's (``clock_ms``), the loop passes a Heartbeat without
+    the GIL, in the step that read it; with a manual one, once it has the GIL. (The clock
+    the tests move is only the store's with the manual one.)"""
+    yield from _loop(tmp_path, manual=request.param == "manual clock")
 
 
 def _heartbeat(sock, group, generation, member, instance=None, version=4) -> int:
@@ -128,8 +148,8 @@ def _group() -> str:
 
 
 @pytest.mark.parametrize("version", range(5))
-def test_a_steady_members_heartbeats_take_no_python_call(loop, version):
-    store, conn, sock, clock = loop
+def test_a_steady_members_heartbeats_take_no_python_call(any_loop, version):
+    store, conn, sock, clock = any_loop
     group = _group()
     instance = "i-1" if version >= 3 else None
     member, generation = _stable(store, group, instance)
@@ -179,8 +199,8 @@ def test_a_lapsed_session_is_the_coordinators_to_answer(loop):
     assert store.describe_group(group).members == ()
 
 
-def test_a_rebalance_takes_the_members_off_the_board(loop):
-    store, conn, sock, clock = loop
+def test_a_rebalance_takes_the_members_off_the_board(any_loop):
+    store, conn, sock, clock = any_loop
     group = _group()
     member, generation = _stable(store, group)
     assert _heartbeat(sock, group, generation, member) == 0
@@ -197,8 +217,8 @@ def test_a_rebalance_takes_the_members_off_the_board(loop):
 
 
 @pytest.mark.parametrize("case", ["generation", "member", "instance", "not static"])
-def test_what_the_board_does_not_hold_is_answered_as_the_coordinator_answers(loop, case):
-    store, conn, sock, clock = loop
+def test_what_the_board_does_not_hold_is_answered_as_the_coordinator_answers(any_loop, case):
+    store, conn, sock, clock = any_loop
     group = _group()
     member, generation = _stable(store, group, "i-1")
     assert _heartbeat(sock, group, generation, member, "i-1") == 0
@@ -236,8 +256,8 @@ def test_a_steady_members_commits_count_as_its_heartbeats(loop):
     assert store.committed(group, TopicPartition("orders", 0)).offset == 9
 
 
-def test_a_static_members_new_process_fences_the_old_one(loop):
-    store, conn, sock, clock = loop
+def test_a_static_members_new_process_fences_the_old_one(any_loop):
+    store, conn, sock, clock = any_loop
     group = _group()
     old, generation = _stable(store, group, "i-1")
     assert _heartbeat(sock, group, generation, old, "i-1") == 0
@@ -274,3 +294,32 @@ def test_a_deadline_that_changes_the_group_takes_its_members_off_the_board(loop)
     store.poll_groups()
     assert len(_board(store, group)) == 0
     assert _heartbeat(sock, group, a.generation_id, a.member_id) == REBALANCE_IN_PROGRESS
+
+
+@pytest.mark.parametrize("manual", [False, True], ids=["system clock", "manual clock"])
+def test_with_the_system_clock_a_steady_heartbeat_needs_no_gil(tmp_path, manual):
+    """The client waits for the answer in a C call made holding the GIL (``ctypes.PyDLL``):
+    it comes only if the loop answered without the GIL (with the system's clock; a manual
+    clock is a Python call, and the answer waits until the GIL is let go)."""
+    import ctypes
+    import select
+
+    libc = ctypes.PyDLL(None)  # (a PyDLL's calls hold the GIL)
+    libc.poll.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int]
+
+    class PollFd(ctypes.Structure):
+        _fields_ = [("fd", ctypes.c_int), ("events", ctypes.c_short),
+                    ("revents", ctypes.c_short)]
+
+    for store, conn, sock, _ in _loop(tmp_path, manual):
+        group = _group()
+        member, generation = _stable(store, group)
+        assert _heartbeat(sock, group, generation, member) == 0  # (on the board now)
+        sock.sendall(frame(12, 4, group_id=group, generation_id=generation, member_id=member,
+                           group_instance_id=None))
+        fd = PollFd(sock.fileno(), select.POLLIN, 0)
+        answered = libc.poll(ctypes.byref(fd), 1, 2_000)
+        assert answered == (0 if manual else 1)
+        _, body = read_answer(sock, 12, 4)
+        assert body.error_code == 0
+        assert conn.python_heartbeats == 1
