@@ -99,6 +99,10 @@ def _raise(error: Exception | None) -> None:
         raise error
 
 
+#: a generation the steady board can hold (Kafka's is an int32)
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
 def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id: str,
             group_instance_id: str | None, now_ms: int, transactional: bool = False) -> Check:
     """The group coordinator's check of a member's commit (Kafka's order of checks; see
@@ -116,8 +120,14 @@ def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id:
     standalone = generation_id == -1 and not member_id and group_instance_id is None
 
     consumer = part.consumer_coordinator
+    # a steady member (the coordinator published it: ``_native.SteadyBoard``) passes there,
+    # its commit counted as its heartbeat, with no call into the coordinator
+    steady = part.steady if _I32_MIN <= generation_id <= _I32_MAX else None
 
     def check() -> None:
+        if steady is not None and steady.check(group_id, member_id, generation_id,
+                                               group_instance_id, now_ms):
+            return
         if consumer is not None and group_id in consumer.groups:
             # a KIP-848 group: the member and its epoch (generation_id carries it, as
             # OffsetCommit's generation_id_or_member_epoch does), checked in this same hold

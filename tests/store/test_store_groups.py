@@ -217,3 +217,31 @@ def test_a_non_consumer_group_with_members_refuses_offset_deletes(store_dir, clo
         with pytest.raises(NonEmptyGroupError):
             s.delete_offsets("conn", [TP0])
         assert s.committed("conn", TP0).offset == 1
+
+
+def test_a_steady_members_commits_pass_the_steady_board(store_dir, clock, monkeypatch):
+    """Once the coordinator answered a member's heartbeat (Stable, nothing queued), the
+    member's commits are passed by its partition's steady board with no call into the
+    coordinator, and counted as its heartbeats; a commit the board does not hold as it is
+    named is the coordinator's to check."""
+    with open_store(store_dir, clock) as s:
+        gen, (m1,) = form_group(s, clock)
+        coordinator = s._groups._part_of("g").coordinator
+        calls = []
+        real = coordinator.validate_offset_commit
+        monkeypatch.setattr(coordinator, "validate_offset_commit",
+                            lambda *a, **kw: calls.append(a) or real(*a, **kw))
+        s.commit_sync("g", {TP0: 1}, generation_id=gen, member_id=m1)
+        assert len(calls) == 1  # (not on the board yet)
+        assert s.heartbeat("g", member_id=m1, generation_id=gen).result(10).error is None
+        for offset in range(2, 10):  # 32 s: three sessions, kept by the commits alone
+            clock.advance(4_000)
+            s.commit_sync("g", {TP0: offset}, generation_id=gen, member_id=m1)
+            s.poll_groups()
+        assert len(calls) == 1
+        assert s.describe_group("g").state == "Stable"
+        assert [m.member_id for m in s.describe_group("g").members] == [m1]
+        with pytest.raises(IllegalGenerationError):
+            s.commit_sync("g", {TP0: 10}, generation_id=gen + 1, member_id=m1)
+        assert len(calls) == 2
+        assert s.committed("g", TP0).offset == 9
