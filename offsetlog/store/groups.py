@@ -101,12 +101,10 @@ class Groups(StorePart):
 
     def heartbeat(self, group_id: str, *, member_id: str, generation_id: int,
                   group_instance_id: str | None) -> Future:
-        part = self._part_of(group_id)
-
         def call(m: Migration, now: int) -> Result:
             result = m.heartbeat(group_id, member_id=member_id, generation_id=generation_id,
                                  group_instance_id=group_instance_id, now_ms=now)
-            _publish_steady(part, group_id, member_id, result)
+            _publish_steady(self._part_of(group_id), group_id, member_id, result)
             return result
         return self._group_request(group_id, call)
 
