@@ -393,6 +393,8 @@ def _request(sock: socket.socket, api_key: int, version: int, body: dict):
     from kio.index import load_request_schema, load_response_schema
     from kio.serial import entity_reader, entity_writer
 
+    from offsetlog.bench.wire_floors import exactly
+
     schema = load_request_schema(api_key, version)
     header = schema.__header_schema__
     buf = io.BytesIO()
@@ -400,21 +402,11 @@ def _request(sock: socket.socket, api_key: int, version: int, body: dict):
                                       correlation_id=1, client_id="offsetlog-probe"))
     entity_writer(schema)(buf, schema(**body))
     sock.sendall(struct.pack(">i", buf.tell()) + buf.getvalue())
-    size = struct.unpack(">i", _exactly(sock, 4))[0]
-    data = _exactly(sock, size)
+    size = struct.unpack(">i", exactly(sock, 4))[0]
+    data = exactly(sock, size)
     answer = load_response_schema(api_key, version)
     _, at = entity_reader(answer.__header_schema__)(data, 0)
     return entity_reader(answer)(data, at)[0]
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return out
 
 
 def _sasl_plain(sock: socket.socket, user: str, password: str) -> None:

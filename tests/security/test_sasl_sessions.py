@@ -15,10 +15,11 @@ import pytest
 from kafka.net.sasl.scram import ScramClient
 
 from offsetlog.bench.kafka_broker import KafkaBroker, KafkaUnavailable, check_available
+from offsetlog.bench.wire_floors import exactly
 from support.kafka_broker import _unavailable
 from support.kafka_diff import diff, normalise
 from support.sasl_raw import scram_login
-from support.wire_raw import _exactly, call
+from support.wire_raw import call
 from support.wire_server import Server
 
 from .conftest import add_users
@@ -68,7 +69,7 @@ def metadata(sock):
 
 def raw(sock, token: bytes) -> bytes:
     sock.sendall(struct.pack(">i", len(token)) + token)
-    return _exactly(sock, struct.unpack(">i", _exactly(sock, 4))[0])
+    return exactly(sock, struct.unpack(">i", exactly(sock, 4))[0])
 
 
 def same(answers: dict) -> None:

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
+from offsetlog.bench.wire_floors import exactly
 from offsetlog.server.config import ServerConfig
 from offsetlog.server.connection import Connection
 from offsetlog.server.context import Context
@@ -22,7 +23,7 @@ from offsetlog.server.offsets import NATIVE_ARRAY_CODECS
 from offsetlog.server.sasl import Session
 from offsetlog.server.security_config import Listener, SecurityConfig
 from support.native_loop import native_loop
-from support.wire_raw import _exactly, frame
+from support.wire_raw import frame
 
 pytestmark = pytest.mark.skipif(not NATIVE_ARRAY_CODECS,
                                 reason="OffsetFetch is decoded by kio here")
@@ -88,8 +89,8 @@ def loop(tmp_path, seeded_random):
 def _exchange(sock, data: bytes) -> bytes:
     """The answer's bytes (its length prefix included) to the frame ``data``."""
     sock.sendall(data)
-    size = struct.unpack(">i", _exactly(sock, 4))[0]
-    return struct.pack(">i", size) + _exactly(sock, size)
+    size = struct.unpack(">i", exactly(sock, 4))[0]
+    return struct.pack(">i", size) + exactly(sock, size)
 
 
 def _fetch(version: int, groups, stable: bool = False, correlation_id: int = 1) -> bytes:

@@ -10,6 +10,7 @@ import struct
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from offsetlog.bench.wire_floors import exactly
 from offsetlog.server.codec import build
 
 
@@ -27,22 +28,12 @@ def frame(api_key: int, version: int, correlation_id: int = 1, **body) -> bytes:
 
 def read_answer(sock: socket.socket, api_key: int, version: int):
     """(correlation id, response) of the next answer."""
-    size = struct.unpack(">i", _exactly(sock, 4))[0]
-    data = _exactly(sock, size)
+    size = struct.unpack(">i", exactly(sock, 4))[0]
+    data = exactly(sock, size)
     schema = load_response_schema(api_key, version)
     header, at = entity_reader(schema.__header_schema__)(data, 0)
     body, _ = entity_reader(schema)(data, at)
     return header.correlation_id, body
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return out
 
 
 def call(sock: socket.socket, api_key: int, version: int, **body):
