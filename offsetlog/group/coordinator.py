@@ -66,7 +66,7 @@ from offsetlog.group.fencing import (
 )
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member
-from offsetlog.group.rebalance import TIMER_PENDING, TIMER_SESSION, JoinRequest, RebalanceEngine
+from offsetlog.group.rebalance import JoinRequest, RebalanceEngine
 from offsetlog.group.responses import (
     GroupDescription,
     HeartbeatResponse,
@@ -86,6 +86,7 @@ from offsetlog.group.state import (
     STABLE,
     check_transition,
 )
+from offsetlog.group.timers import TIMER_PENDING, TIMER_SESSION
 from offsetlog.log.records import (
     GROUP_METADATA,
     OFFSET_COMMIT,

@@ -41,11 +41,9 @@ from offsetlog.group.state import (
     can_rebalance,
     check_transition,
 )
-from offsetlog.group.timers import TimerQueue
+from offsetlog.group.steady import steady_member, take_stamps
+from offsetlog.group.timers import TIMER_JOIN, TIMER_PENDING, TIMER_SESSION, TIMER_SYNC, TimerQueue
 from offsetlog.log.records import group_metadata as group_metadata_record
-
-# timer keys: (kind, group_id[, member_id])
-TIMER_JOIN, TIMER_SYNC, TIMER_SESSION, TIMER_PENDING = "join", "sync", "session", "pending"
 
 
 @dataclass(frozen=True)
@@ -88,8 +86,7 @@ class RebalanceEngine:
             raise TypeError(f"now_ms must be an int (epoch ms), not {now_ms!r}")
         if self._now is None or now_ms > self._now:
             self._now = now_ms
-        if self.steady is not None:
-            self._take_steady(keep_steady)
+        self._take_steady(keep_steady)
         return self._now
 
     def _begin(self, now_ms: int, *, request: bool = True,
@@ -104,34 +101,16 @@ class RebalanceEngine:
         return out, now
 
     def _take_steady(self, keep: bool) -> None:
-        """Count the steady board's stamps as the heartbeats they were, each at its own time
-        (a member whose session is suspended, or who is gone, is left as it is), and forget
-        the board's members unless ``keep``."""
-        stamps = self.steady.take(keep)
-        if stamps is None:
-            return
-        for group_id, member_id, at in stamps:
-            key = (TIMER_SESSION, group_id, member_id)
-            deadline = self._timers.deadline(key)
-            group = self._groups.get(group_id)
-            member = group.members.get(member_id) if group is not None else None
-            if deadline is not None and member is not None:
-                self._timers.schedule(key, max(deadline, at + member.session_timeout_ms))
+        """(``steady.take_stamps``) The board's stamps counted; its members forgotten unless
+        ``keep``."""
+        if self.steady is not None:
+            take_stamps(self.steady, self._groups, self._timers, keep)
 
     def steady_member(self, group_id: str, member_id: str
                       ) -> tuple[int, str | None, int, int] | None:
-        """``(generation, group_instance_id, session_timeout_ms, session deadline)`` of
-        ``member_id`` if its group is Stable and its session runs (what the steady board is
-        told), else None."""
-        group = self._groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if member is None or group.state is not STABLE:
-            return None
-        deadline = self._timers.deadline((TIMER_SESSION, group_id, member_id))
-        if deadline is None:
-            return None
-        return (group.generation, member.group_instance_id, member.session_timeout_ms,
-                deadline)
+        """What the steady board is told of ``member_id`` (``steady.steady_member``), or None:
+        not a Stable group's member with its session running."""
+        return steady_member(self._groups, self._timers, group_id, member_id)
 
     @staticmethod
     def _record(out: Result, group_id: str, value: dict | None) -> None:
@@ -511,8 +490,7 @@ class RebalanceEngine:
         group = self._groups.get(group_id)
         if group is None:
             return None
-        if self.steady is not None:
-            self._take_steady(False)  # (called outside this coordinator's requests)
+        self._take_steady(False)  # (called outside this coordinator's requests)
         rejoin = RebalanceInProgressError(
             f"group {group_id!r} is becoming a consumer group; rejoin")
         for member in group.members.values():
@@ -537,8 +515,7 @@ class RebalanceEngine:
 
     def _fire_due(self, now: int, out: Result) -> None:
         while (due := self._timers.pop_due(now)) is not None:
-            if self.steady is not None:
-                self._take_steady(False)  # (a deadline may change a group)
+            self._take_steady(False)  # (a deadline may change a group)
             key, at = due
             group = self._groups.get(key[1])
             if group is None:

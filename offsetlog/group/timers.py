@@ -19,6 +19,10 @@ import heapq
 import itertools
 from collections.abc import Hashable
 
+#: the kinds of the group coordinator's timers, whose keys are ``(kind, group_id[, member_id])``
+#: (``offsetlog.group.rebalance`` says what each is)
+TIMER_JOIN, TIMER_SYNC, TIMER_SESSION, TIMER_PENDING = "join", "sync", "session", "pending"
+
 
 class TimerQueue:
     def __init__(self) -> None:
