@@ -38,7 +38,7 @@ pub fn clock_ms() -> i64 {
     now_ms()
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
         Ok(d) => d.as_millis() as i64,
         // (a clock set before 1970: floor division, as time.time_ns() // 1_000_000 has it)
@@ -328,16 +328,21 @@ fn entry<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>, look_
         None => return Ok(None),
     };
     let Ok(route) = route.cast_into::<Route>() else { return Ok(None) };
-    let (now, stamp) = if native_clock {
-        let now = now_ms();
-        (now, PyInt::new(py, now).into_any())
-    } else {
-        let stamp = clock.call0()?;
-        // (a clock of another type: the Python path's, which reads the clock again)
-        let Ok(now) = stamp.extract::<i64>() else { return Ok(None) };
-        (now, stamp)
-    };
+    let Some((now, stamp)) = read_clock(&clock, native_clock)? else { return Ok(None) };
     Ok(Some(Entry { route, now, stamp, keys, max_call_bytes }))
+}
+
+/// The store's clock read: the time and the object it gave (an int made here for
+/// `clock_ms`, `native`, read without a call), or None for a clock of another type (the
+/// Python path's, which reads the clock again).
+fn read_clock<'py>(clock: &Bound<'py, PyAny>, native: bool)
+                   -> PyResult<Option<(i64, Bound<'py, PyAny>)>> {
+    if native {
+        let now = now_ms();
+        return Ok(Some((now, PyInt::new(clock.py(), now).into_any())));
+    }
+    let stamp = clock.call0()?;
+    Ok(stamp.extract::<i64>().ok().map(|now| (now, stamp)))
 }
 
 /// The cached route of `group` on an open store, or None: a group the store has not routed
@@ -419,38 +424,27 @@ pub(crate) fn fencing<'py>(part: &Bound<'py, PartitionState>, group: &Bound<'py,
 /// the coordinator. False, with nothing done, for any other (the Python path answers it): a
 /// closed store, a clock that is not a number, a member the boards do not hold as it is
 /// named. (The request loop passes a steady member's Heartbeat without the GIL where the
-/// clock is `clock_ms`: `steady_now`; this is the way with any other clock.)
+/// clock is `clock_ms`: `steady_without_gil`; this is the way with any other clock.)
 pub(crate) fn steady_heartbeat(slf: &Bound<'_, RouterState>, group: &str, member: &Member<'_>)
                                -> PyResult<bool> {
     let py = slf.py();
-    let (steady, now) = {
+    let (steady, clock, native_clock) = {
         let s = slf.borrow();
         let Some(steady) = s.steady.clone() else { return Ok(false) };
-        let now = match (&s.clock, s.native_clock) {
-            (_, true) => now_ms(),
-            (Some(clock), false) => match clock.bind(py).call0()?.extract::<i64>() {
-                Ok(now) => now,
-                Err(_) => return Ok(false),
-            },
-            (None, false) => return Ok(false),
-        };
-        (steady, now)
+        let Some(clock) = &s.clock else { return Ok(false) };
+        (steady, clock.clone_ref(py).into_bound(py), s.native_clock)
     };
+    let Some((now, _)) = read_clock(&clock, native_clock)? else { return Ok(false) };
     let passed = steady::lock(&steady).check(group, member.member_id, member.generation,
                                              member.instance, now);
     Ok(passed)
 }
 
 /// The store's steady boards, if its clock is `clock_ms` (read without the GIL): what the
-/// request loop checks a Heartbeat against without the GIL (`steady_now` has the time).
+/// request loop checks a Heartbeat against without the GIL, at `now_ms()`.
 pub(crate) fn steady_without_gil(slf: &Bound<'_, RouterState>) -> Option<steady::Shared> {
     let s = slf.borrow();
     if s.native_clock { s.steady.clone() } else { None }
-}
-
-/// The time by `clock_ms` (for `steady_without_gil`'s boards).
-pub(crate) fn steady_now() -> i64 {
-    now_ms()
 }
 
 /// The usual call, committed by the lone commit (which waits for it to be durable) under

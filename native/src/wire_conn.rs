@@ -237,7 +237,7 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
             Step::Stop(why) => return Ok(why.into()),
         };
         let answer = handle(py, conn, &buf[start + 4..start + end], commit, hot,
-                            plain.as_ref())?;
+                            steady.is_some(), plain.as_ref())?;
         start += end;
         if start == buf.len() {
             buf.clear();
@@ -262,7 +262,7 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
 fn steady_answer(steady: &steady::Shared, frame: &[u8]) -> Option<Vec<u8>> {
     let h = wire_codec::decode_heartbeat(frame)?;
     let passed = steady::lock(steady).check(&h.group_id, &h.member_id, h.generation,
-                                            h.group_instance_id.as_deref(), route::steady_now());
+                                            h.group_instance_id.as_deref(), route::now_ms());
     if !passed {
         return None;
     }
@@ -305,8 +305,10 @@ enum Answer {
 /// The store's commit entry and the server's topics, for plain commits
 type Plain<'py> = (Bound<'py, RouterState>, Bound<'py, PyAny>);
 
+/// One frame's answer, with the GIL (`steady_checked`: a Heartbeat was already checked
+/// against the steady boards, without it, when the frame was read).
 fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<OffsetCommit>,
-          hot: bool, plain: Option<&Plain<'_>>) -> PyResult<Answer> {
+          hot: bool, steady_checked: bool, plain: Option<&Plain<'_>>) -> PyResult<Answer> {
     if hot {
         if let Some(commit) = commit {
             if let Some(plain) = plain {
@@ -325,7 +327,8 @@ fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<
             }
         }
         if let Some(h) = wire_codec::decode_heartbeat(frame) {
-            if let Some((router, _)) = plain {
+            // (not again if it was checked without the GIL)
+            if let Some((router, _)) = plain.filter(|_| !steady_checked) {
                 // a steady member's: answered with no Python call (`steady`)
                 let member = route::Member { generation: h.generation, member_id: &h.member_id,
                                              instance: h.group_instance_id.as_deref() };
