@@ -175,6 +175,12 @@ class PartitionWriter(_native.PartitionState):
         #: its consumer-protocol (KIP-848) coordinator, likewise (store/consumer_groups.py)
         self.consumer_coordinator = None
 
+    def nothing_pending(self) -> bool:
+        """(``lock`` held) Nothing queued, no round being written or applied, the async writer
+        not scheduled: a call that returns no records is answered at once
+        (``GroupCommitter.submit_computed``)."""
+        return not (self.queue or self.leader_active or self.async_scheduled)
+
     def wait_idle(self, timeout: float | None = None) -> None:
         """``cond.wait(timeout)``, counted (``lock`` held)."""
         self.idle_waiters += 1

@@ -270,7 +270,7 @@ class GroupCommitter(_native.WriterState):
             item = QueueItem(tuple(records) or None, timestamp)
             item.result = result
             item.on_done = on_done
-            idle = not (part.queue or part.leader_active or part.async_scheduled)
+            idle = part.nothing_pending()
             if item.records is None and idle:
                 item.done = True
             else:

@@ -45,7 +45,7 @@ def _publish_steady(part: PartitionWriter, group_id: str, member_id: str,
     natively, until the coordinator's next change (offsetlog/log/_native: ``SteadyBoard``)."""
     if result.records or result.response is None or result.response.error is not None:
         return
-    if part.queue or part.leader_active or part.async_scheduled:
+    if not part.nothing_pending():
         return
     steady = part.coordinator.steady_member(group_id, member_id)
     if steady is not None:
