@@ -18,8 +18,9 @@ import uuid
 import pytest
 
 from offsetlog import OffsetAndMetadata, TopicPartition
-from offsetlog.bench.kafka_broker import cache_dir, fetch_libs, find_java, free_port
+from offsetlog.bench.kafka_broker import fetch_libs, find_java, free_port
 from offsetlog.cli import main
+from support.kafka_broker import kafka_tools
 from support.stores import open_store
 from support.wire_server import wait_until
 
@@ -266,27 +267,6 @@ def test_sigkill_at_random_points_then_a_rerun_converges(kafka_broker, kafka_top
 
 # -- Kafka's own tool reads the csv export -------------------------------------------------
 
-def _tool_classpath() -> str:
-    """Kafka's jars plus kafka-tools (ConsumerGroupCommand) and its csv reader, fetched with
-    Maven once into the Kafka cache."""
-    libs = fetch_libs()
-    tools = cache_dir() / "tools"
-    if not (tools / "complete").exists():
-        mvn = shutil.which("mvn")
-        if not mvn:
-            pytest.skip("mvn not found: it fetches Kafka's tools jar")
-        tools.mkdir(parents=True, exist_ok=True)
-        jackson = next(libs.glob("jackson-databind-*.jar")).name[len("jackson-databind-"):-4]
-        for artifact in (f"org.apache.kafka:kafka-tools:{libs.parent.name}",
-                         f"com.fasterxml.jackson.dataformat:jackson-dataformat-csv:{jackson}"):
-            r = subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={artifact}",
-                                f"-DoutputDirectory={tools}"], capture_output=True, text=True)
-            if r.returncode != 0:
-                pytest.skip(f"Maven could not fetch {artifact}: {(r.stdout + r.stderr)[-500:]}")
-        (tools / "complete").write_text("ok\n")
-    return f"{libs}/*:{tools}/*"
-
-
 def _produce(broker, topic, partitions, n):
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": broker.bootstrap})
@@ -311,7 +291,7 @@ def test_kafka_reset_offsets_from_file_reads_the_csv_export(kafka_broker, kafka_
     per.mkdir()
     assert main(["export", src, "--group", g1, "--group", g2, "-o", str(both)]) == 0
     assert main(["export", src, "--group", g3, "-o", str(per)]) == 0
-    java, cp = find_java(), _tool_classpath()
+    java, cp = kafka_tools()
     tool = [java, "-cp", cp, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
             "--bootstrap-server", kafka_broker.bootstrap, "--reset-offsets", "--execute"]
     for extra in (["--from-file", str(both), "--group", g1, "--group", g2],

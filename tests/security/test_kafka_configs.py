@@ -13,16 +13,10 @@ import uuid
 
 import pytest
 
-from offsetlog.bench.kafka_broker import (
-    ADMIN,
-    STANDARD_AUTHORIZER,
-    KafkaUnavailable,
-    cache_dir,
-    fetch_libs,
-    find_java,
-)
+from offsetlog.bench.kafka_broker import ADMIN, STANDARD_AUTHORIZER
 from offsetlog.server.scram import make_credential
 from offsetlog.store import OffsetStore
+from support.kafka_broker import kafka_tools
 from support.sasl_raw import SaslFailed, scram_login
 from support.wire_server import Server
 
@@ -58,13 +52,8 @@ def targets(kafka_acl_broker, tmp_path_factory):
 
 
 def kafka_configs(bootstrap: str, props, *args: str) -> str:
-    try:
-        java = find_java()
-        fetch_libs()
-    except KafkaUnavailable as e:
-        pytest.skip(f"Kafka's jars: {e}")
-    home = cache_dir()
-    r = subprocess.run([java, "-cp", f"{home}/libs/*:{home}/tools/*",
+    java, classpath = kafka_tools()
+    r = subprocess.run([java, "-cp", classpath,
                         "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
                         "--command-config", str(props), *args],
                        capture_output=True, text=True, timeout=120)

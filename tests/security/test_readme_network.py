@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from offsetlog.bench.kafka_broker import KafkaUnavailable, cache_dir, fetch_libs, find_java
+from support.kafka_broker import kafka_tools
 from support.layers import REPO
 
 PASSWORDS = {"admin": "admin-Secret-1", "billing": "billing-Secret-2"}
@@ -77,12 +77,7 @@ def users_add_at_a_prompt(argv: list[str], password: str) -> None:
 
 
 def test_the_readme_network_example(tmp_path, certs):
-    try:
-        java = find_java()
-        fetch_libs()
-    except KafkaUnavailable as e:
-        pytest.skip(f"kafka-acls needs Kafka's jars: {e}")
-    home = cache_dir()
+    java, classpath = kafka_tools()
     commands, props = readme_blocks()
     used: set[str] = set()
     subs = {"/var/lib/offsets": str(tmp_path / "offsets"),
@@ -108,7 +103,7 @@ def test_the_readme_network_example(tmp_path, certs):
                 port = int(listening.rsplit(":", 1)[1])
                 subs["HOST:9093"] = f"127.0.0.1:{port}"
             elif argv[0] == "kafka-acls":
-                r = subprocess.run([java, "-cp", f"{home}/libs/*:{home}/tools/*",
+                r = subprocess.run([java, "-cp", classpath,
                                     "org.apache.kafka.tools.AclCommand", *argv[1:]],
                                    capture_output=True, text=True, timeout=120, cwd=tmp_path)
                 assert r.returncode == 0, r.stdout + r.stderr

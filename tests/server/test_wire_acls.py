@@ -15,6 +15,7 @@ import pytest
 from offsetlog import OffsetStore
 from offsetlog.acl import AclBinding
 from offsetlog.server.config import ConfigError, ServerConfig
+from support.kafka_broker import kafka_tools
 from support.wire_raw import call, frame
 from support.wire_server import Server
 
@@ -133,15 +134,8 @@ def test_describe_transactions_of_an_id_not_allowed(tmp_path):
 
 
 def acl_command(server: Server, *args: str) -> str:
-    from offsetlog.bench.kafka_broker import KafkaUnavailable, cache_dir, fetch_libs, find_java
-
-    try:
-        java = find_java()
-        fetch_libs()
-    except KafkaUnavailable as e:
-        pytest.skip(f"Kafka's jars: {e}")
-    home = cache_dir()
-    r = subprocess.run([java, "-cp", f"{home}/libs/*:{home}/tools/*",
+    java, classpath = kafka_tools()
+    r = subprocess.run([java, "-cp", classpath,
                         "org.apache.kafka.tools.AclCommand", "--bootstrap-server",
                         server.bootstrap, *args], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

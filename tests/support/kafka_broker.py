@@ -14,10 +14,19 @@ answers UNKNOWN_TOPIC_OR_PARTITION for topics it lacks; the wire server's ``--to
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 
-from offsetlog.bench.kafka_broker import KafkaBroker, KafkaUnavailable, check_available
+from offsetlog.bench.kafka_broker import (
+    KafkaBroker,
+    KafkaUnavailable,
+    cache_dir,
+    check_available,
+    fetch_libs,
+    find_java,
+)
 
 
 def _unavailable(reason: str):
@@ -99,3 +108,31 @@ def kafka_acl_broker():
         _unavailable(str(e))
     yield broker
     broker.stop()
+
+
+def kafka_tools() -> tuple[str, str]:
+    """``(java, classpath)`` for Kafka's command-line tools (kafka-tools: AclCommand,
+    ConfigCommand, ConsumerGroupCommand, with the csv reader its exports need): the broker's
+    jars and those, fetched with Maven once into the Kafka cache. Without them the test skips
+    (fails under CI), whichever test asks first."""
+    try:
+        java = find_java()
+        libs = fetch_libs()
+    except KafkaUnavailable as e:
+        _unavailable(f"Kafka's jars: {e}")
+    tools = cache_dir() / "tools"
+    if not (tools / "complete").exists():
+        mvn = shutil.which("mvn")
+        if not mvn:
+            _unavailable("mvn not found: it fetches Kafka's tools jar")
+        tools.mkdir(parents=True, exist_ok=True)
+        jackson = next(libs.glob("jackson-databind-*.jar")).name[len("jackson-databind-"):-4]
+        for artifact in (f"org.apache.kafka:kafka-tools:{libs.parent.name}",
+                         f"com.fasterxml.jackson.dataformat:jackson-dataformat-csv:{jackson}"):
+            r = subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={artifact}",
+                                f"-DoutputDirectory={tools}"], capture_output=True, text=True)
+            if r.returncode != 0:
+                _unavailable(f"Maven could not fetch {artifact}: "
+                             f"{(r.stdout + r.stderr)[-500:]}")
+        (tools / "complete").write_text("ok\n")
+    return java, f"{libs}/*:{tools}/*"
