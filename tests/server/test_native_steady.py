@@ -7,6 +7,7 @@ connection's ``heartbeat`` is the real Python path (``groups.heartbeat_code``), 
 
 from __future__ import annotations
 
+import sys
 import uuid
 
 import pytest
@@ -306,6 +307,7 @@ def test_with_the_system_clock_a_steady_heartbeat_needs_no_gil(tmp_path, manual)
 
     libc = ctypes.PyDLL(None)  # (a PyDLL's calls hold the GIL)
     libc.poll.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int]
+    libc.send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int]
 
     class PollFd(ctypes.Structure):
         _fields_ = [("fd", ctypes.c_int), ("events", ctypes.c_short),
@@ -315,10 +317,18 @@ def test_with_the_system_clock_a_steady_heartbeat_needs_no_gil(tmp_path, manual)
         group = _group()
         member, generation = _stable(store, group)
         assert _heartbeat(sock, group, generation, member) == 0  # (on the board now)
-        sock.sendall(frame(12, 4, group_id=group, generation_id=generation, member_id=member,
-                           group_instance_id=None))
+        data = frame(12, 4, group_id=group, generation_id=generation, member_id=member,
+                     group_instance_id=None)
         fd = PollFd(sock.fileno(), select.POLLIN, 0)
-        answered = libc.poll(ctypes.byref(fd), 1, 2_000)
+        # Sent holding the GIL too, and no switch of threads asked for in between: a send
+        # that let the GIL go (socket.sendall) let the loop take it and answer with it
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(60)
+        try:
+            assert libc.send(sock.fileno(), data, len(data), 0) == len(data)
+            answered = libc.poll(ctypes.byref(fd), 1, 2_000)
+        finally:
+            sys.setswitchinterval(switch)
         assert answered == (0 if manual else 1)
         _, body = read_answer(sock, 12, 4)
         assert body.error_code == 0
