@@ -118,6 +118,29 @@ def _member_frames(sock: socket.socket, group: str) -> tuple[bytes, bytes]:
     return beat, commit
 
 
+def _txn_frame(sock: socket.socket, apart_from: str) -> bytes:
+    """Open a transaction (InitProducerId v1, AddOffsetsToTxn v1) for a group of a log
+    partition other than ``apart_from``'s (pending transactional offsets put the plain
+    commits of their partition off the table's fast apply) and return the TxnOffsetCommit
+    (v3) its producer sends, a transactional producer's usual commit, committed once."""
+    from offsetlog.partitioner import partition_for
+    from offsetlog.store.config import StoreConfig
+
+    n = StoreConfig().partitions  # (the served store's: offsets.topic.num.partitions')
+    group = next(g for g in (f"bench-txn-{i}" for i in range(100))
+                 if partition_for(g, n) != partition_for(apart_from, n))
+    init = _call(sock, 22, 1, transactional_id="bench-txn", transaction_timeout=600_000)
+    producer = dict(transactional_id="bench-txn", producer_id=init.producer_id,
+                    producer_epoch=init.producer_epoch)
+    _call(sock, 25, 1, group_id=group, **producer)
+    commit = _frame(28, 3, 4, group_id=group, generation_id=-1, member_id="",
+                    group_instance_id=None, topics=[dict(name=TOPIC, partitions=[dict(
+                        partition_index=0, committed_offset=3000, committed_leader_epoch=-1,
+                        committed_metadata="")])], **producer)
+    _answer(sock, commit, 28, 3)
+    return commit
+
+
 def _recv_answer(sock: socket.socket) -> None:
     size = struct.unpack(">i", exactly(sock, 4))[0]
     exactly(sock, size)
@@ -259,9 +282,10 @@ def latencies_ns(directory: str, *, count: int, warmup: int, rounds: int,
     call that writes nothing) against the same frame to a server that answers at once
     ("echo": ``serve_echo``), OffsetFetch requests for the committed partition ("fetch": a
     read, no write, no group call), that member's own commits ("member": its generation and
-    member id checked by the coordinator), and the commits to the compiled floor
-    ("compiled": ``compiled``, ``compiled_floor``'s binary; left out without it). The
-    member's commits take turns with a simple consumer's ("simple") after the others.
+    member id checked by the coordinator), a transactional producer's TxnOffsetCommits in
+    its open transaction ("txn"), and the commits to the compiled floor ("compiled":
+    ``compiled``, ``compiled_floor``'s binary; left out without it). The member's and the
+    producer's commits take turns with a simple consumer's ("simple") after the others.
 
     They take turns, ``count / rounds`` calls each per round, all three running
     throughout: this disk's fsync time drifts by half from one second to the next, and
@@ -278,12 +302,13 @@ def latencies_ns(directory: str, *, count: int, warmup: int, rounds: int,
     socks = []
     try:
         for port in (server.port, floor.port, python_floor.port, server.port, echo.port,
-                     server.port) + ((native.port,) if native else ()):
+                     server.port, server.port) + ((native.port,) if native else ()):
             sock = socket.create_connection(("127.0.0.1", port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             socks.append(sock)
         frame = _commit_frame("bench-latency", 0, 1000, 1)
         beat, member_commit = _member_frames(socks[3], "bench-member")
+        txn_commit = _txn_frame(socks[6], "bench-latency")
         fetch = _frame(9, 6, 2, group_id="bench-latency", require_stable=False,
                        topics=[dict(name=TOPIC, partition_indexes=[0])])
         ops = {"wire": lambda: _round_trip(socks[0], frame),
@@ -294,12 +319,13 @@ def latencies_ns(directory: str, *, count: int, warmup: int, rounds: int,
                "echo": lambda: _round_trip(socks[4], beat),
                "fetch": lambda: _round_trip(socks[5], fetch)}
         if native:
-            ops["compiled"] = lambda: _round_trip(socks[6], frame)
+            ops["compiled"] = lambda: _round_trip(socks[7], frame)
         # The member's commits and a simple consumer's again, taking turns after the rest, so
         # that the coordinator's work cannot reach the goal rows' turns (with the member's
         # commits among them, one connection's p50 read 1.16-1.29x the floor's in three runs,
         # against 1.09-1.25x before: within this machine's noise, but nothing is lost)
         after = {"member": lambda: _round_trip(socks[3], member_commit),
+                 "txn": lambda: _round_trip(socks[6], txn_commit),
                  "simple": ops["wire"]}
         out: dict[str, list[int]] = {name: [] for name in (*ops, *after)}
         per_round = max(1, count // rounds)
@@ -439,6 +465,11 @@ def run_wire_benchmark(data_dir: str, *, quick: bool = False) -> list[Row]:
             percentile(times["simple"], 50) / 1000, "us", LOWER,
             note="generation and member id: the coordinator's check, in the commit's lock "
                  "hold, as every consumer group client's commit takes it"),
+        Row("wire: a transactional producer's TxnOffsetCommit p50 over loopback "
+            "(for information)", "a simple consumer's OffsetCommit, taking turns with it",
+            percentile(times["txn"], 50) / 1000, percentile(times["simple"], 50) / 1000, "us",
+            LOWER, note="in its open transaction, its group already added: written pending, "
+                        "checked against the store's board of open transactions"),
         Row(f"wire: OffsetCommit from {CLIENTS} connections (for information)",
             "the floor with its threads under SCHED_BATCH, as offsetlog serve's",
             rate["wire"], rate["floor-batch"], "commits/s", HIGHER,

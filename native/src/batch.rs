@@ -18,6 +18,8 @@ pub const MAGIC: u8 = 0xA1;
 pub const MAX_BATCH_BYTES: u32 = 1 << 30;
 /// The attribute bits format 1 defines: transactional, control, delete horizon.
 pub const KNOWN_ATTRIBUTES: u8 = 0x07;
+/// The attribute bit of a batch of an open transaction's records (docs/FORMAT.md)
+pub const TRANSACTIONAL: u8 = 0x01;
 
 /// The header's fields, in their order on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

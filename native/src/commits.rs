@@ -47,12 +47,14 @@ pub fn frame_fields<'py>(py: Python<'py>, base_offset: i64, timestamp: i64,
         count += n;
         all.push(seq);
     }
-    frame_calls(py, base_offset, timestamp, &all, count)
+    frame_calls(py, base_offset, timestamp, &all, count, None)
 }
 
-/// `frame_fields` of calls already split into their field sequences (`count` triples in all).
+/// `frame_fields` of calls already split into their field sequences (`count` triples in all);
+/// with `producer` (its id and epoch), the batch of that producer's open transaction.
 pub(crate) fn frame_calls<'py>(py: Python<'py>, base_offset: i64, timestamp: i64,
-                               all: &[Bound<'py, PySequence>], count: usize)
+                               all: &[Bound<'py, PySequence>], count: usize,
+                               producer: Option<(i64, i16)>)
                                -> PyResult<Bound<'py, PyBytes>> {
     if count == 0 {
         return Err(PyValueError::new_err("a batch holds at least one record"));
@@ -88,9 +90,9 @@ pub(crate) fn frame_calls<'py>(py: Python<'py>, base_offset: i64, timestamp: i64
         record_count,
         last_offset_delta: record_count - 1,
         timestamp,
-        attributes: 0,
-        producer_id: -1,
-        producer_epoch: -1,
+        attributes: if producer.is_some() { batch::TRANSACTIONAL } else { 0 },
+        producer_id: producer.map_or(-1, |p| p.0),
+        producer_epoch: producer.map_or(-1, |p| p.1),
     };
     batch::write_header(&mut buf, 0, &f).map_err(PyValueError::new_err)?;
     Ok(PyBytes::new(py, &buf))

@@ -9,7 +9,8 @@
 //! the hot state they read (`state`), the io_uring ring the store's async writer writes
 //! through when an event loop leads it (`uring`, Linux), and the wire server's plaintext
 //! request loop with its hot requests' codec (`wire_conn`, `wire_codec`), and the
-//! classic groups' steady members that loop answers a Heartbeat from (`steady`).
+//! classic groups' steady members that loop answers a Heartbeat from (`steady`), and the open
+//! transactions it writes a TxnOffsetCommit in (`txn_board`, `wire_txn`).
 //!
 //! No panic crosses into Python: reads of untrusted bytes go through checked slicing, and
 //! every failure is a Python exception (`ValueError` for a payload that does not decode,
@@ -32,11 +33,13 @@ mod scan;
 mod snapshot;
 mod state;
 mod steady;
+mod txn_board;
 #[cfg(target_os = "linux")]
 mod uring;
 pub mod wire_codec;
 mod wire_conn;
 mod wire_fetch;
+mod wire_txn;
 mod write;
 
 /// (`huge_alloc` says why: a hostile frame's array counts must not abort the process)
@@ -53,6 +56,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAGIC", batch::MAGIC)?;
     m.add("MAX_BATCH_BYTES", batch::MAX_BATCH_BYTES)?;
     m.add("KNOWN_ATTRIBUTES", batch::KNOWN_ATTRIBUTES)?;
+    m.add("TRANSACTIONAL", batch::TRANSACTIONAL)?;
     m.add_function(wrap_pyfunction!(snapshot::decode_snapshot_body, m)?)?;
     commits::register(m)?;
     write::register(m)?;
@@ -61,6 +65,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     route::register(m)?;
     state::register(m)?;
     steady::register(m)?;
+    txn_board::register(m)?;
     wire_conn::register(m)?;
     #[cfg(target_os = "linux")]
     uring::register(m)?;

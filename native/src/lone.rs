@@ -20,6 +20,7 @@ use pyo3::types::{PyBytes, PyModule, PyString, PyTuple};
 
 use crate::commits;
 use crate::route::{self, Member, Route};
+use crate::txn_board;
 use crate::state::{LogState, PartitionState, SegmentState, TableState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -79,7 +80,7 @@ pub fn commit_lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                         fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
                         timeout: &Bound<'py, PyAny>, precheck: &Bound<'py, PyAny>)
                         -> PyResult<()> {
-    lone(py, writer, part, fields, nbytes, timestamp, timeout, Check::of(precheck))
+    lone(py, writer, part, fields, nbytes, timestamp, timeout, Check::of(precheck)).map(drop)
 }
 
 /// A commit's fencing check, run in the lock hold that queues or takes it.
@@ -97,6 +98,25 @@ pub(crate) enum Check<'a, 'py> {
         member: &'a Member<'a>,
         now: i64,
     },
+    /// a transaction's offsets (`route::commit_txn`): declined unless the store's board of
+    /// open transactions holds the producer with the group's log partition in its
+    /// transaction (`txn_board`), then the group's check for a transactional commit
+    Txn(&'a Txn<'a, 'py>),
+}
+
+/// A transactional commit's producer and the group check it passes (`Check::Txn`).
+pub(crate) struct Txn<'a, 'py> {
+    pub board: &'a txn_board::Shared,
+    pub transactional_id: &'a str,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// the group's log partition
+    pub partition: u32,
+    pub route: &'a Route,
+    pub part: &'a Bound<'py, PartitionState>,
+    pub group: &'a Bound<'py, PyString>,
+    pub member: &'a Member<'a>,
+    pub now: i64,
 }
 
 impl<'a, 'py> Check<'a, 'py> {
@@ -108,52 +128,89 @@ impl<'a, 'py> Check<'a, 'py> {
         }
     }
 
-    pub fn run(&self, py: Python<'py>) -> PyResult<()> {
+    /// Passed: true; declined (a transaction's commit the board does not hold: nothing is
+    /// done, the Python path takes it): false; fenced: the error.
+    pub fn run(&self, py: Python<'py>) -> PyResult<bool> {
         match self {
-            Check::Callable(c) if c.is_none() => Ok(()),
-            Check::Callable(c) => c.call0().map(drop),
-            Check::Standalone(route) => route.check(py),
+            Check::Callable(c) if c.is_none() => Ok(true),
+            Check::Callable(c) => c.call0().map(|_| true),
+            Check::Standalone(route) => route.check(py).map(|_| true),
             Check::Member { part, group, member, now } => {
-                let board = part.borrow().steady.as_ref().map(|b| b.clone_ref(py));
-                if let Some(board) = board {
-                    if board.get().check(group.to_str()?, member.member_id, member.generation,
-                                         member.instance, *now) {
-                        return Ok(());
-                    }
+                if steady_passes(py, part, group, member, *now)? {
+                    return Ok(true);
                 }
-                route::fencing(part, group, member, *now)?.call0().map(drop)
+                route::fencing(part, group, member, *now, false)?.call0().map(|_| true)
             }
+            Check::Txn(t) => {
+                if !txn_board::lock(t.board).check(t.transactional_id, t.producer_id,
+                                                   t.producer_epoch, t.partition) {
+                    return Ok(false);
+                }
+                // (Kafka's rules 5 and 6 do not bind a transaction's commit: a standalone
+                // one needs the coordinator only where a group of that name is managed)
+                if t.member.standalone() && !t.route.managed_here(py)? {
+                    return Ok(true);
+                }
+                if !t.member.standalone() && steady_passes(py, t.part, t.group, t.member, t.now)? {
+                    return Ok(true);
+                }
+                route::fencing(t.part, t.group, t.member, t.now, true)?.call0().map(|_| true)
+            }
+        }
+    }
+
+    /// The producer of a transaction's commit, None for any other
+    fn producer(&self) -> Option<(i64, i16)> {
+        match self {
+            Check::Txn(t) => Some((t.producer_id, t.producer_epoch)),
+            _ => None,
         }
     }
 }
 
-/// `commit_lone`, with its check (see there).
+/// Whether the partition's steady board passes `member`'s commit (counted as its heartbeat).
+fn steady_passes(py: Python<'_>, part: &Bound<'_, PartitionState>, group: &Bound<'_, PyString>,
+                 member: &Member<'_>, now: i64) -> PyResult<bool> {
+    let board = part.borrow().steady.as_ref().map(|b| b.clone_ref(py));
+    match board {
+        Some(board) => Ok(board.get().check(group.to_str()?, member.member_id,
+                                            member.generation, member.instance, now)),
+        None => Ok(false),
+    }
+}
+
+/// `commit_lone`, with its check (see there); a transaction's offsets (`Check::Txn`) are
+/// framed as its batch (`TRANSACTIONAL`, its producer id and epoch) and applied as pending
+/// (`OffsetTable.apply_transactional_call`). True once applied; false when the check declined
+/// (nothing done).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                         part: &Bound<'py, PartitionState>,
                         fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
-                        timeout: &Bound<'py, PyAny>, precheck: Check<'_, 'py>) -> PyResult<()> {
+                        timeout: &Bound<'py, PyAny>, precheck: Check<'_, 'py>) -> PyResult<bool> {
     let refs = refs(py)?;
     let writer = writer.cast::<WriterState>()?;
+    let producer = precheck.producer();
     let (acquire, release) = {
         let p = part.borrow();
         (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
     };
     acquire.call0()?;
-    let decided = decide(py, writer, part, &precheck).and_then(|lone| {
-        if lone {
-            Ok(None)
-        } else {
-            let args = (part, fields, nbytes, timestamp, timeout);
-            writer.call_method1(intern!(py, "_queue_sync"), args).map(Some)
+    let decided = decide(py, writer, part, &precheck).and_then(|lone| match lone {
+        Decided::Declined => Ok(Err(())),
+        Decided::Lone => Ok(Ok(None)),
+        Decided::Busy => {
+            let args = (part, fields, nbytes, timestamp, timeout, producer);
+            writer.call_method1(intern!(py, "_queue_sync"), args).map(|q| Ok(Some(q)))
         }
     });
     release.call0()?;
-    if let Some(queued) = decided? {
+    let Ok(decided) = decided? else { return Ok(false) };
+    if let Some(queued) = decided {
         let mut args = vec![part.clone().into_any()];
         args.extend(queued.try_iter()?.collect::<PyResult<Vec<_>>>()?);
         writer.call_method1(intern!(py, "_await"), PyTuple::new(py, args)?)?;
-        return Ok(());
+        return Ok(true);
     }
 
     // The leadership is ours: nothing else writes or applies in this partition until we
@@ -165,8 +222,9 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         let (seq, n) = commits::triples(fields)?;
         let after = base + n as i64;
         let frame = refs.lone.bind(py).getattr(intern!(py, "frame_fields"))?;
-        let data = if frame.is(refs.frame_fields.bind(py)) {
-            commits::frame_calls(py, base, timestamp, std::slice::from_ref(&seq), n)?
+        // (the hook frames plain commits only: a transaction's batch is always framed here)
+        let data = if producer.is_some() || frame.is(refs.frame_fields.bind(py)) {
+            commits::frame_calls(py, base, timestamp, std::slice::from_ref(&seq), n, producer)?
         } else {
             frame.call1((base, timestamp, (fields,)))?.cast_into::<PyBytes>()?
         };
@@ -180,31 +238,49 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
     let base = written.map_err(|e| failed(py, refs, writer.as_any(), part, e, "write to"))?;
     acquire.call0()?;
     let table = part.borrow().table.clone_ref(py).into_bound(py);
-    let ended = apply(py, refs, &table, base, fields)
-        .and_then(|_| end_leadership(py, writer.as_any(), part));
+    let applied = match producer {
+        None => apply(py, refs, &table, base, fields),
+        Some((producer_id, producer_epoch)) => table.call_method1(
+            intern!(py, "apply_transactional_call"),
+            (base, fields, producer_id, producer_epoch)).map(drop),
+    };
+    let ended = applied.and_then(|_| end_leadership(py, writer.as_any(), part));
     release.call0()?;
     // (durable, but the table no longer follows the log: the failure path poisons the store,
     // and ends the leadership if that is what failed)
-    ended.map_err(|e| failed(py, refs, writer.as_any(), part, e, "applying a round of"))
+    ended.map_err(|e| failed(py, refs, writer.as_any(), part, e, "applying a round of"))?;
+    Ok(true)
 }
 
-/// Under `part.lock`: the store usable, the fencing check passed, and whether the partition is
-/// idle; if it is, its leadership is taken.
+/// What a commit found in its first lock hold (`decide`).
+enum Decided {
+    /// its check declined it: nothing done
+    Declined,
+    /// the partition was idle: its leadership is the commit's
+    Lone,
+    /// the partition was busy: the commit is to be queued (in the same hold)
+    Busy,
+}
+
+/// Under `part.lock`: the store usable, the fencing check passed (or declined), and whether
+/// the partition is idle; if it is, its leadership is taken.
 fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, PartitionState>,
-          precheck: &Check<'_, '_>) -> PyResult<bool> {
+          precheck: &Check<'_, '_>) -> PyResult<Decided> {
     if !writer.borrow().usable(py) {
         writer.call_method0(intern!(py, "check_usable"))?;
     }
-    precheck.run(py)?;
+    if !precheck.run(py)? {
+        return Ok(Decided::Declined);
+    }
     let mut p = part.borrow_mut();
     // (a deque's truth runs no Python code)
     if p.leader_active || p.async_scheduled || p.exclusive_waiting != 0
         || p.queue.bind(py).is_truthy()?
     {
-        return Ok(false);
+        return Ok(Decided::Busy);
     }
     p.leader_active = true;
-    Ok(true)
+    Ok(Decided::Lone)
 }
 
 /// `table.apply_commit_calls(base, (fields,))`, called natively unless a test replaced the

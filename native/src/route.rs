@@ -24,6 +24,7 @@ use crate::commits;
 use crate::lone;
 use crate::state::PartitionState;
 use crate::steady::{self, SteadyBoards};
+use crate::txn_board::{self, TxnBoard};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Route>()?;
@@ -120,6 +121,19 @@ impl Route {
         }
         Ok(())
     }
+
+    /// Whether a coordinator holds a group of this name (a managed classic group, or a
+    /// KIP-848 group): a standalone transactional commit is then the coordinator's to check.
+    pub fn managed_here(&self, py: Python<'_>) -> PyResult<bool> {
+        let group = self.group_id.bind(py);
+        if self.managed.bind(py).contains(group)? {
+            return Ok(true);
+        }
+        match &self.consumer {
+            Some((_, groups)) => groups.bind(py).contains(group),
+            None => Ok(false),
+        }
+    }
 }
 
 /// `CommitRouter`'s state (`offsetlog.store.routing` has the rest): the route cache, the
@@ -145,6 +159,8 @@ pub struct RouterState {
     yield_at: i64,
     /// the store's steady boards (`_set_steady`)
     steady: Option<steady::Shared>,
+    /// the store's board of open transactions (`_set_txn_board`)
+    txn: Option<txn_board::Shared>,
 }
 
 /// The usual call's route, record fields, their size bound and time
@@ -165,7 +181,7 @@ impl RouterState {
         RouterState { routes: PyDict::new(py).unbind(), keys: PyDict::new(py).unbind(),
                       closed: false, writer: None, clock: None, native_clock: false,
                       limits: commits::PlainLimits::default(py), max_call_bytes: 0,
-                      yield_at: 1, steady: None }
+                      yield_at: 1, steady: None, txn: None }
     }
 
     /// (a cycle through the writer or a user's clock must stay collectable)
@@ -207,6 +223,17 @@ impl RouterState {
         if let Some(steady) = &self.steady {
             steady::lock(steady).closed = closed;
         }
+        if let Some(txn) = &self.txn {
+            txn_board::lock(txn).closed = closed;
+        }
+    }
+
+    /// The store's board of open transactions (`txn_board::TxnBoard`), which the wire's
+    /// TxnOffsetCommit is checked against.
+    fn _set_txn_board(&mut self, board: &Bound<'_, TxnBoard>) {
+        let shared = board.get().shared.clone();
+        txn_board::lock(&shared).closed = self.closed;
+        self.txn = Some(shared);
     }
 
     /// The store's steady boards (`steady::SteadyBoards`), which the wire's steady members'
@@ -370,7 +397,7 @@ pub(crate) struct Member<'a> {
 
 impl Member<'_> {
     /// Kafka's simple consumer: generation -1, no member, no instance
-    fn standalone(&self) -> bool {
+    pub fn standalone(&self) -> bool {
         self.generation == -1 && self.member_id.is_empty() && self.instance.is_none()
     }
 }
@@ -407,16 +434,50 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
 }
 
 /// `routing.fencing`'s check of `member`'s commit to `group` at `now` (the coordinator's, in
-/// full), built to be run in the commit's lock hold: what a member's commit that the steady
-/// board does not pass is checked by.
+/// full; a transaction's with `transactional`), built to be run in the commit's lock hold:
+/// what a member's commit that the steady board does not pass is checked by.
 pub(crate) fn fencing<'py>(part: &Bound<'py, PartitionState>, group: &Bound<'py, PyString>,
-                           member: &Member<'_>, now: i64) -> PyResult<Bound<'py, PyAny>> {
+                           member: &Member<'_>, now: i64, transactional: bool)
+                           -> PyResult<Bound<'py, PyAny>> {
     let py = part.py();
     let fencing = FENCING.get_or_try_init(py, || {
         py.import("offsetlog.store.routing")?.getattr("fencing").map(Bound::unbind)
     })?;
     fencing.bind(py).call1((part, group, member.generation, member.member_id, member.instance,
-                            now))
+                            now, transactional))
+}
+
+/// The wire's TxnOffsetCommit: `entries` (as `commit_plain` takes them) of `group`, written
+/// pending in the open transaction of `transactional_id`'s producer `producer` (its id and
+/// epoch), as the store's `Transaction.commit_offsets` writes them (the lone commit, its
+/// checks in its lock hold: the board of open transactions, then the group's check for a
+/// transactional commit): true. False, with nothing done, when it is not one here: what
+/// `commit_plain` leaves to the Python path but a group not routed lately, and a producer
+/// the board does not hold in an
+/// open transaction with the group's log partition (the store's handle decides, with its
+/// errors). Raises what the commit raises (the group's fencing).
+pub(crate) fn commit_txn(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
+                         entries: &[(&str, i32, i64)], member: &Member<'_>,
+                         transactional_id: &str, producer: (i64, i16)) -> PyResult<bool> {
+    let py = slf.py();
+    let Some(board) = slf.borrow().txn.clone() else { return Ok(false) };
+    // (a group not routed lately is routed here: its name checked, a bad one raising what
+    // the Python handler answers first; AddOffsetsToTxn does not route the group it adds)
+    let Some(at) = entry(slf, group, true)? else { return Ok(false) };
+    let limits = slf.borrow().limits.clone_ref(py);
+    let fields = commits::plain_fields_of(py, group, entries, &at.stamp, Some(&at.keys),
+                                          &limits)?;
+    let Some(call) = at.with(fields) else { return Ok(false) };
+    let route = call.route.get();
+    let part = route.part.clone_ref(py).into_bound(py);
+    let partition: u32 = part.getattr(intern!(py, "index"))?.extract()?;
+    let txn = lone::Txn { board: &board, transactional_id, producer_id: producer.0,
+                          producer_epoch: producer.1, partition, route, part: &part, group,
+                          member, now: call.now };
+    let writer = writer_of(slf)?;
+    let nbytes = PyInt::new(py, call.nbytes as u64);
+    lone::lone(py, &writer, &part, call.fields.as_any(), nbytes.as_any(), call.now,
+               &py.None().into_bound(py), lone::Check::Txn(&txn))
 }
 
 /// The wire's Heartbeat of `member` in `group` at the store's clock's time, answered with no
@@ -456,5 +517,5 @@ fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, check: lone::Check
     let nbytes = PyInt::new(py, call.nbytes as u64);
     let route = call.route.get();
     lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
-               call.now, &py.None().into_bound(py), check)
+               call.now, &py.None().into_bound(py), check).map(drop)
 }

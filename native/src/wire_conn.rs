@@ -16,6 +16,7 @@ use crate::route::{self, RouterState};
 use crate::steady;
 use crate::wire_codec::{self, OffsetCommit};
 use crate::wire_fetch;
+use crate::wire_txn;
 use crate::write::os_error;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -303,7 +304,7 @@ enum Answer {
 }
 
 /// The store's commit entry and the server's topics, for plain commits
-type Plain<'py> = (Bound<'py, RouterState>, Bound<'py, PyAny>);
+pub(crate) type Plain<'py> = (Bound<'py, RouterState>, Bound<'py, PyAny>);
 
 /// One frame's answer, with the GIL (`steady_checked`: a Heartbeat was already checked
 /// against the steady boards, without it, when the frame was read).
@@ -322,6 +323,14 @@ fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<
             // (a plain one answered here, any other by `answer`, which decodes it again)
             if let Some(fetch) = wire_codec::decode_offset_fetch(frame) {
                 if let Some(answer) = wire_fetch::plain_fetch(py, router, &fetch)? {
+                    return Ok(Answer::Bytes(answer));
+                }
+            }
+        }
+        if let Some(plain) = plain {
+            // (the same: an open transaction's plain offsets written here)
+            if let Some(t) = wire_codec::decode_txn_offset_commit(frame) {
+                if let Some(answer) = wire_txn::txn_commit(py, conn, plain, &t)? {
                     return Ok(Answer::Bytes(answer));
                 }
             }
@@ -388,27 +397,7 @@ fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> Py
 /// `conn.commit_error`, as the Python path codes it.
 fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plain<'_>,
                 c: &OffsetCommit) -> PyResult<Option<Answer>> {
-    let known = topics.getattr(pyo3::intern!(py, "topics"))?;
-    let Ok(known) = known.cast_into::<PyDict>() else { return Ok(None) };
-    let mut entries: Vec<(&str, i32, i64)> = Vec::new();
-    for (name, parts) in &c.topics {
-        let Some(topic) = known.get_item(name)? else { return Ok(None) };
-        let Some(count) = topic.get_item(pyo3::intern!(py, "partitions")).ok() else {
-            return Ok(None);
-        };
-        let Ok(count) = count.extract::<i64>() else { return Ok(None) };
-        for (partition, offset, epoch, metadata) in parts {
-            if *epoch != -1 || metadata.as_deref().is_some_and(|m| !m.is_empty())
-                || *partition < 0 || i64::from(*partition) >= count
-            {
-                return Ok(None);
-            }
-            entries.push((name.as_str(), *partition, *offset));
-        }
-    }
-    if has_twice(&entries) {
-        return Ok(None); // (the Python path keeps the last offset of a partition named twice)
-    }
+    let Some(entries) = plain_entries(py, topics, &c.topics)? else { return Ok(None) };
     let group = PyString::new(py, &c.group_id);
     let member = route::Member { generation: c.generation, member_id: &c.member_id,
                                  instance: c.group_instance_id.as_deref() };
@@ -424,9 +413,46 @@ fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plai
         .map_err(PyValueError::new_err)
 }
 
+/// A plain commit's `(topic, partition, offset)`
+pub(crate) type Entry<'a> = (&'a str, i32, i64);
+
+/// A commit request's `(topic, partition, offset)` entries, in its order, if every one is
+/// plain: a partition of a topic the server's registry (`topics`) knows, no leader epoch, no
+/// metadata, none named twice (the Python path keeps the last offset of a partition named
+/// twice); else None.
+pub(crate) fn plain_entries<'a>(py: Python<'_>, topics: &Bound<'_, PyAny>,
+                                requested: &'a [(String, Vec<wire_codec::Partition>)])
+                                -> PyResult<Option<Vec<Entry<'a>>>> {
+    let known = topics.getattr(pyo3::intern!(py, "topics"))?;
+    let Ok(known) = known.cast_into::<PyDict>() else { return Ok(None) };
+    let mut entries: Vec<Entry<'_>> = Vec::new();
+    for (name, parts) in requested {
+        let Some(topic) = known.get_item(name)? else { return Ok(None) };
+        let Some(count) = topic.get_item(pyo3::intern!(py, "partitions")).ok() else {
+            return Ok(None);
+        };
+        let Ok(count) = count.extract::<i64>() else { return Ok(None) };
+        for (partition, offset, epoch, metadata) in parts {
+            if *epoch != -1 || metadata.as_deref().is_some_and(|m| !m.is_empty())
+                || *partition < 0 || i64::from(*partition) >= count
+            {
+                return Ok(None);
+            }
+            entries.push((name.as_str(), *partition, *offset));
+        }
+    }
+    Ok(if has_twice(&entries) { None } else { Some(entries) })
+}
+
 /// The answer's topics with `code` for every partition of the request, in its order.
 fn all_coded(c: &OffsetCommit, code: i16) -> Vec<(String, Vec<(i32, i16)>)> {
-    c.topics.iter().map(|(name, parts)| {
+    coded(&c.topics, code)
+}
+
+/// `topics`' partitions in their order, each with `code`.
+pub(crate) fn coded(topics: &[(String, Vec<wire_codec::Partition>)], code: i16)
+                    -> Vec<(String, Vec<(i32, i16)>)> {
+    topics.iter().map(|(name, parts)| {
         (name.clone(), parts.iter().map(|p| (p.0, code)).collect())
     }).collect()
 }

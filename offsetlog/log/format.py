@@ -61,6 +61,7 @@ class Attribute:
     """Bits of the batch ``attributes`` byte. Unknown bits make a batch unreadable."""
 
     TRANSACTIONAL = 0x01  # records belong to producer_id/producer_epoch's open transaction
+    assert TRANSACTIONAL == _native.TRANSACTIONAL  # the bit the native framing sets
     CONTROL = 0x02  # the batch holds one transaction marker, not data
     #: written by the cleaner: ``timestamp`` holds the delete horizon, the time from which a
     #: cleaning may drop this batch's tombstones (first cleaned + delete_retention_ms, KIP-534)

@@ -62,7 +62,7 @@ from offsetlog.server.offsets import (
     commit_fields,
 )
 from offsetlog.server.sasl import SASL_HANDSHAKE, Session
-from offsetlog.server.txn import TxnOffsetCommitFields
+from offsetlog.server.txn import TxnOffsetCommitFields, txn_commit_code
 from offsetlog.server.work import Outcome, Reply
 
 log = logging.getLogger("offsetlog.server")
@@ -260,6 +260,11 @@ class Connection:
         """(the native request loop) The code of a plain commit the store refused
         (``offsets.commit_error_code``)."""
         return commit_error_code(self.ctx, version, group_id, error)
+
+    def txn_commit_error(self, version: int, error: Exception) -> int:
+        """(the native request loop) The code of a plain TxnOffsetCommit the store refused
+        (``txn.txn_commit_code``)."""
+        return txn_commit_code(version, error)
 
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   instance: str | None) -> int:

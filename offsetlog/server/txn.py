@@ -42,15 +42,17 @@ from offsetlog.txn.state import COMPLETE_ABORT, COMPLETE_COMMIT
 NEVER = 1 << 15
 
 
-def _fenced_code(call: Call, min_version: int) -> int:
+def _fenced_code(version: int, min_version: int) -> int:
     """PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for versions that predate it (Kafka's
     mapping for older clients)."""
-    return E.PRODUCER_FENCED if call.version >= min_version else E.INVALID_PRODUCER_EPOCH
+    return E.PRODUCER_FENCED if version >= min_version else E.INVALID_PRODUCER_EPOCH
 
 
-def _code(call: Call, error: BaseException | None, fenced_since: int) -> int:
+def _code(version: int, error: BaseException | None, fenced_since: int) -> int:
+    if isinstance(error, _Answer):
+        return error.code
     if isinstance(error, ProducerFencedError):
-        return _fenced_code(call, fenced_since)
+        return _fenced_code(version, fenced_since)
     return E.code_of(error)
 
 
@@ -81,7 +83,7 @@ def init_producer_id(ctx: Context, call: Call, now_ms: int):
 
     def finish(outcome):
         if outcome.error is not None:
-            return call.respond(error_code=_code(call, outcome.error, 4), producer_id=-1,
+            return call.respond(error_code=_code(call.version, outcome.error, 4), producer_id=-1,
                                 producer_epoch=-1)
         pid, epoch = outcome.value
         return call.respond(error_code=E.NONE, producer_id=pid, producer_epoch=epoch)
@@ -132,9 +134,7 @@ class _Answer(Exception):
 
 
 def _outcome_code(call: Call, outcome, fenced_since: int) -> int:
-    if isinstance(outcome.error, _Answer):
-        return outcome.error.code
-    return _code(call, outcome.error, fenced_since)
+    return _code(call.version, outcome.error, fenced_since)
 
 
 def add_offsets_to_txn(ctx: Context, call: Call, now_ms: int):
@@ -192,16 +192,20 @@ def txn_offset_commit(ctx: Context, call: Call, now_ms: int):
                                member_id=getattr(b, "member_id", ""),
                                group_instance_id=getattr(b, "group_instance_id", None))
 
-    def answer(outcome):
-        # a stale epoch: INVALID_PRODUCER_EPOCH at every version, as Kafka answers (the
-        # epoch is checked where the offsets are written, not by the transaction coordinator)
-        code = _outcome_code(call, outcome, NEVER)
-        if code == E.INVALID_TXN_STATE and call.version >= 4:
-            # v4 says the producer can abort and go on (KIP-890): Kafka tells it so
-            code = E.TRANSACTION_ABORTABLE
-        return txn_commit_answer(call, bad, code)
+    return run_blocking(commit, lambda o: txn_commit_answer(call, bad, txn_commit_code(
+        call.version, o.error)))
 
-    return run_blocking(commit, answer)
+
+def txn_commit_code(version: int, error: BaseException | None) -> int:
+    """A TxnOffsetCommit's code for the ``error`` its commit raised (None: NONE), as the
+    Python handler and the native request loop (``Connection.txn_commit_error``) answer it."""
+    # a stale epoch: INVALID_PRODUCER_EPOCH at every version, as Kafka answers (the epoch is
+    # checked where the offsets are written, not by the transaction coordinator)
+    code = _code(version, error, NEVER)
+    if code == E.INVALID_TXN_STATE and version >= 4:
+        # v4 says the producer can abort and go on (KIP-890): Kafka tells it so
+        code = E.TRANSACTION_ABORTABLE
+    return code
 
 
 def end_txn(ctx: Context, call: Call, now_ms: int):

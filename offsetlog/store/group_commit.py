@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 from offsetlog.errors import CommitTimeoutError, StoreClosedError, StoreFailedError
 from offsetlog.log import _native
+from offsetlog.log.format import Attribute
 from offsetlog.log.framing import encode_payload
 from offsetlog.store.async_writer import AsyncWriter
 from offsetlog.store.callbacks import CallbackRunner
@@ -130,12 +131,16 @@ class GroupCommitter(_native.WriterState):
         return self._await(part, item, deadline, timeout, lead, group, waiter)
 
     def _queue_sync(self, part: PartitionWriter, fields: tuple, nbytes: int, timestamp: int,
-                    timeout: float | None) -> tuple:
+                    timeout: float | None, producer: tuple[int, int] | None = None) -> tuple:
         """Queue a ``commit_sync`` call that found its partition busy (``part.lock`` held,
         its checks passed; called by ``lone_commit.commit_lone``, which found it busy):
-        ``_await``'s arguments after ``part``."""
+        ``_await``'s arguments after ``part``. With ``producer`` (its id and epoch), the
+        offsets of that producer's open transaction (the wire's TxnOffsetCommit)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         item = Commit(fields, nbytes, timestamp)
+        if producer is not None:
+            item.attributes = Attribute.TRANSACTIONAL
+            item.producer_id, item.producer_epoch = producer
         lead, group, waiter = self._enqueue(part, item, deadline)
         return item, deadline, timeout, lead, group, waiter
 

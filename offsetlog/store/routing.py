@@ -56,6 +56,10 @@ class CommitRouter(_native.RouterState):
         self._set_steady(boards)
         for i, part in enumerate(parts):
             part.steady = boards.partition(i)
+        #: the open transactions the wire's TxnOffsetCommit is written in without a Python
+        #: call (the store's ``Transactions`` publishes and clears them)
+        self.txn_board = _native.TxnBoard()
+        self._set_txn_board(self.txn_board)
 
     def route(self, group_id) -> Route:
         """``group_id``'s route, cached; raises for a bad group id."""

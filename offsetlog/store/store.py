@@ -111,7 +111,7 @@ class OffsetStore(GroupAndTransactionCalls):
         # anything is written (the roll-forward below)
         self._snapshots = Snapshots(core, _snapshots or LoadedSnapshots(None, {}),
                                     self._background_stop)
-        self._transactions = Transactions(core, self._prepare_commit)
+        self._transactions = Transactions(core, self._prepare_commit, self._router.txn_board)
         self._transactions.start()  # rolls forward transactions decided before a crash
         self._retention_thread: threading.Thread | None = None
         if config.retention_check_interval_ms:

@@ -63,11 +63,17 @@ class Transactions(StorePart):
     #: ("decided", "marker", "completed")
     fault_hook = None
 
-    def __init__(self, core: StoreCore, prepare_commit: PrepareCommit) -> None:
+    def __init__(self, core: StoreCore, prepare_commit: PrepareCommit, board) -> None:
+        """:param board: the store's ``_native.TxnBoard``: the open transactions whose plain
+            offsets the wire's request loop writes without a Python call. A handle publishes
+            its producer there once a log partition is durably in its Ongoing transaction
+            (``Transaction._join``); ``write_state`` clears the id before anything of it
+            changes, so the board only ever holds what this part stated since."""
         super().__init__(core)
         #: the store's checks (closed store) and commit preparation, for the handles
         self.check_open = core.check_open
         self.prepare_commit = prepare_commit
+        self.board = board
         self._txn_locks: dict[str, threading.RLock] = {}
         self._txn_locks_lock = threading.Lock()
         #: transactional id -> its CompleteCommit / CompleteAbort not yet written: it goes in
@@ -262,6 +268,9 @@ class Transactions(StorePart):
     def write_state(self, meta: TxnMetadata, *, force_sync: bool = False) -> None:
         """Write ``meta`` (after the id's owed Complete record, in the same batch)."""
         tid = meta.transactional_id
+        # (before the record is queued: a commit the board passes is then placed in the log
+        # before any marker of this change; the handle publishes again once Ongoing is durable)
+        self.board.clear(tid)
         values = [meta.to_value()]
         owed = self._txn_owed.get(tid)
         if owed is not None and owed is not meta:

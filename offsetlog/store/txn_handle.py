@@ -154,11 +154,15 @@ class Transaction:
 
     def _join(self, meta: TxnMetadata, part) -> None:
         """``part`` joins the durable state before any offset lands there, so a crash can
-        never leave pending offsets that no marker reaches."""
+        never leave pending offsets that no marker reaches. Then the store's board of open
+        transactions holds this producer with the transaction's partitions (the wire's
+        TxnOffsetCommit of a joined group is written without a Python call)."""
         if meta.state != ONGOING or part.index not in meta.partitions:
             meta = meta.add_partition(part.index, now_ms=self._txns.now())
             self._txns.write_state(meta)
             self._started = meta.start_timestamp
+        self._txns.board.publish(self.transactional_id, self.producer_id, self.producer_epoch,
+                                 list(meta.partitions))
 
     def prepare(self) -> None:
         """Make the transaction's offsets durable with its outcome undecided (KIP-939): it

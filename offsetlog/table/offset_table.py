@@ -155,6 +155,13 @@ class OffsetTable(_native.TableState):
         self.apply_batches(((base_offset, records_from_fields(fields, at - base_offset),
                              0, -1, -1),))
 
+    def apply_transactional_call(self, base_offset: int, fields, producer_id: int,
+                                 producer_epoch: int) -> None:
+        """Apply one commit call's ``fields`` written as ``producer_id``'s transactional batch
+        at ``base_offset`` (the wire's TxnOffsetCommit, framed natively): pending offsets."""
+        self.apply_batches(((base_offset, records_from_fields(fields), Attribute.TRANSACTIONAL,
+                             producer_id, producer_epoch),))
+
     def apply_round(self, batches) -> None:
         """Apply a group-commit round in order: its batches, each a ``(base_offset,
         records, attributes, producer_id, producer_epoch)`` batch (``apply_batches``) or a

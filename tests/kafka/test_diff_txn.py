@@ -185,6 +185,20 @@ def test_txn_offset_commit_of_a_member_with_a_wrong_generation(targets, gid, v):
     compare(*targets, steps)
 
 
+@pytest.mark.parametrize("v", [0, 3, 4])
+def test_txn_offset_commits_of_a_non_member_to_a_group_with_members(targets, gid, v):
+    """A producer that is not a member of the Stable group it commits for (Kafka's rules 5
+    and 6 do not bind a transaction's commit), twice in one transaction (the second, of a
+    group already in it, is one offsetlog's request loop writes itself), then committed."""
+    steps = formed(gid, 5) + [init(gid), add_offsets(gid, gid), txn_commit(gid, gid, v),
+                              txn_commit(gid, gid, v, offset=18), end(gid, True),
+                              stable_fetch(gid)]
+    last = len(steps) - 1
+    compare(*targets, steps, check=expect(
+        **{f"_{last}__topics__0__partitions__0__committed_offset": 18,
+           partition_error(last - 2): "NONE"}))
+
+
 @pytest.mark.parametrize("v", END_VERSIONS)
 def test_end_txn_with_no_transaction_begun(targets, gid, v):
     compare(*targets, [init(gid), end(gid, True, v), end(gid, False, v)],
