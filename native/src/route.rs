@@ -453,9 +453,9 @@ pub(crate) fn fencing<'py>(part: &Bound<'py, PartitionState>, group: &Bound<'py,
 /// checks in its lock hold: the board of open transactions, then the group's check for a
 /// transactional commit): true. False, with nothing done, when it is not one here: what
 /// `commit_plain` leaves to the Python path but a group not routed lately, and a producer
-/// the board does not hold in an
-/// open transaction with the group's log partition (the store's handle decides, with its
-/// errors). Raises what the commit raises (the group's fencing).
+/// the board does not hold in an open transaction with the group's log partition (the
+/// store's handle decides, with its errors). Raises what the commit raises (a bad group
+/// id, the group's fencing).
 pub(crate) fn commit_txn(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
                          entries: &[(&str, i32, i64)], member: &Member<'_>,
                          transactional_id: &str, producer: (i64, i16)) -> PyResult<bool> {
