@@ -6,6 +6,7 @@ already recorded, and stale or unknown ids are refused as before."""
 
 from __future__ import annotations
 
+from support.wire_raw import call
 from support.wire_server import raw_socket
 from support.wire_txn import add_offsets as _add
 from support.wire_txn import end_txn as _end
@@ -27,6 +28,29 @@ def test_an_ongoing_transaction_commits_after_a_restart(server, group_id):
         # only for an id the coordinator does not know)
         assert _end(sock, tid, pid, epoch, True) == 0
     assert _fetch(server, group_id) == (17, 0)
+
+
+def test_offsets_answered_before_a_kill_9_stay_in_the_transaction(server, group_id):
+    """TxnOffsetCommits of a group already in the transaction (the ones the request loop
+    writes itself) answered, then kill -9: none is lost, and the transaction commits the
+    last of them."""
+    tid = f"tx-{group_id}"
+    with raw_socket(server) as sock:
+        pid, epoch = _init(sock, tid)
+        _send(sock, tid, pid, epoch, group_id)
+        for offset in (18, 19, 20):
+            r = call(sock, 28, 3, transactional_id=tid, group_id=group_id, producer_id=pid,
+                     producer_epoch=epoch, generation_id=-1, member_id="",
+                     group_instance_id=None, topics=[dict(name="orders", partitions=[dict(
+                         partition_index=0, committed_offset=offset,
+                         committed_leader_epoch=-1, committed_metadata="")])])
+            assert r.topics[0].partitions[0].error_code == 0
+    server.kill9()
+    server.start()
+    assert _fetch(server, group_id) == (-1, 88)  # pending
+    with raw_socket(server) as sock:
+        assert _end(sock, tid, pid, epoch, True) == 0
+    assert _fetch(server, group_id) == (20, 0)
 
 
 def test_end_txn_retried_across_a_restart_gets_the_recorded_outcome(server, group_id):
