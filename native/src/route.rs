@@ -55,6 +55,8 @@ pub(crate) fn now_ms() -> i64 {
 pub struct Route {
     #[pyo3(get)]
     pub part: Py<PartitionState>,
+    /// `part.index`: the group's log partition
+    pub partition: u32,
     group_id: Py<PyString>,
     coordinator: Py<PyAny>,
     /// `coordinator.managed_groups()`: a live view of its groups
@@ -70,6 +72,7 @@ impl Route {
     fn new(part: Bound<'_, PartitionState>, group_id: Bound<'_, PyString>,
            clock: Py<PyAny>) -> PyResult<Self> {
         let py = part.py();
+        let partition = part.getattr(intern!(py, "index"))?.extract()?;
         let coordinator = part.getattr(intern!(py, "coordinator"))?;
         let managed = coordinator.call_method0(intern!(py, "managed_groups"))?.unbind();
         let consumer = part.getattr(intern!(py, "consumer_coordinator"))?;
@@ -79,7 +82,7 @@ impl Route {
             let groups = consumer.getattr(intern!(py, "groups"))?.unbind();
             Some((consumer.unbind(), groups))
         };
-        Ok(Route { part: part.unbind(), group_id: group_id.unbind(),
+        Ok(Route { part: part.unbind(), partition, group_id: group_id.unbind(),
                    coordinator: coordinator.unbind(), managed, consumer, clock })
     }
 
@@ -223,17 +226,12 @@ impl RouterState {
         if let Some(steady) = &self.steady {
             steady::lock(steady).closed = closed;
         }
-        if let Some(txn) = &self.txn {
-            txn_board::lock(txn).closed = closed;
-        }
     }
 
     /// The store's board of open transactions (`txn_board::TxnBoard`), which the wire's
     /// TxnOffsetCommit is checked against.
     fn _set_txn_board(&mut self, board: &Bound<'_, TxnBoard>) {
-        let shared = board.get().shared.clone();
-        txn_board::lock(&shared).closed = self.closed;
-        self.txn = Some(shared);
+        self.txn = Some(board.get().shared.clone());
     }
 
     /// The store's steady boards (`steady::SteadyBoards`), which the wire's steady members'
@@ -417,11 +415,7 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
                            entries: &[(&str, i32, i64)], member: &Member<'_>)
                            -> PyResult<bool> {
     let py = slf.py();
-    let Some(at) = entry(slf, group, false)? else { return Ok(false) };
-    let limits = slf.borrow().limits.clone_ref(py);
-    let fields = commits::plain_fields_of(py, group, entries, &at.stamp, Some(&at.keys),
-                                          &limits)?;
-    let Some(call) = at.with(fields) else { return Ok(false) };
+    let Some(call) = plain_call(slf, group, entries, false)? else { return Ok(false) };
     if member.standalone() {
         let route = call.route.clone();
         commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
@@ -431,6 +425,18 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
         commit_lone(slf, call, lone::Check::Member { part: &part, group, member, now })?;
     }
     Ok(true)
+}
+
+/// The wire's plain `entries` of `group` as the usual call (route, record fields, size bound,
+/// time), or None where `entry` or `Entry::with` says so (a route not cached unless
+/// `look_up`).
+fn plain_call<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>,
+                   entries: &[(&str, i32, i64)], look_up: bool) -> PyResult<Option<Usual<'py>>> {
+    let Some(at) = entry(slf, group, look_up)? else { return Ok(None) };
+    let limits = slf.borrow().limits.clone_ref(slf.py());
+    let fields = commits::plain_fields_of(slf.py(), group, entries, &at.stamp, Some(&at.keys),
+                                          &limits)?;
+    Ok(at.with(fields))
 }
 
 /// `routing.fencing`'s check of `member`'s commit to `group` at `now` (the coordinator's, in
@@ -463,21 +469,14 @@ pub(crate) fn commit_txn(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStrin
     let Some(board) = slf.borrow().txn.clone() else { return Ok(false) };
     // (a group not routed lately is routed here: its name checked, a bad one raising what
     // the Python handler answers first; AddOffsetsToTxn does not route the group it adds)
-    let Some(at) = entry(slf, group, true)? else { return Ok(false) };
-    let limits = slf.borrow().limits.clone_ref(py);
-    let fields = commits::plain_fields_of(py, group, entries, &at.stamp, Some(&at.keys),
-                                          &limits)?;
-    let Some(call) = at.with(fields) else { return Ok(false) };
-    let route = call.route.get();
+    let Some(call) = plain_call(slf, group, entries, true)? else { return Ok(false) };
+    let route = call.route.clone();
+    let route = route.get();
     let part = route.part.clone_ref(py).into_bound(py);
-    let partition: u32 = part.getattr(intern!(py, "index"))?.extract()?;
     let txn = lone::Txn { board: &board, transactional_id, producer_id: producer.0,
-                          producer_epoch: producer.1, partition, route, part: &part, group,
-                          member, now: call.now };
-    let writer = writer_of(slf)?;
-    let nbytes = PyInt::new(py, call.nbytes as u64);
-    lone::lone(py, &writer, &part, call.fields.as_any(), nbytes.as_any(), call.now,
-               &py.None().into_bound(py), lone::Check::Txn(&txn))
+                          producer_epoch: producer.1, partition: route.partition, route,
+                          part: &part, group, member, now: call.now };
+    commit_lone(slf, call, lone::Check::Txn(&txn))
 }
 
 /// The wire's Heartbeat of `member` in `group` at the store's clock's time, answered with no
@@ -509,13 +508,13 @@ pub(crate) fn steady_without_gil(slf: &Bound<'_, RouterState>) -> Option<steady:
 }
 
 /// The usual call, committed by the lone commit (which waits for it to be durable) under
-/// `check`, run in its lock hold.
+/// `check`, run in its lock hold: true; false when the check declined it (nothing done).
 fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, check: lone::Check<'_, '_>)
-               -> PyResult<()> {
+               -> PyResult<bool> {
     let py = slf.py();
     let writer = writer_of(slf)?;
     let nbytes = PyInt::new(py, call.nbytes as u64);
     let route = call.route.get();
     lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
-               call.now, &py.None().into_bound(py), check).map(drop)
+               call.now, &py.None().into_bound(py), check)
 }

@@ -25,9 +25,6 @@ use crate::wire_conn::{coded, plain_entries, Plain};
 pub(crate) fn txn_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plain<'_>,
                          t: &TxnOffsetCommit) -> PyResult<Option<Vec<u8>>> {
     let Some(entries) = plain_entries(py, topics, &t.topics)? else { return Ok(None) };
-    if entries.is_empty() {
-        return Ok(None);
-    }
     let group = PyString::new(py, &t.group_id);
     let member = route::Member { generation: t.generation, member_id: &t.member_id,
                                  instance: t.group_instance_id.as_deref() };
