@@ -12,7 +12,7 @@
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyModule};
+use pyo3::types::{PyList, PyModule, PyTuple};
 
 use crate::lone::Check;
 use crate::state::{PartitionState, RunState, WriterState};
@@ -69,15 +69,12 @@ pub(crate) fn submit<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
     let async_run = ASYNC_RUN.get_or_try_init(py, || {
         Ok::<_, PyErr>(py.import("offsetlog.store.commit_queue")?.getattr("AsyncRun")?.unbind())
     })?;
-    let (acquire, release) = {
-        let p = part.borrow();
-        (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
-    };
+    let lock = part.borrow().lock.clone_ref(py);
     let writer = writer.cast::<WriterState>()?; // (before the lock: an error must not hold it)
-    acquire.call0()?;
+    lock.get().lock(py)?;
     let queued = queue(py, writer, part, fields, nbytes, timestamp, &precheck, callback,
                        callback_arg, yield_at, async_run.bind(py), give_up);
-    release.call0()?;
+    lock.get().unlock()?;
     let Some((future, after)) = queued? else { return Ok(None) };
     match after {
         After::Nothing => {}
@@ -99,17 +96,16 @@ fn queue<'py>(py: Python<'py>, writer: &Bound<'py, WriterState>,
               timestamp: i64, precheck: &Check<'_, 'py>, callback: &Bound<'py, PyAny>,
               callback_arg: &Bound<'py, PyAny>, yield_at: i64, async_run: &Bound<'py, PyAny>,
               give_up: bool) -> PyResult<Option<(Bound<'py, PyAny>, After)>> {
-    let max_bytes = {
+    let (usable, max_bytes) = {
         let w = writer.borrow();
-        if !w.usable(py) {
-            drop(w);
-            if give_up {
-                return Ok(None);
-            }
-            writer.call_method0(intern!(py, "check_usable"))?;
-        }
-        writer.borrow().max_bytes
+        (w.usable(py), w.max_bytes)
     };
+    if !usable {
+        if give_up {
+            return Ok(None);
+        }
+        writer.call_method0(intern!(py, "check_usable"))?;
+    }
     precheck.run(py)?;
     let (q, open) = {
         let p = part.borrow();
@@ -134,8 +130,18 @@ fn queue<'py>(py: Python<'py>, writer: &Bound<'py, WriterState>,
         let mut r = run.borrow_mut();
         // the run's fields are extended here, not in a method: a call less per commit_async
         let list = r.fields.bind(py).cast::<PyList>()?.clone();
-        for field in fields.try_iter()? {
-            list.append(field?)?;
+        match fields.cast::<PyTuple>() {
+            // (the usual call's: read in place, no iterator made)
+            Ok(tuple) => {
+                for field in tuple.iter() {
+                    list.append(field)?;
+                }
+            }
+            Err(_) => {
+                for field in fields.try_iter()? {
+                    list.append(field?)?;
+                }
+            }
         }
         r.nbytes += nbytes;
         r.timestamp = timestamp; // the batch carries its last call's time

@@ -27,12 +27,14 @@ pub mod batch;
 mod commits;
 mod huge_alloc;
 mod lone;
+mod part_lock;
 mod route;
 pub mod msgpack;
 mod scan;
 mod snapshot;
 mod state;
 mod steady;
+mod store_entry;
 mod txn_board;
 #[cfg(target_os = "linux")]
 mod uring;
@@ -61,10 +63,12 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     commits::register(m)?;
     write::register(m)?;
     lone::register(m)?;
+    part_lock::register(m)?;
     async_commit::register(m)?;
     route::register(m)?;
     state::register(m)?;
     steady::register(m)?;
+    store_entry::register(m)?;
     txn_board::register(m)?;
     wire_conn::register(m)?;
     #[cfg(target_os = "linux")]

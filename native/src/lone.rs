@@ -191,11 +191,9 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
     let refs = refs(py)?;
     let writer = writer.cast::<WriterState>()?;
     let producer = precheck.producer();
-    let (acquire, release) = {
-        let p = part.borrow();
-        (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
-    };
-    acquire.call0()?;
+    let lock = part.borrow().lock.clone_ref(py);
+    let lock = lock.get();
+    lock.lock(py)?;
     let decided = decide(py, writer, part, &precheck).and_then(|lone| match lone {
         Decided::Declined => Ok(Err(())),
         Decided::Lone => Ok(Ok(None)),
@@ -204,7 +202,7 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
             writer.call_method1(intern!(py, "_queue_sync"), args).map(|q| Ok(Some(q)))
         }
     });
-    release.call0()?;
+    lock.unlock()?;
     let Ok(decided) = decided? else { return Ok(false) };
     if let Some(queued) = decided {
         let mut args = vec![part.clone().into_any()];
@@ -236,7 +234,7 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         Ok(base)
     })();
     let base = written.map_err(|e| failed(py, refs, writer.as_any(), part, e, "write to"))?;
-    acquire.call0()?;
+    lock.lock(py)?;
     let table = part.borrow().table.clone_ref(py).into_bound(py);
     let applied = match producer {
         None => apply(py, refs, &table, base, fields),
@@ -245,7 +243,7 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
             (base, fields, producer_id, producer_epoch)).map(drop),
     };
     let ended = applied.and_then(|_| end_leadership(py, writer.as_any(), part));
-    release.call0()?;
+    lock.unlock()?;
     // (durable, but the table no longer follows the log: the failure path poisons the store,
     // and ends the leadership if that is what failed)
     ended.map_err(|e| failed(py, refs, writer.as_any(), part, e, "applying a round of"))?;

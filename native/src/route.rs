@@ -166,12 +166,15 @@ pub struct RouterState {
     txn: Option<txn_board::Shared>,
 }
 
-/// The usual call's route, record fields, their size bound and time
+/// The usual call's route, record fields, their size bound and time, and the store's
+/// `GroupCommitter` and `yield_at` (`_setup`'s)
 struct Usual<'py> {
     route: Bound<'py, Route>,
     fields: Bound<'py, PyTuple>,
     nbytes: usize,
     now: i64,
+    writer: Bound<'py, PyAny>,
+    yield_at: i64,
 }
 
 #[pymethods]
@@ -252,10 +255,7 @@ impl RouterState {
         if !timeout.is_none() || !standalone(generation_id, member_id, group_instance_id) {
             return Ok(false);
         }
-        let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
-        let route = call.route.clone();
-        commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
-        Ok(true)
+        usual_sync(slf, group_id, offsets)
     }
 
     /// `OffsetStore.commit_async`'s usual call (see the module; `callback` None or callable),
@@ -266,20 +266,38 @@ impl RouterState {
                          generation_id: &Bound<'py, PyAny>, member_id: &Bound<'py, PyAny>,
                          group_instance_id: &Bound<'py, PyAny>)
                          -> PyResult<Option<Bound<'py, PyAny>>> {
-        let py = slf.py();
-        if !(callback.is_none() || callback.is_callable())
-            || !standalone(generation_id, member_id, group_instance_id)
-        {
+        if !standalone(generation_id, member_id, group_instance_id) {
             return Ok(None);
         }
-        let Some(call) = usual(slf, group_id, offsets)? else { return Ok(None) };
-        let writer = writer_of(slf)?;
-        let yield_at = slf.borrow().yield_at;
-        let route = call.route.get();
-        async_commit::submit(py, &writer, route.part.bind(py), call.fields.as_any(),
-                             call.nbytes as i64, call.now, lone::Check::Standalone(route),
-                             callback, offsets, yield_at, true)
+        usual_async(slf, group_id, offsets, callback)
     }
+}
+
+/// `commit_sync`'s usual call once its member arguments are the standalone ones and there is
+/// no timeout: committed, true; any other call false, and nothing done.
+pub(crate) fn usual_sync(slf: &Bound<'_, RouterState>, group_id: &Bound<'_, PyAny>,
+                         offsets: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
+    let route = call.route.clone();
+    commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
+    Ok(true)
+}
+
+/// `commit_async`'s usual call once its member arguments are the standalone ones: queued, its
+/// future; any other call (a `callback` neither None nor callable included) None, and
+/// nothing done.
+pub(crate) fn usual_async<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
+                               offsets: &Bound<'py, PyAny>, callback: &Bound<'py, PyAny>)
+                               -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = slf.py();
+    if !(callback.is_none() || callback.is_callable()) {
+        return Ok(None);
+    }
+    let Some(call) = usual(slf, group_id, offsets)? else { return Ok(None) };
+    let route = call.route.get();
+    async_commit::submit(py, &call.writer, route.part.bind(py), call.fields.as_any(),
+                         call.nbytes as i64, call.now, lone::Check::Standalone(route),
+                         callback, offsets, call.yield_at, true)
 }
 
 /// The standalone commit's arguments: generation -1 (an int), member "" (a str), no instance.
@@ -291,35 +309,30 @@ fn standalone(generation_id: &Bound<'_, PyAny>, member_id: &Bound<'_, PyAny>,
         && member_id.cast_exact::<PyString>().is_ok_and(|m| m.to_str().is_ok_and(str::is_empty))
 }
 
-fn writer_of<'py>(slf: &Bound<'py, RouterState>) -> PyResult<Bound<'py, PyAny>> {
-    let py = slf.py();
-    match &slf.borrow().writer {
-        Some(w) => Ok(w.clone_ref(py).into_bound(py)),
-        None => Err(pyo3::exceptions::PyRuntimeError::new_err("the router is not set up")),
-    }
-}
-
 /// The usual call's route, fields, size bound and time, or None for any other call (or a
 /// closed store).
 fn usual<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
               offsets: &Bound<'py, PyAny>) -> PyResult<Option<Usual<'py>>> {
     let Ok(group) = group_id.cast_exact::<PyString>() else { return Ok(None) };
     let Some(at) = entry(slf, group, true)? else { return Ok(None) };
-    let limits = slf.borrow().limits.clone_ref(slf.py());
     let fields = commits::plain_fields(slf.py(), group, offsets, &at.stamp, Some(&at.keys),
-                                       &limits)?;
+                                       &at.limits)?;
     Ok(at.with(fields))
 }
 
 /// What every usual call starts from: the group's route, the time (and its stamp for the
-/// records), the key cache and the call limit. None: a closed store, a clock of another
-/// type, or (unless `look_up`) a group whose route is not cached.
+/// records), the key cache, the limits and what the call goes on to (all of the router's
+/// read in one borrow). None: a closed store (or one not set up), a clock of another type,
+/// or (unless `look_up`) a group whose route is not cached.
 struct Entry<'py> {
     route: Bound<'py, Route>,
     now: i64,
     stamp: Bound<'py, PyAny>,
     keys: Bound<'py, PyDict>,
+    limits: commits::PlainLimits,
     max_call_bytes: usize,
+    writer: Bound<'py, PyAny>,
+    yield_at: i64,
 }
 
 impl<'py> Entry<'py> {
@@ -330,21 +343,23 @@ impl<'py> Entry<'py> {
         if fields.is_empty() || nbytes > self.max_call_bytes {
             return None;
         }
-        Some(Usual { route: self.route, fields, nbytes, now: self.now })
+        Some(Usual { route: self.route, fields, nbytes, now: self.now, writer: self.writer,
+                     yield_at: self.yield_at })
     }
 }
 
 fn entry<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>, look_up: bool)
               -> PyResult<Option<Entry<'py>>> {
     let py = slf.py();
-    let (routes, keys, clock, native_clock, max_call_bytes) = {
+    let (routes, keys, clock, native_clock, limits, max_call_bytes, writer, yield_at) = {
         let s = slf.borrow();
         if s.closed {
             return Ok(None);
         }
-        let Some(clock) = &s.clock else { return Ok(None) };
+        let (Some(clock), Some(writer)) = (&s.clock, &s.writer) else { return Ok(None) };
         (s.routes.clone_ref(py).into_bound(py), s.keys.clone_ref(py).into_bound(py),
-         clock.clone_ref(py).into_bound(py), s.native_clock, s.max_call_bytes)
+         clock.clone_ref(py).into_bound(py), s.native_clock, s.limits.clone_ref(py),
+         s.max_call_bytes, writer.clone_ref(py).into_bound(py), s.yield_at)
     };
     let route = match routes.get_item(group)? {
         Some(route) => route,
@@ -354,7 +369,7 @@ fn entry<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>, look_
     };
     let Ok(route) = route.cast_into::<Route>() else { return Ok(None) };
     let Some((now, stamp)) = read_clock(&clock, native_clock)? else { return Ok(None) };
-    Ok(Some(Entry { route, now, stamp, keys, max_call_bytes }))
+    Ok(Some(Entry { route, now, stamp, keys, limits, max_call_bytes, writer, yield_at }))
 }
 
 /// The store's clock read: the time and the object it gave (an int made here for
@@ -433,9 +448,8 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
 fn plain_call<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>,
                    entries: &[(&str, i32, i64)], look_up: bool) -> PyResult<Option<Usual<'py>>> {
     let Some(at) = entry(slf, group, look_up)? else { return Ok(None) };
-    let limits = slf.borrow().limits.clone_ref(slf.py());
     let fields = commits::plain_fields_of(slf.py(), group, entries, &at.stamp, Some(&at.keys),
-                                          &limits)?;
+                                          &at.limits)?;
     Ok(at.with(fields))
 }
 
@@ -512,9 +526,8 @@ pub(crate) fn steady_without_gil(slf: &Bound<'_, RouterState>) -> Option<steady:
 fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, check: lone::Check<'_, '_>)
                -> PyResult<bool> {
     let py = slf.py();
-    let writer = writer_of(slf)?;
     let nbytes = PyInt::new(py, call.nbytes as u64);
     let route = call.route.get();
-    lone::lone(py, &writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
+    lone::lone(py, &call.writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
                call.now, &py.None().into_bound(py), check)
 }

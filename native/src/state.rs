@@ -15,6 +15,7 @@ use pyo3::{PyTraverseError, PyVisit};
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::commits;
+use crate::part_lock::PartLock;
 use crate::steady::SteadyBoard;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -99,12 +100,10 @@ impl LogState {
 /// and the flags `lone::commit_lone` reads in the lock hold that decides a commit's path.
 #[pyclass(subclass, module = "offsetlog.log._native")]
 pub struct PartitionState {
-    /// the partition's `threading.Lock`: every field here is read and set under it
+    /// the partition's lock (`threading.Lock`'s interface, `part_lock`): every field here
+    /// is read and set under it
     #[pyo3(get)]
-    pub lock: Py<PyAny>,
-    /// `lock.acquire` and `lock.release`, bound once (the lone commit takes the lock twice)
-    pub acquire: Py<PyAny>,
-    pub release: Py<PyAny>,
+    pub lock: Py<PartLock>,
     /// the queued items (a `collections.deque`)
     #[pyo3(get)]
     pub queue: Py<PyAny>,
@@ -141,17 +140,14 @@ pub struct PartitionState {
 
 #[pymethods]
 impl PartitionState {
-    /// A new `threading.Lock` and an empty `collections.deque` (the subclass's `__init__` sets
-    /// the rest)
+    /// A new lock and an empty `collections.deque` (the subclass's `__init__` sets the rest)
     #[new]
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
            -> PyResult<Self> {
-        let lock = py.import("threading")?.getattr("Lock")?.call0()?;
-        let (acquire, release) = (lock.getattr("acquire")?.unbind(),
-                                  lock.getattr("release")?.unbind());
+        let lock = Py::new(py, PartLock::new())?;
         let queue = py.import("collections")?.getattr("deque")?.call0()?.unbind();
-        Ok(PartitionState { lock: lock.unbind(), acquire, release, queue, log: py.None(),
+        Ok(PartitionState { lock, queue, log: py.None(),
                             table: py.None(), leader_active: false, async_scheduled: false,
                             exclusive_waiting: 0, idle_waiters: 0, open_run: py.None(),
                             async_calls: 0,

@@ -106,17 +106,14 @@ fn every(py: Python<'_>, part: &Bound<'_, PartitionState>, group: &Bound<'_, PyS
 /// table as of its last applied commit (a commit still being written is not in it).
 fn locked<T>(py: Python<'_>, part: &Bound<'_, PartitionState>,
              read: impl FnOnce(&Bound<'_, PyDict>) -> PyResult<T>) -> PyResult<T> {
-    let (acquire, release) = {
-        let p = part.borrow();
-        (p.acquire.clone_ref(py).into_bound(py), p.release.clone_ref(py).into_bound(py))
-    };
-    acquire.call0()?;
+    let lock = part.borrow().lock.clone_ref(py);
+    lock.get().lock(py)?;
     let result = (|| {
         let table = part.borrow().table.clone_ref(py).into_bound(py);
         let offsets = table.cast::<TableState>()?.borrow().offsets.clone_ref(py).into_bound(py);
         read(&offsets)
     })();
-    release.call0()?;
+    lock.get().unlock()?;
     result
 }
 

@@ -149,16 +149,17 @@ class AsyncRun(_native.RunState, QueueItem):
 class PartitionWriter(_native.PartitionState):
     """The queue, table and log of one log partition.
 
-    ``lock`` (a ``threading.Lock``), ``queue`` (a deque of ``QueueItem``), ``log``, ``table``
-    and the protocol's flags live in the native base class (``_native.PartitionState``), where
-    the lone commit (``lone_commit``) reads and sets them in its lock hold without the
-    interpreter; they are plain attributes here: ``leader_active`` (a leader is writing or
-    applying: no one else may), ``async_scheduled`` (handed to the async thread and not yet
-    found empty by it: no need to wake it again), ``exclusive_waiting`` (callers waiting in
-    ``exclusive``: no new round starts while there are any, or a steady stream of commits would
-    pass leadership from round to round forever) and ``idle_waiters`` (threads in
-    ``cond.wait()``, drain and exclusive: a round end notifies only if any), ``open_run``
-    (the ``AsyncRun`` that ``commit_async`` calls join while it is the last queued item; see
+    ``lock`` (a ``PartLock``: ``threading.Lock``'s interface), ``queue`` (a deque of
+    ``QueueItem``), ``log``, ``table`` and the protocol's flags live in the native base
+    class (``_native.PartitionState``), where the lone commit (``lone_commit``) reads and
+    sets them in its lock hold without the interpreter; they are plain attributes here:
+    ``leader_active`` (a leader is writing or applying: no one else may),
+    ``async_scheduled`` (handed to the async thread and not yet found empty by it: no need
+    to wake it again), ``exclusive_waiting`` (callers waiting in ``exclusive``: no new round
+    starts while there are any, or a steady stream of commits would pass leadership from
+    round to round forever) and ``idle_waiters`` (threads in ``cond.wait()``, drain and
+    exclusive: a round end notifies only if any), ``open_run`` (the ``AsyncRun`` that
+    ``commit_async`` calls join while it is the last queued item; see
     ``async_commit.submit_async``) and ``async_calls`` (``commit_async`` calls ever queued
     here: when to step aside). All are read and set under ``lock``.
     """

@@ -4,6 +4,7 @@ and settings it must honour as the Python path does."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections import OrderedDict
 
@@ -157,5 +158,106 @@ def test_a_cycle_through_a_stores_clock_is_collected(tmp_path):
     store.close()
     gone = weakref.ref(clock)
     del clock, store
+    gc.collect()
+    assert gone() is None
+
+
+# -- the store's own commit attributes (native/src/store_entry.rs) -----------------------------
+
+def _outcome(call):
+    """What a call did: its exception's type and text, or what it returned (a future's
+    outcome once resolved)."""
+    try:
+        result = call()
+    except TypeError as e:  # (argument binding: worded by CPython or by PyO3)
+        return ("raised", TypeError)
+    except Exception as e:  # noqa: BLE001 - the outcome itself is what is compared
+        return ("raised", type(e), str(e))
+    if hasattr(result, "exception"):
+        error = result.exception(10)
+        return ("future", type(error), str(error)) if error else ("future", None, None)
+    return ("returned", result)
+
+
+#: (args, kwargs) of calls, right and wrong: each must end as the Python method ends it
+CALLS = [
+    (("g", {TP("t", 0): 1}), {}),
+    (("g", {TP("t", 0): OAM(2)}), {}),
+    (("g", {TP("t", 0): 3}), {"generation_id": -1}),
+    (("g", {TP("t", 0): 4}), {"member_id": ""}),
+    (("g", {TP("t", 0): 5}), {"group_instance_id": None}),
+    (("g", {TP("t", 0): 6}), {"generation_id": None}),
+    (("g", {TP("t", 0): 7}), {"member_id": None}),
+    (("g", {TP("t", 0): 8}), {"generation_id": True}),
+    (("g", {TP("t", 0): 9}), {"group_instance_id": 5}),
+    (("g", {TP("t", 0): 10}), {"no_such_argument": 1}),
+    (("g", {TP("t", 0): 11}, -1), {}),
+    (("g",), {}),
+    ((), {"group_id": "g", "offsets": {TP("t", 0): 12}}),
+    (("g", {TP("t", 0): -1}), {}),
+    (("g", {("t", 0): 13}), {}),
+    ((b"g", {TP("t", 0): 14}), {}),
+    (("g", [(TP("t", 0), 15)]), {}),
+    (("g", {}), {}),
+]
+
+
+@pytest.mark.parametrize("name", ["commit_sync", "commit_async"])
+def test_the_stores_attributes_end_every_call_as_its_methods_do(tmp_path, name):
+    """``store.commit_sync`` and ``store.commit_async`` are native attributes of the store
+    that take the usual call and hand every other to the class's method: every call, right or
+    wrong, ends the same way through either (a store each, the same calls in the same order),
+    and both stores hold the same offsets after."""
+    extra = [(("g", {TP("t", 1): 20}), {"timeout": 5}), (("g", {TP("t", 1): 21}),
+                                                         {"timeout": -1})]
+    if name == "commit_async":
+        extra = [(("g", {TP("t", 1): 22}), {"callback": None}),
+                 (("g", {TP("t", 1): 23}), {"callback": lambda o, e: None}),
+                 (("g", {TP("t", 1): 24}), {"callback": 5})]
+    with OffsetStore.open(tmp_path / "a", partitions=2) as a, \
+            OffsetStore.open(tmp_path / "b", partitions=2) as b:
+        attribute = getattr(a, name)
+        method = getattr(OffsetStore, name).__get__(b)
+        assert type(attribute).__name__ == "builtin_function_or_method"
+        ours = inspect.signature(attribute).parameters.values()
+        theirs = list(inspect.signature(getattr(OffsetStore, name)).parameters.values())[1:]
+        assert ([(p.name, p.kind, p.default) for p in ours]
+                == [(p.name, p.kind, p.default) for p in theirs])
+        for args, kwargs in CALLS + extra:
+            assert (_outcome(lambda: attribute(*args, **kwargs))
+                    == _outcome(lambda: method(*args, **kwargs))), (args, kwargs)
+        a.flush()
+        b.flush()
+        assert a.fetch("g") == b.fetch("g") != {}
+
+
+def test_a_subclass_that_overrides_a_commit_call_keeps_its_override(tmp_path):
+    seen = []
+
+    class Audited(OffsetStore):
+        def commit_async(self, group_id, offsets, **kwargs):
+            seen.append(group_id)
+            return super().commit_async(group_id, offsets, **kwargs)
+
+    with Audited.open(tmp_path, partitions=1) as store:
+        store.commit_async("g", {TP("t", 0): 1}).result(10)
+        store.commit_sync("g", {TP("t", 0): 2})
+        assert seen == ["g"]
+        assert "commit_async" not in vars(store) and "commit_sync" not in vars(store)
+        assert store.fetch("g") == {TP("t", 0): OAM(2)}
+
+
+def test_a_closed_store_is_collected_with_its_commit_attributes(tmp_path):
+    """The store holds its native commit attributes and they hold its methods: a cycle the
+    collector must break."""
+    import gc
+    import weakref
+
+    store = OffsetStore.open(tmp_path, partitions=1)
+    store.commit_sync("g", {TP("t", 0): 1})
+    store.commit_async("g", {TP("t", 0): 2}).result(10)
+    store.close()
+    gone = weakref.ref(store)
+    del store
     gc.collect()
     assert gone() is None

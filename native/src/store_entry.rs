@@ -1,0 +1,131 @@
+//! `OffsetStore.commit_sync` and `commit_async` as the store's own attributes (`CommitEntries`):
+//! a simple consumer's call (the usual call, `route`) goes from the caller's line into native
+//! code with no Python frame between, and any other call is handed, arguments unchanged, to
+//! the store's Python method, which is the documented one and decides everything else.
+//!
+//! Why: a stream of `commit_async` calls spent a fifth of each call in the public method's
+//! own frame (bench/RESULTS.md, twenty-first session); the method had nothing left to do but
+//! pass its arguments on.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3::{PyTraverseError, PyVisit};
+
+use crate::route::{self, RouterState};
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<CommitEntries>()?;
+    Ok(())
+}
+
+/// The store's two commit calls for `OffsetStore.__init__` to bind as its attributes:
+/// `router` (the store's `CommitRouter`) takes the usual call; `sync_method` and
+/// `async_method` (`OffsetStore.commit_sync` and `commit_async`, bound to the store) take
+/// every other.
+#[pyclass(frozen, module = "offsetlog.log._native")]
+pub struct CommitEntries {
+    router: Py<RouterState>,
+    sync_method: Py<PyAny>,
+    async_method: Py<PyAny>,
+}
+
+#[pymethods]
+impl CommitEntries {
+    #[new]
+    fn new(router: Py<RouterState>, sync_method: Py<PyAny>, async_method: Py<PyAny>) -> Self {
+        CommitEntries { router, sync_method, async_method }
+    }
+
+    /// Commit `offsets` for `group_id` and return once durable: `OffsetStore.commit_sync`,
+    /// which documents it. A call with no keyword argument is tried here; any other goes to
+    /// that method.
+    #[pyo3(signature = (group_id, offsets, *, generation_id = Given::Absent,
+                        member_id = Given::Absent, group_instance_id = Given::Absent,
+                        timeout = Given::Absent),
+           text_signature = "(group_id, offsets, *, generation_id=-1, member_id='', \
+                             group_instance_id=None, timeout=None)")]
+    #[allow(clippy::too_many_arguments)] // OffsetStore.commit_sync's, as it has them
+    fn commit_sync<'py>(&self, py: Python<'py>, group_id: &Bound<'py, PyAny>,
+                        offsets: &Bound<'py, PyAny>, generation_id: Given<'py>,
+                        member_id: Given<'py>, group_instance_id: Given<'py>,
+                        timeout: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let named = [("generation_id", generation_id), ("member_id", member_id),
+                     ("group_instance_id", group_instance_id), ("timeout", timeout)];
+        if named.iter().all(|(_, given)| matches!(given, Given::Absent))
+            && route::usual_sync(self.router.bind(py), group_id, offsets)?
+        {
+            return Ok(py.None().into_bound(py));
+        }
+        pass_on(py, &self.sync_method, group_id, offsets, named)
+    }
+
+    /// Queue a commit and return a `Future` that resolves once it is durable:
+    /// `OffsetStore.commit_async`, which documents it. A call with no keyword argument but
+    /// `callback` is tried here; any other goes to that method.
+    #[pyo3(signature = (group_id, offsets, *, callback = Given::Absent,
+                        generation_id = Given::Absent, member_id = Given::Absent,
+                        group_instance_id = Given::Absent),
+           text_signature = "(group_id, offsets, *, callback=None, generation_id=-1, \
+                             member_id='', group_instance_id=None)")]
+    #[allow(clippy::too_many_arguments)] // OffsetStore.commit_async's, as it has them
+    fn commit_async<'py>(&self, py: Python<'py>, group_id: &Bound<'py, PyAny>,
+                         offsets: &Bound<'py, PyAny>, callback: Given<'py>,
+                         generation_id: Given<'py>, member_id: Given<'py>,
+                         group_instance_id: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let member = [("generation_id", generation_id), ("member_id", member_id),
+                      ("group_instance_id", group_instance_id)];
+        if member.iter().all(|(_, given)| matches!(given, Given::Absent)) {
+            let none = py.None().into_bound(py);
+            let callback_or_none = match &callback {
+                Given::Value(callback) => callback,
+                Given::Absent => &none,
+            };
+            if let Some(future) = route::usual_async(self.router.bind(py), group_id, offsets,
+                                                     callback_or_none)?
+            {
+                return Ok(future);
+            }
+        }
+        let [generation_id, member_id, group_instance_id] = member;
+        pass_on(py, &self.async_method, group_id, offsets,
+                [("callback", callback), generation_id, member_id, group_instance_id])
+    }
+
+    /// (the store holds this object and this object the store's methods: a cycle, which the
+    /// collector breaks by clearing the store's attributes)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.router)?;
+        visit.call(&self.sync_method)?;
+        visit.call(&self.async_method)
+    }
+}
+
+/// The call as it came, to the store's Python method: `named`, its keyword arguments (those
+/// given).
+fn pass_on<'py, const N: usize>(py: Python<'py>, method: &Py<PyAny>,
+                                group_id: &Bound<'py, PyAny>, offsets: &Bound<'py, PyAny>,
+                                named: [(&str, Given<'py>); N]) -> PyResult<Bound<'py, PyAny>> {
+    let kwargs = PyDict::new(py);
+    for (name, given) in named {
+        if let Given::Value(value) = given {
+            kwargs.set_item(name, value)?;
+        }
+    }
+    method.bind(py).call((group_id, offsets), Some(&kwargs))
+}
+
+/// A keyword argument as the call has it: absent, or given (None included). Only an absent
+/// one leaves the call usual: a given one, even the default's value, is the Python method's to
+/// judge, as before.
+pub enum Given<'py> {
+    Absent,
+    Value(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Given<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Given::Value(obj.to_owned()))
+    }
+}
