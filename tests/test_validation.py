@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,8 @@ from offsetlog.errors import (
     OffsetlogError,
     OffsetMetadataTooLargeError,
 )
+from offsetlog.log._native import KeyCache
+from offsetlog.log.records import KEYS_CACHED
 from offsetlog.validation import check_offsets, utf16_length
 
 TP = TopicPartition("t", 0)
@@ -165,7 +169,7 @@ def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets
         assert nbytes == 0
     # with a cache of record keys (commit_async's), warm or cold: the same records, and each
     # key names its own group
-    keys: dict = {}
+    keys = KeyCache(KEYS_CACHED)
     for group in ("g", "h", "g"):
         cached, n = offset_commit_records(group, offsets, 1234, 4096, keys)
         assert n == nbytes
@@ -174,13 +178,33 @@ def test_the_commit_fast_path_builds_the_records_the_checked_path_builds(offsets
 
 
 def test_the_record_key_cache_is_bounded():
-    from offsetlog.log.records import KEYS_CACHED
-    keys: dict = {}
+    keys = KeyCache(KEYS_CACHED)
     for p in range(KEYS_CACHED + 10):
-        (record,), _ = offset_commit_records("g", {TopicPartition("t", p): 1}, 0, 4096, keys)
-        assert record[3] == ["g", "t", p]
+        group = f"g{p % 3}"  # (the bound is the cache's, over every group's keys)
+        (record,), _ = offset_commit_records(group, {TopicPartition("t", p): 1}, 0, 4096, keys)
+        assert record[3] == [group, "t", p]
         assert len(keys) <= KEYS_CACHED
     assert len(keys) == 10  # started over once full
+
+
+def test_the_record_key_cache_shares_one_key_per_group_and_partition():
+    """Calls of one (group, topic, partition) share its record key, whichever
+    ``TopicPartition`` object (or equal tuple) names it; another group's is its own. The
+    key's topic is interned, as the table's key has it."""
+    keys = KeyCache(KEYS_CACHED)
+    topic = "".join(["or", "ders"])  # (a str made at run time: not interned)
+
+    def key(group, tp):
+        (record,), _ = offset_commit_records(group, {tp: 1}, 0, 4096, keys)
+        return record[3]
+
+    first = key("g", TopicPartition(topic, 0))
+    assert first == ["g", "orders", 0] and first[1] is sys.intern("orders")
+    assert key("g", TopicPartition(topic, 0)) is first
+    assert key("h", TopicPartition(topic, 0)) == ["h", "orders", 0]
+    assert key("h", TopicPartition(topic, 0)) is not first
+    assert key("g", TopicPartition(topic, 1)) == ["g", "orders", 1]
+    assert len(keys) == 3
 
 
 @settings(max_examples=200, deadline=None)

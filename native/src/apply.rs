@@ -300,12 +300,23 @@ pub(crate) fn plain_entry<'py>(py: Python<'py>, offset: Bound<'py, PyAny>,
 }
 
 /// The table key `(topic, partition)`, the topic interned by `intern` (`sys.intern`) as the
-/// Python table interns it, hidden from the GC (`untrack`).
+/// Python table interns it (unless it is already: the usual call's record keys hold interned
+/// topics, `commits::record_key`), hidden from the GC (`untrack`).
 pub(crate) fn interned_key<'py>(topic: Bound<'py, PyAny>, partition: Bound<'py, PyAny>,
                                 intern: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
-    let tp = PyTuple::new(topic.py(), [intern.call1((topic,))?, partition])?;
+    let topic = if is_interned(&topic) { topic } else { intern.call1((topic,))? };
+    let tp = PyTuple::new(topic.py(), [topic, partition])?;
     untrack(&tp);
     Ok(tp)
+}
+
+/// Whether `s` is an interned str (exactly a str: `sys.intern` refuses subclasses), which
+/// `sys.intern` would give back as it is.
+pub(crate) fn is_interned(s: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: an exact str begins with CPython's PyASCIIObject (every str does, whatever its
+    // kind), alive as long as `s`; its state bits are what PyUnicode_CHECK_INTERNED reads.
+    s.is_exact_instance_of::<PyString>()
+        && unsafe { (*s.as_ptr().cast::<pyo3::ffi::PyASCIIObject>()).interned() != 0 }
 }
 
 /// An exact int (not a bool) that fits an i64.

@@ -12,7 +12,7 @@
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyModule, PyTuple};
+use pyo3::types::{PyList, PyModule};
 
 use crate::lone::Check;
 use crate::state::{PartitionState, RunState, WriterState};
@@ -53,7 +53,8 @@ pub fn submit_async<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                          nbytes: i64, timestamp: i64, precheck: &Bound<'py, PyAny>,
                          callback: &Bound<'py, PyAny>, callback_arg: &Bound<'py, PyAny>,
                          yield_at: i64) -> PyResult<Bound<'py, PyAny>> {
-    let future = submit(py, writer, part, fields, nbytes, timestamp, Check::of(precheck),
+    let fields = fields.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+    let future = submit(py, writer, part, &fields, nbytes, timestamp, Check::of(precheck),
                         callback, callback_arg, yield_at, false)?;
     future.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("submit gave up"))
 }
@@ -62,7 +63,7 @@ pub fn submit_async<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
 /// checked (`check_usable` raises) but left to the caller: None, and nothing done.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn submit<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
-                          part: &Bound<'py, PartitionState>, fields: &Bound<'py, PyAny>,
+                          part: &Bound<'py, PartitionState>, fields: &[Bound<'py, PyAny>],
                           nbytes: i64, timestamp: i64, precheck: Check<'_, 'py>,
                           callback: &Bound<'py, PyAny>, callback_arg: &Bound<'py, PyAny>,
                           yield_at: i64, give_up: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -92,7 +93,7 @@ pub(crate) fn submit<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
 /// and the store closing or failed).
 #[allow(clippy::too_many_arguments)]
 fn queue<'py>(py: Python<'py>, writer: &Bound<'py, WriterState>,
-              part: &Bound<'py, PartitionState>, fields: &Bound<'py, PyAny>, nbytes: i64,
+              part: &Bound<'py, PartitionState>, fields: &[Bound<'py, PyAny>], nbytes: i64,
               timestamp: i64, precheck: &Check<'_, 'py>, callback: &Bound<'py, PyAny>,
               callback_arg: &Bound<'py, PyAny>, yield_at: i64, async_run: &Bound<'py, PyAny>,
               give_up: bool) -> PyResult<Option<(Bound<'py, PyAny>, After)>> {
@@ -130,18 +131,8 @@ fn queue<'py>(py: Python<'py>, writer: &Bound<'py, WriterState>,
         let mut r = run.borrow_mut();
         // the run's fields are extended here, not in a method: a call less per commit_async
         let list = r.fields.bind(py).cast::<PyList>()?.clone();
-        match fields.cast::<PyTuple>() {
-            // (the usual call's: read in place, no iterator made)
-            Ok(tuple) => {
-                for field in tuple.iter() {
-                    list.append(field)?;
-                }
-            }
-            Err(_) => {
-                for field in fields.try_iter()? {
-                    list.append(field?)?;
-                }
-            }
+        for field in fields {
+            list.append(field)?;
         }
         r.nbytes += nbytes;
         r.timestamp = timestamp; // the batch carries its last call's time

@@ -16,6 +16,7 @@ use rmp::encode as enc;
 
 use crate::apply::{self, OFFSET_COMMIT, OFFSET_COMMIT_VERSION};
 use crate::batch::{self, Frame, HEADER_SIZE};
+use crate::key_cache::KeyCache;
 use crate::msgpack;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -141,33 +142,32 @@ pub fn apply_fields(py: Python<'_>, offsets: &Bound<'_, PyDict>, fields: &Bound<
 /// `max_group_commit_bytes` counts: per offset, `bound_per_offset` plus the group's and the
 /// topic's UTF-8 lengths), or None for any other call, which the
 /// caller checks the long way (`validation.check_offsets`). Record keys come from `keys` (a
-/// cache `(group, topic, partition) -> [group, topic, partition]`, or None), so that the
-/// records of one key share one list; a new key is added, the cache emptied at `keys_max`.
+/// `KeyCache`, or None), so that the records of one key share one list.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // the call, its time, the key cache and the two types
-#[pyo3(signature = (group, offsets, timestamp, keys, keys_max, bound_per_offset, tp_type,
-                    oam_type))]
+#[pyo3(signature = (group, offsets, timestamp, keys, bound_per_offset, tp_type, oam_type))]
 pub fn plain_commit_fields<'py>(
     py: Python<'py>,
     group: &Bound<'py, PyString>,
     offsets: &Bound<'py, PyAny>,
     timestamp: &Bound<'py, PyAny>,
-    keys: &Bound<'py, PyAny>,
-    keys_max: usize,
+    keys: Option<&Bound<'py, KeyCache>>,
     bound_per_offset: usize,
     tp_type: &Bound<'py, PyAny>,
     oam_type: &Bound<'py, PyAny>,
 ) -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
-    let keys = if keys.is_none() { None } else { Some(keys.cast::<PyDict>()?) };
-    let limits = PlainLimits { keys_max, bound_per_offset, tp_type: tp_type.clone().unbind(),
+    let keys = keys.map(Bound::get);
+    let limits = PlainLimits { bound_per_offset, tp_type: tp_type.clone().unbind(),
                                oam_type: oam_type.clone().unbind() };
-    plain_fields(py, group, offsets, timestamp, keys, &limits)
+    let Some((fields, n)) = plain_fields(py, group, offsets, timestamp, keys, &limits)? else {
+        return Ok(None);
+    };
+    Ok(Some((PyTuple::new(py, fields)?, n)))
 }
 
-/// `plain_commit_fields`' settings: the key cache's size, a record's size bound beyond its
-/// text, and the two types of the usual call.
+/// `plain_commit_fields`' settings: a record's size bound beyond its text, and the two types
+/// of the usual call.
 pub(crate) struct PlainLimits {
-    pub keys_max: usize,
     pub bound_per_offset: usize,
     pub tp_type: Py<PyAny>,
     pub oam_type: Py<PyAny>,
@@ -176,11 +176,11 @@ pub(crate) struct PlainLimits {
 impl PlainLimits {
     /// (no call is usual until the types are set: None is no value's type)
     pub fn default(py: Python<'_>) -> Self {
-        PlainLimits { keys_max: 0, bound_per_offset: 0, tp_type: py.None(), oam_type: py.None() }
+        PlainLimits { bound_per_offset: 0, tp_type: py.None(), oam_type: py.None() }
     }
 
     pub fn clone_ref(&self, py: Python<'_>) -> Self {
-        PlainLimits { keys_max: self.keys_max, bound_per_offset: self.bound_per_offset,
+        PlainLimits { bound_per_offset: self.bound_per_offset,
                       tp_type: self.tp_type.clone_ref(py), oam_type: self.oam_type.clone_ref(py) }
     }
 }
@@ -188,10 +188,9 @@ impl PlainLimits {
 /// `plain_commit_fields`, for native callers.
 pub(crate) fn plain_fields<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
                                 offsets: &Bound<'py, PyAny>, timestamp: &Bound<'py, PyAny>,
-                                keys: Option<&Bound<'py, PyDict>>, limits: &PlainLimits)
-                                -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+                                keys: Option<&KeyCache>, limits: &PlainLimits)
+                                -> PyResult<Option<(Vec<Bound<'py, PyAny>>, usize)>> {
     let (tp_type, oam_type) = (limits.tp_type.bind(py), limits.oam_type.bind(py));
-    let keys_max = limits.keys_max;
     let Ok(offsets) = offsets.cast_exact::<PyDict>() else { return Ok(None) };
     // text that UTF-8 cannot hold (a lone surrogate) is for the long way to refuse
     let Ok(group_bytes) = group.to_str().map(str::len) else { return Ok(None) };
@@ -228,11 +227,12 @@ pub(crate) fn plain_fields<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
         {
             return Ok(None);
         }
-        push_fields(py, &mut out, keys, keys_max, group, &topic, &partition, value, timestamp)?;
+        push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value,
+                    timestamp)?;
         text += name_str.len();
     }
     let n = text + out.len() / 3 * per_offset;
-    Ok(Some((PyTuple::new(py, out)?, n)))
+    Ok(Some((out, n)))
 }
 
 /// `plain_fields` of a commit already in native values, `(topic, partition, offset)` in call
@@ -240,8 +240,8 @@ pub(crate) fn plain_fields<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
 /// bound; None when an entry is not one `plain_fields` takes.
 pub(crate) fn plain_fields_of<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
                                    entries: &[(&str, i32, i64)], timestamp: &Bound<'py, PyAny>,
-                                   keys: Option<&Bound<'py, PyDict>>, limits: &PlainLimits)
-                                   -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+                                   keys: Option<&KeyCache>, limits: &PlainLimits)
+                                   -> PyResult<Option<(Vec<Bound<'py, PyAny>>, usize)>> {
     let Ok(group_bytes) = group.to_str().map(str::len) else { return Ok(None) };
     let per_offset = limits.bound_per_offset + group_bytes;
     let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(3 * entries.len());
@@ -254,22 +254,26 @@ pub(crate) fn plain_fields_of<'py>(py: Python<'py>, group: &Bound<'py, PyString>
         let topic = PyString::intern(py, name).into_any();
         let partition = partition.into_pyobject(py)?.into_any();
         let value = offset.into_pyobject(py)?.into_any();
-        push_fields(py, &mut out, keys, limits.keys_max, group, &topic, &partition, value,
+        let tp = PyTuple::new(py, [&topic, &partition])?;
+        push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value,
                     timestamp)?;
         text += name.len();
     }
     let n = text + out.len() / 3 * per_offset;
-    Ok(Some((PyTuple::new(py, out)?, n)))
+    Ok(Some((out, n)))
 }
 
-/// One offset's record fields: its shared key, its value, the commit's time.
+/// One offset's record fields: its key (shared through `keys`; `tp` is its `(topic,
+/// partition)`, as a `TopicPartition` or a tuple), its value, the commit's time.
 #[allow(clippy::too_many_arguments)]
-fn push_fields<'py>(py: Python<'py>, out: &mut Vec<Bound<'py, PyAny>>,
-                    keys: Option<&Bound<'py, PyDict>>, keys_max: usize,
-                    group: &Bound<'py, PyString>, topic: &Bound<'py, PyAny>,
-                    partition: &Bound<'py, PyAny>, value: Bound<'py, PyAny>,
-                    timestamp: &Bound<'py, PyAny>) -> PyResult<()> {
-    out.push(record_key(py, keys, keys_max, group, topic, partition)?);
+fn push_fields<'py>(py: Python<'py>, out: &mut Vec<Bound<'py, PyAny>>, keys: Option<&KeyCache>,
+                    group: &Bound<'py, PyString>, tp: &Bound<'py, PyAny>,
+                    topic: &Bound<'py, PyAny>, partition: &Bound<'py, PyAny>,
+                    value: Bound<'py, PyAny>, timestamp: &Bound<'py, PyAny>) -> PyResult<()> {
+    out.push(match keys {
+        Some(keys) => keys.key(group, tp, topic, partition)?,
+        None => PyList::new(py, [group.as_any(), topic, partition])?.into_any(),
+    });
     out.push(value);
     out.push(timestamp.clone());
     Ok(())
@@ -279,23 +283,4 @@ fn push_fields<'py>(py: Python<'py>, out: &mut Vec<Bound<'py, PyAny>>,
 fn exact_int_in(v: &Bound<'_, PyAny>, lo: i64, hi: i64) -> bool {
     v.is_exact_instance_of::<pyo3::types::PyInt>()
         && v.extract::<i64>().is_ok_and(|x| (lo..=hi).contains(&x))
-}
-
-/// The record key `[group, topic, partition]`, shared through the `keys` cache.
-fn record_key<'py>(py: Python<'py>, keys: Option<&Bound<'py, PyDict>>, keys_max: usize,
-                   group: &Bound<'py, PyString>, topic: &Bound<'py, PyAny>,
-                   partition: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let Some(keys) = keys else {
-        return Ok(PyList::new(py, [group.as_any(), topic, partition])?.into_any());
-    };
-    let lookup = PyTuple::new(py, [group.as_any(), topic, partition])?;
-    if let Some(key) = keys.get_item(&lookup)? {
-        return Ok(key);
-    }
-    if keys.len() >= keys_max {
-        keys.clear(); // a cache: keys come and go, and it must not grow without bound
-    }
-    let key = PyList::new(py, [group.as_any(), topic, partition])?.into_any();
-    keys.set_item(lookup, &key)?;
-    Ok(key)
 }

@@ -26,6 +26,7 @@ mod async_commit;
 pub mod batch;
 mod commits;
 mod huge_alloc;
+mod key_cache;
 mod lone;
 mod part_lock;
 mod route;
@@ -63,6 +64,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     commits::register(m)?;
     write::register(m)?;
     lone::register(m)?;
+    key_cache::register(m)?;
     part_lock::register(m)?;
     async_commit::register(m)?;
     route::register(m)?;

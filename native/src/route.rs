@@ -21,6 +21,7 @@ use pyo3::types::{PyDict, PyInt, PyString, PyTuple};
 
 use crate::async_commit;
 use crate::commits;
+use crate::key_cache::KeyCache;
 use crate::lone;
 use crate::state::PartitionState;
 use crate::steady::{self, SteadyBoards};
@@ -146,9 +147,10 @@ pub struct RouterState {
     /// group -> its `Route`; a cache (`CommitRouter.route` fills and bounds it)
     #[pyo3(get)]
     routes: Py<PyDict>,
-    /// record keys shared by commits of one key (`records.offset_commit_fields`)
+    /// record keys shared by commits of one key (`records.offset_commit_fields`); `_setup`
+    /// makes it
     #[pyo3(get, name = "_keys")]
-    keys: Py<PyDict>,
+    keys: Py<KeyCache>,
     /// the store is closed: no call is taken here (the Python path raises), and no steady
     /// board passes anything (`closed`'s setter tells them)
     #[pyo3(get)]
@@ -170,7 +172,8 @@ pub struct RouterState {
 /// `GroupCommitter` and `yield_at` (`_setup`'s)
 struct Usual<'py> {
     route: Bound<'py, Route>,
-    fields: Bound<'py, PyTuple>,
+    /// the flat `(key, offset, timestamp)` triples (`commits::plain_fields`)
+    fields: Vec<Bound<'py, PyAny>>,
     nbytes: usize,
     now: i64,
     writer: Bound<'py, PyAny>,
@@ -183,11 +186,12 @@ impl RouterState {
     #[new]
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
-           -> Self {
-        RouterState { routes: PyDict::new(py).unbind(), keys: PyDict::new(py).unbind(),
-                      closed: false, writer: None, clock: None, native_clock: false,
-                      limits: commits::PlainLimits::default(py), max_call_bytes: 0,
-                      yield_at: 1, steady: None, txn: None }
+           -> PyResult<Self> {
+        Ok(RouterState { routes: PyDict::new(py).unbind(),
+                         keys: Py::new(py, KeyCache::new(py, 0))?,
+                         closed: false, writer: None, clock: None, native_clock: false,
+                         limits: commits::PlainLimits::default(py), max_call_bytes: 0,
+                         yield_at: 1, steady: None, txn: None })
     }
 
     /// (a cycle through the writer or a user's clock must stay collectable)
@@ -213,12 +217,14 @@ impl RouterState {
     fn _setup(&mut self, writer: Py<PyAny>, clock: Bound<'_, PyAny>, max_call_bytes: usize,
               keys_max: usize, bound_per_offset: usize, tp_type: Py<PyAny>, oam_type: Py<PyAny>,
               yield_at: i64) -> PyResult<()> {
-        let native = clock.py().import("offsetlog.log._native")?.getattr("clock_ms")?;
+        let py = clock.py();
+        let native = py.import("offsetlog.log._native")?.getattr("clock_ms")?;
         self.native_clock = clock.is(&native);
         self.clock = Some(clock.unbind());
         self.writer = Some(writer);
         self.max_call_bytes = max_call_bytes;
-        self.limits = commits::PlainLimits { keys_max, bound_per_offset, tp_type, oam_type };
+        self.keys = Py::new(py, KeyCache::new(py, keys_max))?;
+        self.limits = commits::PlainLimits { bound_per_offset, tp_type, oam_type };
         self.yield_at = yield_at.max(1);
         Ok(())
     }
@@ -295,7 +301,7 @@ pub(crate) fn usual_async<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'
     }
     let Some(call) = usual(slf, group_id, offsets)? else { return Ok(None) };
     let route = call.route.get();
-    async_commit::submit(py, &call.writer, route.part.bind(py), call.fields.as_any(),
+    async_commit::submit(py, &call.writer, route.part.bind(py), &call.fields,
                          call.nbytes as i64, call.now, lone::Check::Standalone(route),
                          callback, offsets, call.yield_at, true)
 }
@@ -315,7 +321,7 @@ fn usual<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
               offsets: &Bound<'py, PyAny>) -> PyResult<Option<Usual<'py>>> {
     let Ok(group) = group_id.cast_exact::<PyString>() else { return Ok(None) };
     let Some(at) = entry(slf, group, true)? else { return Ok(None) };
-    let fields = commits::plain_fields(slf.py(), group, offsets, &at.stamp, Some(&at.keys),
+    let fields = commits::plain_fields(slf.py(), group, offsets, &at.stamp, Some(at.keys.get()),
                                        &at.limits)?;
     Ok(at.with(fields))
 }
@@ -328,7 +334,7 @@ struct Entry<'py> {
     route: Bound<'py, Route>,
     now: i64,
     stamp: Bound<'py, PyAny>,
-    keys: Bound<'py, PyDict>,
+    keys: Bound<'py, KeyCache>,
     limits: commits::PlainLimits,
     max_call_bytes: usize,
     writer: Bound<'py, PyAny>,
@@ -338,7 +344,7 @@ struct Entry<'py> {
 impl<'py> Entry<'py> {
     /// The call, once its offsets are record fields (`commits::plain_fields`); None for
     /// no offsets or over the limit: the Python path's (which raises for the latter).
-    fn with(self, fields: Option<(Bound<'py, PyTuple>, usize)>) -> Option<Usual<'py>> {
+    fn with(self, fields: Option<(Vec<Bound<'py, PyAny>>, usize)>) -> Option<Usual<'py>> {
         let (fields, nbytes) = fields?;
         if fields.is_empty() || nbytes > self.max_call_bytes {
             return None;
@@ -448,7 +454,7 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
 fn plain_call<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>,
                    entries: &[(&str, i32, i64)], look_up: bool) -> PyResult<Option<Usual<'py>>> {
     let Some(at) = entry(slf, group, look_up)? else { return Ok(None) };
-    let fields = commits::plain_fields_of(slf.py(), group, entries, &at.stamp, Some(&at.keys),
+    let fields = commits::plain_fields_of(slf.py(), group, entries, &at.stamp, Some(at.keys.get()),
                                           &at.limits)?;
     Ok(at.with(fields))
 }
@@ -528,6 +534,7 @@ fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, check: lone::Check
     let py = slf.py();
     let nbytes = PyInt::new(py, call.nbytes as u64);
     let route = call.route.get();
-    lone::lone(py, &call.writer, route.part.bind(py), call.fields.as_any(), nbytes.as_any(),
+    let fields = PyTuple::new(py, call.fields)?;
+    lone::lone(py, &call.writer, route.part.bind(py), fields.as_any(), nbytes.as_any(),
                call.now, &py.None().into_bound(py), check)
 }

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from offsetlog.errors import BatchTooLargeError, UnsupportedVersionError
-from offsetlog.log._native import plain_commit_fields
+from offsetlog.log._native import KeyCache, plain_commit_fields
 from offsetlog.log.format import HEADER_AFTER_LENGTH, MAX_BATCH_BYTES, Record, RecordType
 from offsetlog.log.framing import encode_payload
 from offsetlog.types import OffsetAndMetadata, TopicPartition
@@ -225,12 +225,13 @@ def call_too_large(nbytes: int, limit: int) -> BatchTooLargeError:
 #: never written and then refused by the reader (docs/FORMAT.md, "Limits")
 MAX_CALL_BYTES = max_call_bytes()
 
-#: record keys a ``keys`` cache (see ``offset_commit_fields``) holds before it starts over
+#: record keys a router's cache (``_native.KeyCache``, see ``offset_commit_fields``) holds
+#: before it starts over
 KEYS_CACHED = 8192
 
 
 def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata_max: int,
-                         keys: dict | None = None, min_offset: int = 0) -> tuple[tuple, int]:
+                         keys: KeyCache | None = None, min_offset: int = 0) -> tuple[tuple, int]:
     """One commit call, checked: its offsets as flat ``(key, value, timestamp)`` triples (see
     ``records_from_fields``), in the caller's order, after every check of
     ``validation.check_offsets`` (which raises for the whole call), and an upper bound of
@@ -248,12 +249,12 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
 
     :param min_offset: the lowest offset accepted (``validation.check_offsets``); the usual
         call's one pass takes offsets from 0, anything lower goes through ``check_offsets``
-    :param keys: a cache of record keys, ``(group, topic, partition) -> [group, topic,
-        partition]``: the usual call takes its record keys from it, so the records of one
-        key share one (read-only) list. It starts over at ``KEYS_CACHED`` keys.
+    :param keys: a cache of record keys (``_native.KeyCache``, holding ``KEYS_CACHED`` at
+        most: a router's): the usual call takes its record keys ``[group, topic, partition]``
+        from it, so the records of one key share one (read-only) list.
     """
     if offsets.__class__ is dict:
-        usual = plain_commit_fields(group_id, offsets, commit_timestamp, keys, KEYS_CACHED,
+        usual = plain_commit_fields(group_id, offsets, commit_timestamp, keys,
                                     PLAIN_COMMIT_BOUND, TopicPartition, OffsetAndMetadata)
         if usual is not None:
             if usual[1] > MAX_CALL_BYTES:
