@@ -37,7 +37,7 @@ from offsetlog.bench.workload import (
 )
 from offsetlog.log import format as fmt
 from offsetlog.log import naming
-from offsetlog.log._native import apply_fields, frame_fields, plain_commit_fields
+from offsetlog.log._native import KeyCache, apply_fields, frame_fields, plain_commit_fields
 from offsetlog.log.format import CRC_START, HEADER_SIZE, LENGTH_SIZE
 from offsetlog.log.records import KEYS_CACHED, PLAIN_COMMIT_BOUND, commit_entry
 from offsetlog.types import OffsetAndMetadata, TopicPartition
@@ -212,14 +212,15 @@ def own_file_native_threads(directory: str, n: int, **window) -> float:
 
     def make_op(i: int):
         fd = _own_file(directory, i)
-        group, tp, keys = many_group(i), TopicPartition(TOPIC, many_partition(i)), {}
+        group, tp = many_group(i), TopicPartition(TOPIC, many_partition(i))
+        keys = KeyCache(KEYS_CACHED)
         state = [0, FIRST_OFFSET]
         limit = OWN_FILE_BYTES - 256
         intern = sys.intern
 
         def op() -> None:
             offset = state[1]
-            fields, _ = plain_commit_fields(group, {tp: offset}, now_ms(), keys, KEYS_CACHED,
+            fields, _ = plain_commit_fields(group, {tp: offset}, now_ms(), keys,
                                             PLAIN_COMMIT_BOUND, TopicPartition,
                                             OffsetAndMetadata)
             frame = frame_fields(offset, 0, (fields,))
