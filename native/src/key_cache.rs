@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::apply;
 
@@ -41,6 +42,11 @@ impl KeyCache {
 
     fn __len__(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// (a group named by a str subclass may hold anything, this cache included)
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.groups)
     }
 }
 

@@ -17,6 +17,8 @@ use parking_lot::RawMutex;
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::store_entry::Given;
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PartLock>()?;
     Ok(())
@@ -41,26 +43,14 @@ impl PartLock {
     }
 
     /// `threading.Lock.acquire`: True once held; False when not within `timeout` seconds
-    /// (`-1`: no limit) or, not `blocking`, held elsewhere.
-    #[pyo3(signature = (blocking = true, timeout = -1.0))]
-    fn acquire(&self, py: Python<'_>, blocking: bool, timeout: f64) -> PyResult<bool> {
-        if !blocking && timeout != -1.0 {
-            return Err(PyValueError::new_err("can't specify a timeout for a non-blocking call"));
-        }
-        if timeout < 0.0 && timeout != -1.0 {
-            return Err(PyValueError::new_err("timeout value must be a non-negative number"));
-        }
-        if timeout > TIMEOUT_MAX {
-            return Err(PyOverflowError::new_err("timeout value is too large"));
-        }
-        if self.raw.try_lock() {
-            return Ok(true);
-        }
-        if !blocking {
-            return Ok(false);
-        }
-        let deadline = (timeout >= 0.0).then(|| Instant::now() + Duration::from_secs_f64(timeout));
-        self.wait(py, deadline)
+    /// (`-1`: no limit) or, not `blocking` (an int: a bool, or 0 or not), held elsewhere.
+    #[pyo3(signature = (blocking = Given::Absent, timeout = -1.0))]
+    fn acquire(&self, py: Python<'_>, blocking: Given<'_>, timeout: f64) -> PyResult<bool> {
+        let blocking = match blocking {
+            Given::Value(blocking) => blocking.extract::<i64>()? != 0,
+            Given::Absent => true,
+        };
+        self.acquire_as(py, blocking, timeout)
     }
 
     fn release(&self) -> PyResult<()> {
@@ -86,6 +76,27 @@ impl PartLock {
 }
 
 impl PartLock {
+    /// `acquire`, its arguments read.
+    fn acquire_as(&self, py: Python<'_>, blocking: bool, timeout: f64) -> PyResult<bool> {
+        if !blocking && timeout != -1.0 {
+            return Err(PyValueError::new_err("can't specify a timeout for a non-blocking call"));
+        }
+        if timeout < 0.0 && timeout != -1.0 {
+            return Err(PyValueError::new_err("timeout value must be a non-negative number"));
+        }
+        if timeout > TIMEOUT_MAX {
+            return Err(PyOverflowError::new_err("timeout value is too large"));
+        }
+        if self.raw.try_lock() {
+            return Ok(true);
+        }
+        if !blocking {
+            return Ok(false);
+        }
+        let deadline = (timeout >= 0.0).then(|| Instant::now() + Duration::from_secs_f64(timeout));
+        self.wait(py, deadline)
+    }
+
     /// Take the lock, blocking (the GIL released) while another holds it.
     pub fn lock(&self, py: Python<'_>) -> PyResult<()> {
         if self.raw.try_lock() {
@@ -137,17 +148,17 @@ mod tests {
     fn acquire_release_and_timeouts() {
         Python::attach(|py| {
             let lock = PartLock::new();
-            assert!(lock.acquire(py, true, -1.0).unwrap());
+            assert!(lock.acquire_as(py, true, -1.0).unwrap());
             assert!(lock.locked());
-            assert!(!lock.acquire(py, false, -1.0).unwrap());
+            assert!(!lock.acquire_as(py, false, -1.0).unwrap());
             let t0 = Instant::now();
-            assert!(!lock.acquire(py, true, 0.05).unwrap());
+            assert!(!lock.acquire_as(py, true, 0.05).unwrap());
             assert!(t0.elapsed() >= Duration::from_millis(50));
             lock.unlock().unwrap();
             assert!(!lock.locked());
             assert!(lock.unlock().is_err()); // released twice
-            assert!(lock.acquire(py, false, 0.5).is_err());
-            assert!(lock.acquire(py, true, -2.0).is_err());
+            assert!(lock.acquire_as(py, false, 0.5).is_err());
+            assert!(lock.acquire_as(py, true, -2.0).is_err());
         });
     }
 

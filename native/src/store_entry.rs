@@ -114,9 +114,9 @@ fn pass_on<'py, const N: usize>(py: Python<'py>, method: &Py<PyAny>,
     method.bind(py).call((group_id, offsets), Some(&kwargs))
 }
 
-/// A keyword argument as the call has it: absent, or given (None included). Only an absent
-/// one leaves the call usual: a given one, even the default's value, is the Python method's to
-/// judge, as before.
+/// An argument as the call has it: absent, or given (None included). Here only an absent one
+/// leaves the call usual: a given one, even the default's value, is the Python method's to
+/// judge, as before (`part_lock` reads `acquire`'s `blocking` through it too).
 pub enum Given<'py> {
     Absent,
     Value(Bound<'py, PyAny>),

@@ -21,6 +21,9 @@ def test_it_answers_as_threading_lock_does():
         assert lock.acquire() is True and lock.locked()
         assert lock.acquire(False) is False
         assert lock.acquire(blocking=False) is False
+        assert lock.acquire(0) is False
+        with pytest.raises(TypeError):
+            lock.acquire(None)
         t0 = time.monotonic()
         assert lock.acquire(timeout=0.05) is False
         assert time.monotonic() - t0 >= 0.04
