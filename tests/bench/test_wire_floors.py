@@ -68,3 +68,33 @@ def test_compiled_floor_writes_each_request_to_its_connections_file(tmp_path):
         with open(os.path.join(path, name), "rb") as f:
             data = f.read(sum(len(fr) - 4 for fr in frames))
         assert data == b"".join(fr[4:] for fr in frames)
+
+
+def test_idle_pairs_hold_the_idle_connections_in_their_windows_only(tmp_path, monkeypatch):
+    """The idle row's pairs: each pair has one window with the idle connections open on the
+    server (its threads up by as many) and one without, in alternating order, on one server."""
+    monkeypatch.setattr(wire, "IDLE", 25)
+    seen = []
+    real_drive = wire.drive
+
+    def drive(port, frames, **window):
+        seen.append(wire._threads(server_pid[0]))
+        return real_drive(port, frames, **window)
+
+    server_pid = []
+    real_server = wire._Server
+
+    def server(directory):
+        s = real_server(directory)
+        server_pid.append(s.proc.pid)
+        return s
+
+    monkeypatch.setattr(wire, "drive", drive)
+    monkeypatch.setattr(wire, "_Server", server)
+    pairs = wire.idle_pairs(str(tmp_path / "store"), duration_s=0.3, warmup_s=0.1, pairs=2)
+    assert len(pairs) == 2 and all(a > 0 and b > 0 for a, b in pairs)
+    assert len(server_pid) == 1
+    # the server's threads as each window began: the first pair alone first, the second
+    # idle first (a thread per connection)
+    assert len(seen) == 4
+    assert seen[1] >= seen[0] + 25 and seen[2] >= seen[3] + 25
