@@ -85,7 +85,9 @@ FULL = {
     "latency_rounds": 10, "latency_per_round": 1000, "latency_warmup": 50,
     "threads": [1, 8, 32], "thread_duration_s": 2.0, "thread_warmup_s": 0.3,
     "thread_reps": 5,
-    "async_records": 200_000, "async_reps": 3,
+    # (seven: a run is a quarter of a second, and three of them read 1.14-1.47x in one
+    # session with the engine unchanged: bench/RESULTS.md, twenty-first session)
+    "async_records": 200_000, "async_reps": 7,
     "recovery_records": 2_000_000, "recovery_groups": 10_000, "recovery_topics": 10,
     "recovery_partitions_per_topic": 10, "recovery_reps": 5,
     "snapshot_records": 5_000_000, "snapshot_reps": 5,
@@ -220,8 +222,9 @@ class Runner:
         self.rows.append(Row("async, the same calls to the store's native entry (for "
                              "information)", "the same lean pipeline", median(entry),
                              median(bare), "records/s", HIGHER,
-                             note="CommitRouter.commit_async called directly: what "
-                                  "OffsetStore.commit_async's own Python frame costs"))
+                             note="CommitRouter.commit_async called directly: the router's "
+                                  "entry without the store's (which binds commit_async "
+                                  "natively, so the two rows agree but for noise)"))
 
     # -- 4 ---------------------------------------------------------------------------------
 
