@@ -299,20 +299,33 @@ pub(crate) fn plain_entry<'py>(py: Python<'py>, offset: Bound<'py, PyAny>,
     Ok(entry)
 }
 
-/// The table key `(topic, partition)`, the topic interned by `intern` (`sys.intern`) as the
-/// Python table interns it (unless it is already: the usual call's record keys hold interned
-/// topics, `commits::record_key`), hidden from the GC (`untrack`).
+/// The table key `(topic, partition)`, the topic `interned` as the Python table interns it,
+/// hidden from the GC (`untrack`).
 pub(crate) fn interned_key<'py>(topic: Bound<'py, PyAny>, partition: Bound<'py, PyAny>,
                                 intern: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
-    let topic = if is_interned(&topic) { topic } else { intern.call1((topic,))? };
-    let tp = PyTuple::new(topic.py(), [topic, partition])?;
+    let tp = PyTuple::new(topic.py(), [interned(topic, intern)?, partition])?;
     untrack(&tp);
     Ok(tp)
 }
 
+/// `topic` interned by `intern` (`sys.intern`, `sys_intern`), or as it is when it already is
+/// (the usual call's record keys hold interned topics: `key_cache`): the check is a bit, the
+/// call a Python call.
+pub(crate) fn interned<'py>(topic: Bound<'py, PyAny>, intern: &Bound<'py, PyAny>)
+                            -> PyResult<Bound<'py, PyAny>> {
+    if is_interned(&topic) { Ok(topic) } else { intern.call1((topic,)) }
+}
+
+/// `sys.intern`, which the table's keys go through
+pub(crate) fn sys_intern(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static INTERN: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    Ok(INTERN.get_or_try_init(py, || Ok::<_, PyErr>(py.import("sys")?.getattr("intern")?.unbind()))?
+        .bind(py))
+}
+
 /// Whether `s` is an interned str (exactly a str: `sys.intern` refuses subclasses), which
 /// `sys.intern` would give back as it is.
-pub(crate) fn is_interned(s: &Bound<'_, PyAny>) -> bool {
+fn is_interned(s: &Bound<'_, PyAny>) -> bool {
     // SAFETY: an exact str begins with CPython's PyASCIIObject (every str does, whatever its
     // kind), alive as long as `s`; its state bits are what PyUnicode_CHECK_INTERNED reads.
     s.is_exact_instance_of::<PyString>()

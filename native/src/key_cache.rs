@@ -78,11 +78,7 @@ impl KeyCache {
                 keys
             }
         };
-        let topic = if apply::is_interned(topic) {
-            topic.clone()
-        } else {
-            PyString::intern(py, topic.cast::<PyString>()?.to_str()?).into_any()
-        };
+        let topic = apply::interned(topic.clone(), apply::sys_intern(py)?)?;
         let key = PyList::new(py, [group.as_any(), &topic, partition])?.into_any();
         keys.set_item(tp, &key)?;
         self.count.store(self.count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);

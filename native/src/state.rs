@@ -280,7 +280,7 @@ pub(crate) fn apply_calls<'py>(slf: &Bound<'py, TableState>, base_offset: i64,
         (t.offsets.clone_ref(py).into_bound(py), t.txn.clone_ref(py).into_bound(py))
     };
     let plain = !pending.getattr(pyo3::intern!(py, "keys"))?.is_truthy()?;
-    let intern = intern_function(py)?;
+    let intern = crate::apply::sys_intern(py)?;
     let mut base = base_offset;
     for fields in calls {
         let fields = fields?;
@@ -298,11 +298,4 @@ pub(crate) fn apply_calls<'py>(slf: &Bound<'py, TableState>, base_offset: i64,
         base += n;
     }
     Ok(())
-}
-
-/// `sys.intern`, which the table's keys go through
-fn intern_function(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static INTERN: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    Ok(INTERN.get_or_try_init(py, || Ok::<_, PyErr>(py.import("sys")?.getattr("intern")?.unbind()))?
-        .bind(py))
 }
