@@ -4,7 +4,7 @@
 //! msgpack (`msgpack`), the loops that read a segment's batches (`scan`), and the
 //! live path's commit calls framed and applied from their fields (`commits`), the
 //! durable write of a round, its wait without the GIL (`write`), and the lone commit's pass
-//! with the usual durable write (`lone`), a `commit_async` call's queueing (`async_commit`),
+//! with the usual durable write (`lone`) and its checks for a test's hooks (`hooks`), a `commit_async` call's queueing (`async_commit`),
 //! the usual commit call's entry from the store's API on and a group's route (`route`),
 //! the hot state they read (`state`), the io_uring ring the store's async writer writes
 //! through when an event loop leads it (`uring`, Linux), and the wire server's plaintext
@@ -25,6 +25,7 @@ pub mod apply;
 mod async_commit;
 pub mod batch;
 mod commits;
+mod hooks;
 mod huge_alloc;
 mod key_cache;
 mod lone;

@@ -19,6 +19,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyModule, PyString, PyTuple};
 
 use crate::commits;
+use crate::hooks;
 use crate::route::{self, Member, Route};
 use crate::txn_board;
 use crate::state::{LogState, PartitionState, SegmentState, TableState, WriterState};
@@ -219,12 +220,15 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
         let base = log.cast::<LogState>()?.borrow().next_offset;
         let (seq, n) = commits::triples(fields)?;
         let after = base + n as i64;
-        let frame = refs.lone.bind(py).getattr(intern!(py, "frame_fields"))?;
+        let name = intern!(py, "frame_fields");
         // (the hook frames plain commits only: a transaction's batch is always framed here)
-        let data = if producer.is_some() || frame.is(refs.frame_fields.bind(py)) {
+        let data = if producer.is_some()
+            || hooks::global_is(refs.lone.bind(py), name, refs.frame_fields.bind(py))?
+        {
             commits::frame_calls(py, base, timestamp, std::slice::from_ref(&seq), n, producer)?
         } else {
-            frame.call1((base, timestamp, (fields,)))?.cast_into::<PyBytes>()?
+            refs.lone.bind(py).getattr(name)?.call1((base, timestamp, (fields,)))?
+                .cast_into::<PyBytes>()?
         };
         if writer.borrow().fsync_always {
             append_durable(py, &log, &data, after)?;
@@ -285,9 +289,11 @@ fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, Part
 /// method (its fault-injection hook).
 fn apply(py: Python<'_>, refs: &Refs, table: &Bound<'_, PyAny>, base: i64,
          fields: &Bound<'_, PyAny>) -> PyResult<()> {
-    let method = table.get_type().getattr(intern!(py, "apply_commit_calls"))?;
+    static NATIVE_APPLY: hooks::MethodIs = hooks::MethodIs::new();
+    let name = intern!(py, "apply_commit_calls");
     match table.cast::<TableState>() {
-        Ok(state) if method.is(refs.apply_commit_calls.bind(py)) => {
+        Ok(state) if NATIVE_APPLY.check(&table.get_type(), name,
+                                        refs.apply_commit_calls.bind(py))? => {
             crate::state::apply_calls(state, base, std::iter::once(Ok(fields.clone())))
         }
         _ => table.call_method1(intern!(py, "apply_commit_calls"), (base, (fields,))).map(drop),
@@ -364,7 +370,7 @@ fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i64)
         }
     };
     let Ok(active) = active.into_bound(py).cast_into::<SegmentState>() else { return Ok(None) };
-    if !refs.segment.bind(py).getattr(intern!(py, "_write_dsync"))?.is(native.bind(py)) {
+    if !hooks::global_is(refs.segment.bind(py), intern!(py, "_write_dsync"), native.bind(py))? {
         return Ok(None);
     }
     let (fd, at) = {

@@ -240,9 +240,12 @@ pub struct TableState {
     pub next_offset: i64,
     #[pyo3(get, set)]
     pub records_applied: i64,
-    /// pending transactional offsets and transaction metadata (`table.pending`)
-    #[pyo3(get, set)]
+    /// pending transactional offsets and transaction metadata (`table.txn`, a
+    /// `PendingTransactions`)
     pub txn: Py<PyAny>,
+    /// `txn.keys` (the groups with pending transactional offsets) when it is a dict, read on
+    /// every apply: kept when `txn` is set (`PendingTransactions` never rebinds its `keys`)
+    txn_keys: Option<Py<PyDict>>,
 }
 
 #[pymethods]
@@ -253,7 +256,23 @@ impl TableState {
     fn new(py: Python<'_>, _args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>)
            -> Self {
         TableState { offsets: PyDict::new(py).unbind(), next_offset: 0, records_applied: 0,
-                     txn: py.None() }
+                     txn: py.None(), txn_keys: None }
+    }
+
+    #[getter]
+    fn txn(&self, py: Python<'_>) -> Py<PyAny> {
+        self.txn.clone_ref(py)
+    }
+
+    #[setter]
+    fn set_txn(&mut self, txn: &Bound<'_, PyAny>) -> PyResult<()> {
+        let keys = match txn.getattr(pyo3::intern!(txn.py(), "keys")) {
+            Ok(keys) => keys.cast_into::<PyDict>().ok().map(Bound::unbind),
+            Err(_) => None,
+        };
+        self.txn = txn.clone().unbind();
+        self.txn_keys = keys;
+        Ok(())
     }
 
     /// Apply commit calls written as one plain batch at `base_offset`, each call's offsets
@@ -275,11 +294,15 @@ pub(crate) fn apply_calls<'py>(slf: &Bound<'py, TableState>, base_offset: i64,
                                calls: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>)
                                -> PyResult<()> {
     let py = slf.py();
-    let (offsets, pending) = {
+    let (offsets, pending, keys) = {
         let t = slf.borrow();
-        (t.offsets.clone_ref(py).into_bound(py), t.txn.clone_ref(py).into_bound(py))
+        (t.offsets.clone_ref(py).into_bound(py), t.txn.clone_ref(py).into_bound(py),
+         t.txn_keys.as_ref().map(|k| k.clone_ref(py).into_bound(py)))
     };
-    let plain = !pending.getattr(pyo3::intern!(py, "keys"))?.is_truthy()?;
+    let plain = match keys {
+        Some(keys) => keys.is_empty(),
+        None => !pending.getattr(pyo3::intern!(py, "keys"))?.is_truthy()?,
+    };
     let intern = crate::apply::sys_intern(py)?;
     let mut base = base_offset;
     for fields in calls {

@@ -34,6 +34,7 @@ class PendingTransactions:
 
     def __init__(self) -> None:
         #: group -> (topic, partition) -> producer id -> [entry, log_offset, superseded]
+        #: (never rebound: the native table keeps this dict when it is given this object)
         self.keys: dict[str, dict[tuple[str, int], dict[int, list]]] = {}
         #: producer id -> group -> the (topic, partition)s it has pending here
         self.by_pid: dict[int, dict[str, set[tuple[str, int]]]] = {}
