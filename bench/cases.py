@@ -49,19 +49,21 @@ def commit_sync_op(store: OffsetStore, group: str = GROUP,
 # -- 2. throughput: N threads ------------------------------------------------------------------
 
 def commit_sync_threads(path: str, n: int, *, one_group: bool, many_groups: bool = False,
-                        **window) -> float:
+                        groups: list[str] | None = None, **window) -> float:
     """Commits/s of ``n`` threads calling ``commit_sync`` on one store.
 
     Each thread commits its own partitions (one offset per call, in turn), either all of one
     group (one log partition, the consumers of one group) or each of its own group;
     ``many_groups`` is issue 16's shape: thread k commits group ``group-k``, partition
-    ``k % 8``. ``window``: see ``run_threads``.
+    ``k % 8``; ``groups`` (with ``many_groups``) names thread k's group instead of
+    ``group-k``. ``window``: see ``run_threads``.
     """
     store = open_store(path)
     try:
         def make_op(i: int):
             if many_groups:
-                return commit_sync_op(store, many_group(i), [many_partition(i)]), lambda: None
+                group = groups[i] if groups is not None else many_group(i)
+                return commit_sync_op(store, group, [many_partition(i)]), lambda: None
             return commit_sync_op(store, thread_group(i, one_group=one_group),
                                   thread_partitions(i)), lambda: None
 

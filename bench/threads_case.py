@@ -2,9 +2,10 @@
 ``commit_sync`` on one store against threads that share nothing (their own file, one
 ``pwritev(RWF_DSYNC)`` each commit), a lock around write + fsync, and sqlite3; and, for
 information, what the GIL costs those own-file threads once each commit runs some Python
-first, and what 32 threads of the engine and of the own-file loop do with their threads under
-``SCHED_BATCH`` (the policy ``offsetlog serve`` gives its connection threads: a woken thread
-does not preempt the GIL's holder).
+first, what the case's groups cost by sharing log partitions (32 groups on 32 of them
+against ``group-k``'s 30), and what 32 threads of the engine and of the own-file loop do
+with their threads under ``SCHED_BATCH`` (the policy ``offsetlog serve`` gives its
+connection threads: a woken thread does not preempt the GIL's holder).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Callable
 from offsetlog.bench import baselines, cases
 from offsetlog.bench.common import case_dir, median
 from offsetlog.bench.report import HIGHER, Row
-from offsetlog.bench.workload import framed_commit, many_group, many_partition
+from offsetlog.bench.workload import apart_groups, framed_commit, many_group, many_partition
 
 #: issue 25's goals for this case (ratio offsetlog / baseline, all >=)
 THREAD_TARGETS = {("lock", 32): 5.5, ("own", 8): 0.8, ("own", 32): 0.7, ("ownpy", 32): 1.0,
@@ -39,6 +40,8 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
              "ownnat": "threads: own file each, the native core's pieces of a commit "
                        "(checks, framing, apply) around each write",
              "sqlite": "sqlite3 WAL FULL, connection per thread (group-k, partition k % 8)",
+             "many-apart": "offsetlog commit_sync, group per thread, each group in a log "
+                           "partition of its own",
              "many-batch": "offsetlog commit_sync, group per thread, threads under SCHED_BATCH",
              "own-batch": "threads: own file each, one pwritev(RWF_DSYNC) per commit, "
                           "threads under SCHED_BATCH"}
@@ -49,17 +52,17 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
     for n in threads:
         # one thread: the engine and its two disk baselines only (information)
         keys = [k for k in names if n > 1 or k in ("many", "lock", "own")]
-        # (the scheduling policy's pair: at 32 threads only)
-        keys = [k for k in keys if n == 32 or not k.endswith("-batch")]
+        # (the scheduling policy's pair and the groups apart: at 32 threads only)
+        keys = [k for k in keys if n == 32 or not k.endswith(("-batch", "-apart"))]
         for r in range(s["thread_reps"]):
             order = keys if (n + r) % 2 else keys[::-1]  # interleaved, alternating
             for key in order:
                 with case_dir(data_dir, f"threads-{key}-{n}") as d:
-                    if key in ("many", "one", "many-batch"):
-                        v = cases.commit_sync_threads(os.path.join(d, "store"), n,
-                                                      one_group=key == "one",
-                                                      many_groups=key != "one",
-                                                      batch=key == "many-batch", **kw)
+                    if key in ("many", "one", "many-batch", "many-apart"):
+                        v = cases.commit_sync_threads(
+                            os.path.join(d, "store"), n, one_group=key == "one",
+                            many_groups=key != "one", batch=key == "many-batch",
+                            groups=apart_groups(n) if key == "many-apart" else None, **kw)
                     elif key == "lock":
                         v = baselines.lock_fsync_threads(os.path.join(d, "lock.log"), n,
                                                          data, **kw)
@@ -130,6 +133,18 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
                 f"{n} threads, own file each, one DSYNC write per commit", at[key][n],
                 at["own"][n], "commits/s", HIGHER,
                 note=spread(key, "own", n) if n == 32 else ""))
+    # Two pairs of the case's 32 groups share a log partition (30 logs for 32 threads):
+    # each pair's commits take turns on one file, where the baselines have a file per thread.
+    rows.append(Row("many groups, 32 threads, commit_sync, each group in a log partition of "
+                    "its own (info)",
+                    "the case's groups (group-k: 30 log partitions for 32 threads)",
+                    at["many-apart"][32], at["many"][32], "commits/s", HIGHER,
+                    note=spread("many-apart", "many", 32)))
+    rows.append(Row("many groups, 32 threads, commit_sync, each group in a log partition of "
+                    "its own (info)",
+                    "32 threads, own file each, one DSYNC write per commit",
+                    at["many-apart"][32], at["own"][32], "commits/s", HIGHER,
+                    note=spread("many-apart", "own", 32)))
     rows.append(Row("many groups, 32 threads, commit_sync, threads under SCHED_BATCH (info)",
                     "32 threads, own file each, one DSYNC write per commit, under SCHED_BATCH",
                     at["many-batch"][32], at["own-batch"][32], "commits/s", HIGHER,

@@ -5,7 +5,9 @@ import os
 import zlib
 
 import msgpack
+import pytest
 
+from offsetlog import TopicPartition
 from offsetlog.bench.baselines import own_file_python_threads
 from offsetlog.bench.workload import FIRST_OFFSET, TOPIC, LeanWriter, many_group, many_partition
 
@@ -63,3 +65,27 @@ def test_the_async_case_commits_through_the_native_entry_as_through_the_api(tmp_
     for api_frame in (True, False):
         path = str(tmp_path / f"api-{api_frame}")
         assert commit_async_stream(path, 300, keys, warmup=20, api_frame=api_frame) > 0
+
+
+def test_apart_groups_give_each_thread_a_log_partition_of_its_own(tmp_path):
+    from offsetlog.bench.cases import commit_sync_threads, open_store
+    from offsetlog.bench.workload import apart_groups
+    from offsetlog.partitioner import partition_for
+
+    groups = apart_groups(32)
+    assert len({partition_for(g, 50) for g in groups}) == 32
+    # (the case's own groups, where none collides, in their order)
+    assert groups[:2] == [many_group(0), many_group(1)]
+    assert len({partition_for(many_group(i), 50) for i in range(32)}) < 32
+    assert len(apart_groups(8, partitions=8)) == 8
+    with pytest.raises(ValueError):
+        apart_groups(9, partitions=8)
+    # the case commits each thread's group as given
+    path = str(tmp_path / "store")
+    assert commit_sync_threads(path, 3, one_group=False, many_groups=True,
+                               groups=["a", "b", "c"], calls_per_thread=4) > 0
+    with open_store(path) as store:
+        for i, g in enumerate("abc"):
+            tp = TopicPartition(TOPIC, many_partition(i))
+            assert store.fetch(g)[tp].offset == FIRST_OFFSET + 3
+        assert store.fetch(many_group(0)) == {}
