@@ -108,6 +108,13 @@ pub(crate) fn frame_calls<'py>(py: Python<'py>, base_offset: i64, timestamp: i64
 pub fn apply_fields(py: Python<'_>, offsets: &Bound<'_, PyDict>, fields: &Bound<'_, PyAny>,
                     intern: &Bound<'_, PyAny>) -> PyResult<usize> {
     let (seq, n) = triples(fields)?;
+    apply_triples(py, offsets, &seq, n, intern)
+}
+
+/// `apply_fields` of fields already split into their `n` triples (`triples`).
+pub(crate) fn apply_triples(py: Python<'_>, offsets: &Bound<'_, PyDict>,
+                            seq: &Bound<'_, PySequence>, n: usize,
+                            intern: &Bound<'_, PyAny>) -> PyResult<usize> {
     let empty = PyString::new(py, "");
     for i in 0..n {
         let ts = seq.get_item(3 * i + 2)?;

@@ -307,9 +307,10 @@ pub(crate) fn apply_calls<'py>(slf: &Bound<'py, TableState>, base_offset: i64,
     let mut base = base_offset;
     for fields in calls {
         let fields = fields?;
-        let n = commits::triples(&fields)?.1 as i64;
-        // (apply_fields runs no Python code: no borrow is held across it anyway)
-        if !plain || commits::apply_fields(py, &offsets, &fields, intern)? as i64 != n {
+        let (seq, count) = commits::triples(&fields)?;
+        let n = count as i64;
+        // (apply_triples runs no Python code: no borrow is held across it anyway)
+        if !plain || commits::apply_triples(py, &offsets, &seq, count, intern)? != count {
             // (re-applying what apply_fields put sets the same entries again)
             slf.call_method1(pyo3::intern!(py, "_apply_calls_as_records"),
                              (base_offset, &fields, base))?;

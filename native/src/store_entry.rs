@@ -51,7 +51,7 @@ impl CommitEntries {
                         timeout: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
         let named = [("generation_id", generation_id), ("member_id", member_id),
                      ("group_instance_id", group_instance_id), ("timeout", timeout)];
-        if named.iter().all(|(_, given)| matches!(given, Given::Absent))
+        if Given::all_absent(&named)
             && route::usual_sync(self.router.bind(py), group_id, offsets)?
         {
             return Ok(py.None().into_bound(py));
@@ -74,7 +74,7 @@ impl CommitEntries {
                          group_instance_id: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
         let member = [("generation_id", generation_id), ("member_id", member_id),
                       ("group_instance_id", group_instance_id)];
-        if member.iter().all(|(_, given)| matches!(given, Given::Absent)) {
+        if Given::all_absent(&member) {
             let none = py.None().into_bound(py);
             let callback_or_none = match &callback {
                 Given::Value(callback) => callback,
@@ -120,6 +120,13 @@ fn pass_on<'py, const N: usize>(py: Python<'py>, method: &Py<PyAny>,
 pub enum Given<'py> {
     Absent,
     Value(Bound<'py, PyAny>),
+}
+
+impl Given<'_> {
+    /// Whether none of a call's `named` arguments was given
+    fn all_absent(named: &[(&str, Given<'_>)]) -> bool {
+        named.iter().all(|(_, given)| matches!(given, Given::Absent))
+    }
 }
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Given<'py> {
