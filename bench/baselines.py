@@ -221,8 +221,8 @@ def own_file_native_threads(directory: str, n: int, **window) -> float:
         def op() -> None:
             offset = state[1]
             fields, _ = plain_commit_fields(group, {tp: offset}, now_ms(), keys,
-                                            PLAIN_COMMIT_BOUND, TopicPartition,
-                                            OffsetAndMetadata)
+                                            PLAIN_COMMIT_BOUND, 0,  # (no metadata here)
+                                            TopicPartition, OffsetAndMetadata)
             frame = frame_fields(offset, 0, (fields,))
             pos = state[0]
             if dsync is None:

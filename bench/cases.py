@@ -10,7 +10,7 @@ import itertools
 import time
 from collections.abc import Callable
 
-from offsetlog import OffsetStore, TopicPartition
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.bench.common import run_threads
 from offsetlog.bench.workload import (
     FIRST_OFFSET,
@@ -32,12 +32,21 @@ def open_store(path: str, **options) -> OffsetStore:
 # -- 1. latency --------------------------------------------------------------------------------
 
 def commit_sync_op(store: OffsetStore, group: str = GROUP,
-                   partitions: list[int] | None = None) -> Callable[[], None]:
-    """One single-offset ``commit_sync`` per call, in turn over ``partitions``, offsets rising."""
+                   partitions: list[int] | None = None, *,
+                   leader_epoch: int | None = None) -> Callable[[], None]:
+    """One single-offset ``commit_sync`` per call, in turn over ``partitions``, offsets rising;
+    with ``leader_epoch``, each offset an ``OffsetAndMetadata`` carrying it (what Kafka's
+    clients commit once they have read a record: its leader's epoch)."""
     tps = [TopicPartition(TOPIC, p) for p in (partitions or [0])]
     counter = itertools.count(FIRST_OFFSET)
     commit = store.commit_sync
     n = len(tps)
+
+    if leader_epoch is not None:
+        def with_epoch() -> None:
+            off = next(counter)
+            commit(group, {tps[off % n]: OffsetAndMetadata(off, "", leader_epoch)})
+        return with_epoch
 
     def op() -> None:
         off = next(counter)

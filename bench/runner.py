@@ -73,7 +73,7 @@ from offsetlog.bench.report import (
     write_json,
 )
 from offsetlog.bench.threads_case import run_threads_case
-from offsetlog.bench.workload import GROUP, TOPIC, framed_commit, generate_log
+from offsetlog.bench.workload import EPOCH_GROUP, GROUP, TOPIC, framed_commit, generate_log
 
 CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
          "transactions", "wire", "kafka", "rebalance")
@@ -136,7 +136,8 @@ class Runner:
             store = cases.open_store(os.path.join(d, "store"))
             try:
                 samples = measure_latency(
-                    {"bare": bare_op, "dsync": dsync_op, "offsetlog": cases.commit_sync_op(store)},
+                    {"bare": bare_op, "dsync": dsync_op, "offsetlog": cases.commit_sync_op(store),
+                     "epoch": cases.commit_sync_op(store, EPOCH_GROUP, leader_epoch=7)},
                     rounds=s["latency_rounds"], per_round=s["latency_per_round"],
                     warmup=s["latency_warmup"])
                 seg = store.stats()[store.partition_of(GROUP)]
@@ -161,6 +162,10 @@ class Runner:
                              summary["offsetlog"]["p50"], summary["bare"]["p50"], "us", LOWER))
         self.rows.append(Row("commit_sync p99, 1 thread (info)", "os.write+os.fsync append",
                              summary["offsetlog"]["p99"], summary["bare"]["p99"], "us", LOWER))
+        self.rows.append(Row("sync p50, one committer, offsets with a leader epoch (info)",
+                             f"a bare pwritev(RWF_DSYNC) append, {len(data)} B",
+                             summary["epoch"]["p50"], summary["dsync"]["p50"], "us", LOWER,
+                             note="OffsetAndMetadata(offset, '', 7): Kafka's clients' commit"))
 
     # -- 2 ---------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ use crate::apply::{self, OFFSET_COMMIT, OFFSET_COMMIT_VERSION};
 use crate::batch::{self, Frame, HEADER_SIZE};
 use crate::key_cache::KeyCache;
 use crate::msgpack;
+use crate::wire_conn::Entry as WireEntry;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frame_fields, m)?)?;
@@ -118,41 +119,103 @@ pub(crate) fn apply_triples(py: Python<'_>, offsets: &Bound<'_, PyDict>,
     let empty = PyString::new(py, "");
     for i in 0..n {
         let ts = seq.get_item(3 * i + 2)?;
-        if ts.is_none() {
-            return Ok(i);
-        }
         let key = seq.get_item(3 * i)?;
         let key = key.cast::<PySequence>()?;
         if key.len()? != 3 {
             return Ok(i);
         }
         let (group, topic, partition) = (key.get_item(0)?, key.get_item(1)?, key.get_item(2)?);
-        let offset = seq.get_item(3 * i + 1)?;
+        let value = seq.get_item(3 * i + 1)?;
         if !group.is_instance_of::<PyString>() || !topic.is_instance_of::<PyString>()
-            || apply::int_of(&partition).is_none() || apply::int_of(&offset).is_none()
-            || apply::int_of(&ts).is_none()
+            || apply::int_of(&partition).is_none()
         {
             return Ok(i);
         }
-        let entry = apply::plain_entry(py, offset, ts, &empty)?;
+        let entry = if ts.is_none() {
+            // an offset with metadata or an epoch: its record's value is the list
+            let Some(entry) = full_entry(py, &value)? else { return Ok(i) };
+            entry
+        } else {
+            if apply::int_of(&value).is_none() || apply::int_of(&ts).is_none() {
+                return Ok(i);
+            }
+            apply::plain_entry(py, value, ts, &empty)?
+        };
         let tp = apply::interned_key(topic, partition, intern)?;
         apply::put(py, offsets, &group, None, &tp, Some(entry))?;
     }
     Ok(n)
 }
 
+/// The table entry `(offset, metadata, leader_epoch, commit_timestamp, expire_timestamp)` of
+/// a version 1 record value `[offset, commit_timestamp, metadata(, leader_epoch(,
+/// expire_timestamp))]` (`records.commit_entry`'s), hidden from the GC; None for a value of
+/// another shape or types, which the caller leaves to the records' path.
+fn full_entry<'py>(py: Python<'py>, value: &Bound<'py, PyAny>)
+                   -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Ok(v) = value.cast::<PyList>() else { return Ok(None) };
+    let n = v.len();
+    if !(3..=5).contains(&n) {
+        return Ok(None);
+    }
+    let (offset, ts, metadata) = (v.get_item(0)?, v.get_item(1)?, v.get_item(2)?);
+    let none = || py.None().into_bound(py);
+    let epoch = if n > 3 { v.get_item(3)? } else { none() };
+    let expire = if n > 4 { v.get_item(4)? } else { none() };
+    if apply::int_of(&offset).is_none() || apply::int_of(&ts).is_none()
+        || !metadata.is_exact_instance_of::<PyString>()
+        || !(epoch.is_none() || apply::int_of(&epoch).is_some())
+        || !(expire.is_none() || apply::int_of(&expire).is_some())
+    {
+        return Ok(None);
+    }
+    let entry = PyTuple::new(py, [offset, metadata, epoch, ts, expire])?;
+    apply::untrack(&entry);
+    Ok(Some(entry))
+}
+
+/// An offset's metadata and leader epoch as its record has them (`records.offset_commit`):
+/// the value `[offset, commit_timestamp, metadata]`, with the epoch appended when there is
+/// one, and what they add to the record's size bound. None (the outer option) for metadata
+/// the usual call does not take (`PlainLimits::metadata_max`), Some(None) for an offset with
+/// neither (a plain one).
+#[allow(clippy::type_complexity)]
+fn with_extra<'py>(offset: &Bound<'py, PyAny>, timestamp: &Bound<'py, PyAny>,
+                   metadata: &Bound<'py, PyString>, metadata_bytes: usize,
+                   epoch: Option<Bound<'py, PyAny>>, limits: &PlainLimits)
+                   -> PyResult<Option<Option<(Bound<'py, PyAny>, usize)>>> {
+    if metadata_bytes == 0 && epoch.is_none() {
+        return Ok(Some(None));
+    }
+    if metadata_bytes > limits.metadata_max {
+        return Ok(None); // (it may still be within the limit: the long way counts it)
+    }
+    let mut items = vec![offset.clone(), timestamp.clone(), metadata.clone().into_any()];
+    items.extend(epoch);
+    let value = PyList::new(offset.py(), items)?.into_any();
+    Ok(Some(Some((value, EXTRA_BOUND + metadata_bytes))))
+}
+
+/// What an offset's metadata and epoch add to its record's size beyond the metadata's text:
+/// the metadata's str header (5 bytes at most) and the epoch (an int32: 5 at most).
+const EXTRA_BOUND: usize = 5 + 5;
+
 /// The record fields of the usual commit call, checked in one pass: `offsets` a dict of
 /// `TopicPartition` (exactly `tp_type`) to an int, or to an `OffsetAndMetadata` (exactly
-/// `oam_type`) with neither metadata nor a leader epoch (the same commit); topics non-empty
-/// ASCII strs, partitions ints in 0..=2**31-1, offsets ints in 0..=2**63-1. Returns the flat
-/// `(key, offset, commit_timestamp)` triples and an upper bound of their encoded size (what
-/// `max_group_commit_bytes` counts: per offset, `bound_per_offset` plus the group's and the
-/// topic's UTF-8 lengths), or None for any other call, which the
+/// `oam_type`) whose metadata is None or a str of at most `metadata_max` UTF-8 bytes and
+/// whose leader epoch is None or an int in -1..=2**31-1 (-1: none); topics non-empty ASCII
+/// strs, partitions ints in 0..=2**31-1, offsets ints in 0..=2**63-1. Returns the flat
+/// triples (`(key, offset, commit_timestamp)` for a plain offset, `(key, value, None)` for one
+/// with metadata or an epoch, as `records.offset_commit_fields` has them) and an upper bound
+/// of their encoded size (what `max_group_commit_bytes` counts: per offset,
+/// `bound_per_offset` plus the group's and the topic's UTF-8 lengths, plus `EXTRA_BOUND` and
+/// the metadata's for an offset that has either), or None for any other call, which the
 /// caller checks the long way (`validation.check_offsets`). Record keys come from `keys` (a
 /// `KeyCache`, or None), so that the records of one key share one list.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)] // the call, its time, the key cache and the two types
-#[pyo3(signature = (group, offsets, timestamp, keys, bound_per_offset, tp_type, oam_type))]
+#[allow(clippy::too_many_arguments)] // the call, its time, the key cache, the limits, the types
+#[pyo3(signature = (group, offsets, timestamp, keys, bound_per_offset, metadata_max, tp_type,
+                    oam_type))]
 pub fn plain_commit_fields<'py>(
     py: Python<'py>,
     group: &Bound<'py, PyString>,
@@ -160,11 +223,12 @@ pub fn plain_commit_fields<'py>(
     timestamp: &Bound<'py, PyAny>,
     keys: Option<&Bound<'py, KeyCache>>,
     bound_per_offset: usize,
+    metadata_max: usize,
     tp_type: &Bound<'py, PyAny>,
     oam_type: &Bound<'py, PyAny>,
 ) -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
     let keys = keys.map(Bound::get);
-    let limits = PlainLimits { bound_per_offset, tp_type: tp_type.clone().unbind(),
+    let limits = PlainLimits { bound_per_offset, metadata_max, tp_type: tp_type.clone().unbind(),
                                oam_type: oam_type.clone().unbind() };
     let Some((fields, n)) = plain_fields(py, group, offsets, timestamp, keys, &limits)? else {
         return Ok(None);
@@ -172,10 +236,14 @@ pub fn plain_commit_fields<'py>(
     Ok(Some((PyTuple::new(py, fields)?, n)))
 }
 
-/// `plain_commit_fields`' settings: a record's size bound beyond its text, and the two types
-/// of the usual call.
+/// `plain_commit_fields`' settings: a record's size bound beyond its text, the metadata the
+/// usual call takes, and the two types of the usual call.
 pub(crate) struct PlainLimits {
     pub bound_per_offset: usize,
+    /// the store's `metadata_max_bytes` (a limit in UTF-16 code units, as Kafka's): metadata
+    /// of at most that many UTF-8 bytes is within it, as no code unit takes less than a byte;
+    /// longer metadata goes the long way, which counts its code units
+    pub metadata_max: usize,
     pub tp_type: Py<PyAny>,
     pub oam_type: Py<PyAny>,
 }
@@ -183,11 +251,12 @@ pub(crate) struct PlainLimits {
 impl PlainLimits {
     /// (no call is usual until the types are set: None is no value's type)
     pub fn default(py: Python<'_>) -> Self {
-        PlainLimits { bound_per_offset: 0, tp_type: py.None(), oam_type: py.None() }
+        PlainLimits { bound_per_offset: 0, metadata_max: 0, tp_type: py.None(),
+                      oam_type: py.None() }
     }
 
     pub fn clone_ref(&self, py: Python<'_>) -> Self {
-        PlainLimits { bound_per_offset: self.bound_per_offset,
+        PlainLimits { bound_per_offset: self.bound_per_offset, metadata_max: self.metadata_max,
                       tp_type: self.tp_type.clone_ref(py), oam_type: self.oam_type.clone_ref(py) }
     }
 }
@@ -204,24 +273,44 @@ pub(crate) fn plain_fields<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
     let per_offset = limits.bound_per_offset + group_bytes;
     let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(3 * offsets.len());
     let mut text = 0usize;
+    let empty = pyo3::intern!(py, "");
     for (tp, value) in offsets.iter() {
-        let value = if value.get_type().is(oam_type) {
+        let (value, metadata, epoch) = if value.get_type().is(oam_type) {
             let v = value.cast::<PyTuple>()?;
-            if v.len() != 3 || !v.get_item(2)?.is_none() {
+            if v.len() != 3 {
                 return Ok(None);
             }
-            let metadata = v.get_item(1)?;
-            match metadata.cast_exact::<PyString>() {
-                Ok(s) if s.len()? == 0 => {}
-                _ => return Ok(None),
-            }
-            v.get_item(0)?
+            let (metadata, epoch) = (v.get_item(1)?, v.get_item(2)?);
+            let metadata = if metadata.is_none() {
+                empty.clone()
+            } else {
+                let Ok(m) = metadata.cast_into_exact::<PyString>() else { return Ok(None) };
+                m
+            };
+            let epoch = if epoch.is_none() || exact_int_in(&epoch, -1, -1) {
+                None
+            } else if exact_int_in(&epoch, 0, i64::from(i32::MAX)) {
+                Some(epoch)
+            } else {
+                return Ok(None);
+            };
+            (v.get_item(0)?, Some(metadata), epoch)
         } else {
-            value
+            (value, None, None)
         };
         if !tp.get_type().is(tp_type) || !exact_int_in(&value, 0, i64::MAX) {
             return Ok(None);
         }
+        let extra = match metadata {
+            None => None,
+            Some(metadata) => {
+                // (text UTF-8 cannot hold, a lone surrogate, is for the long way to refuse)
+                let Ok(bytes) = metadata.to_str().map(str::len) else { return Ok(None) };
+                let Some(extra) = with_extra(&value, timestamp, &metadata, bytes, epoch,
+                                             limits)? else { return Ok(None) };
+                extra
+            }
+        };
         let tp = tp.cast::<PyTuple>()?;
         if tp.len() != 2 {
             return Ok(None);
@@ -234,26 +323,33 @@ pub(crate) fn plain_fields<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
         {
             return Ok(None);
         }
-        push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value,
-                    timestamp)?;
         text += name_str.len();
+        let (value, ts) = match extra {
+            None => (value, timestamp.clone()),
+            Some((value, bound)) => {
+                text += bound;
+                (value, py.None().into_bound(py))
+            }
+        };
+        push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value, ts)?;
     }
     let n = text + out.len() / 3 * per_offset;
     Ok(Some((out, n)))
 }
 
-/// `plain_fields` of a commit already in native values, `(topic, partition, offset)` in call
-/// order with no key twice (the wire's OffsetCommit, `wire_conn`): the same fields and size
-/// bound; None when an entry is not one `plain_fields` takes.
+/// `plain_fields` of a commit already in native values (`wire_conn::Entry`s, in call order
+/// with no key twice: the wire's OffsetCommit): the same fields and size bound; None when an
+/// entry is not one `plain_fields` takes. A negative epoch is none, as the wire's Python path
+/// reads it.
 pub(crate) fn plain_fields_of<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
-                                   entries: &[(&str, i32, i64)], timestamp: &Bound<'py, PyAny>,
+                                   entries: &[WireEntry<'_>], timestamp: &Bound<'py, PyAny>,
                                    keys: Option<&KeyCache>, limits: &PlainLimits)
                                    -> PyResult<Option<(Vec<Bound<'py, PyAny>>, usize)>> {
     let Ok(group_bytes) = group.to_str().map(str::len) else { return Ok(None) };
     let per_offset = limits.bound_per_offset + group_bytes;
     let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(3 * entries.len());
     let mut text = 0usize;
-    for &(name, partition, offset) in entries {
+    for &(name, partition, offset, epoch, metadata) in entries {
         if name.is_empty() || !name.is_ascii() || partition < 0 || offset < 0 {
             return Ok(None);
         }
@@ -261,28 +357,39 @@ pub(crate) fn plain_fields_of<'py>(py: Python<'py>, group: &Bound<'py, PyString>
         let topic = PyString::intern(py, name).into_any();
         let partition = partition.into_pyobject(py)?.into_any();
         let value = offset.into_pyobject(py)?.into_any();
+        let epoch = (epoch >= 0).then(|| epoch.into_pyobject(py).map(Bound::into_any))
+            .transpose()?;
+        let Some(extra) = with_extra(&value, timestamp, &PyString::new(py, metadata),
+                                     metadata.len(), epoch, limits)? else { return Ok(None) };
         let tp = PyTuple::new(py, [&topic, &partition])?;
-        push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value,
-                    timestamp)?;
         text += name.len();
+        let (value, ts) = match extra {
+            None => (value, timestamp.clone()),
+            Some((value, bound)) => {
+                text += bound;
+                (value, py.None().into_bound(py))
+            }
+        };
+        push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value, ts)?;
     }
     let n = text + out.len() / 3 * per_offset;
     Ok(Some((out, n)))
 }
 
 /// One offset's record fields: its key (shared through `keys`; `tp` is its `(topic,
-/// partition)`, as a `TopicPartition` or a tuple), its value, the commit's time.
+/// partition)`, as a `TopicPartition` or a tuple), then its offset and the commit's time, or
+/// its record value and None (an offset with metadata or an epoch).
 #[allow(clippy::too_many_arguments)]
 fn push_fields<'py>(py: Python<'py>, out: &mut Vec<Bound<'py, PyAny>>, keys: Option<&KeyCache>,
                     group: &Bound<'py, PyString>, tp: &Bound<'py, PyAny>,
                     topic: &Bound<'py, PyAny>, partition: &Bound<'py, PyAny>,
-                    value: Bound<'py, PyAny>, timestamp: &Bound<'py, PyAny>) -> PyResult<()> {
+                    value: Bound<'py, PyAny>, timestamp: Bound<'py, PyAny>) -> PyResult<()> {
     out.push(match keys {
         Some(keys) => keys.key(group, tp, topic, partition)?,
         None => PyList::new(py, [group.as_any(), topic, partition])?.into_any(),
     });
     out.push(value);
-    out.push(timestamp.clone());
+    out.push(timestamp);
     Ok(())
 }
 

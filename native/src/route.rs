@@ -3,8 +3,9 @@
 //! of `offsetlog.store.routing.CommitRouter`).
 //!
 //! The usual call is a group committing on its own (generation -1, no member, no instance:
-//! Kafka's simple consumer), a dict of `TopicPartition -> int` (or an `OffsetAndMetadata`
-//! with neither metadata nor an epoch) on an open store, with no `timeout`. For it,
+//! Kafka's simple consumer), a dict of `TopicPartition -> int` or `OffsetAndMetadata`
+//! (metadata the store's limit surely holds: `commits::plain_fields`) on an open store, with
+//! no `timeout`. For it,
 //! `OffsetStore.commit_sync` and `commit_async` make one call here, which finds the group's
 //! route, reads the clock, checks the offsets into their record fields
 //! (`commits::plain_fields`) and goes on to the lone commit (`lone`) or the queue
@@ -26,6 +27,7 @@ use crate::lone;
 use crate::state::PartitionState;
 use crate::steady::{self, SteadyBoards};
 use crate::txn_board::{self, TxnBoard};
+use crate::wire_conn::Entry as WireEntry;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Route>()?;
@@ -211,12 +213,13 @@ impl RouterState {
 
     /// The store's `GroupCommitter`, its `clock`, the call limit (`records.MAX_CALL_BYTES`),
     /// the key cache's size (`records.KEYS_CACHED`), a plain record's size bound beyond its
-    /// text (`records.PLAIN_COMMIT_BOUND`), the two types of the usual call, and how often a
+    /// text (`records.PLAIN_COMMIT_BOUND`), the store's `metadata_max_bytes`, the two types
+    /// of the usual call, and how often a
     /// `commit_async` caller steps aside (`group_commit.YIELD_AT`).
     #[allow(clippy::too_many_arguments)]
     fn _setup(&mut self, writer: Py<PyAny>, clock: Bound<'_, PyAny>, max_call_bytes: usize,
-              keys_max: usize, bound_per_offset: usize, tp_type: Py<PyAny>, oam_type: Py<PyAny>,
-              yield_at: i64) -> PyResult<()> {
+              keys_max: usize, bound_per_offset: usize, metadata_max: usize,
+              tp_type: Py<PyAny>, oam_type: Py<PyAny>, yield_at: i64) -> PyResult<()> {
         let py = clock.py();
         let native = py.import("offsetlog.log._native")?.getattr("clock_ms")?;
         self.native_clock = clock.is(&native);
@@ -224,7 +227,7 @@ impl RouterState {
         self.writer = Some(writer);
         self.max_call_bytes = max_call_bytes;
         self.keys = Py::new(py, KeyCache::new(py, keys_max))?;
-        self.limits = commits::PlainLimits { bound_per_offset, tp_type, oam_type };
+        self.limits = commits::PlainLimits { bound_per_offset, metadata_max, tp_type, oam_type };
         self.yield_at = yield_at.max(1);
         Ok(())
     }
@@ -424,8 +427,8 @@ impl Member<'_> {
 /// `offsetlog.store.routing.fencing`, looked up once
 static FENCING: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
 
-/// The wire's plain OffsetCommit (`wire_conn`): `entries` (`(topic, partition, offset)`, in
-/// request order, no partition twice) committed for `group` as `OffsetStore.commit_sync`
+/// The wire's plain OffsetCommit (`wire_conn`): `entries` (`wire_conn::Entry`'s, in request
+/// order, no partition twice) committed for `group` as `OffsetStore.commit_sync`
 /// commits them (the lone commit, the group's check in its lock hold: the route's standalone
 /// check natively for a simple consumer, else `routing.fencing`'s, the coordinator's
 /// `validate_offset_commit` or a KIP-848 member's epoch): true. False, with nothing done,
@@ -433,7 +436,7 @@ static FENCING: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new(
 /// the Python path checks it), the store is closed, an entry is not plain, the call is too
 /// large. Raises what the commit raises (fencing first).
 pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
-                           entries: &[(&str, i32, i64)], member: &Member<'_>)
+                           entries: &[WireEntry<'_>], member: &Member<'_>)
                            -> PyResult<bool> {
     let py = slf.py();
     let Some(call) = plain_call(slf, group, entries, false)? else { return Ok(false) };
@@ -452,7 +455,7 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
 /// time), or None where `entry` or `Entry::with` says so (a route not cached unless
 /// `look_up`).
 fn plain_call<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>,
-                   entries: &[(&str, i32, i64)], look_up: bool) -> PyResult<Option<Usual<'py>>> {
+                   entries: &[WireEntry<'_>], look_up: bool) -> PyResult<Option<Usual<'py>>> {
     let Some(at) = entry(slf, group, look_up)? else { return Ok(None) };
     let fields = commits::plain_fields_of(slf.py(), group, entries, &at.stamp, Some(at.keys.get()),
                                           &at.limits)?;
@@ -483,7 +486,7 @@ pub(crate) fn fencing<'py>(part: &Bound<'py, PartitionState>, group: &Bound<'py,
 /// store's handle decides, with its errors). Raises what the commit raises (a bad group
 /// id, the group's fencing).
 pub(crate) fn commit_txn(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
-                         entries: &[(&str, i32, i64)], member: &Member<'_>,
+                         entries: &[WireEntry<'_>], member: &Member<'_>,
                          transactional_id: &str, producer: (i64, i16)) -> PyResult<bool> {
     let py = slf.py();
     let Some(board) = slf.borrow().txn.clone() else { return Ok(false) };

@@ -386,8 +386,8 @@ fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> Py
         .map_err(PyValueError::new_err)
 }
 
-/// A plain OffsetCommit (every partition of a known topic, an offset >= 0, no metadata, no
-/// leader epoch, none twice; a simple consumer's or a member's) committed through the
+/// A plain OffsetCommit (every partition of a known topic, an offset >= 0, metadata the
+/// store's limit surely holds, none twice; a simple consumer's or a member's) committed through the
 /// store's native entry (`route::commit_plain`), with no Python call but a member's check
 /// (the coordinator's, under the partition lock): the answer. None, with nothing done, for
 /// any other request, or one the entry does not take (a group whose name the store has not
@@ -413,13 +413,15 @@ fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plai
         .map_err(PyValueError::new_err)
 }
 
-/// A plain commit's `(topic, partition, offset)`
-pub(crate) type Entry<'a> = (&'a str, i32, i64);
+/// A plain commit's `(topic, partition, offset, leader epoch, metadata)`: the epoch -1 (or
+/// any negative one) for none, as Kafka's clients send it, the metadata "" for none (a null
+/// one too, as the Python path reads it)
+pub(crate) type Entry<'a> = (&'a str, i32, i64, i32, &'a str);
 
-/// A commit request's `(topic, partition, offset)` entries, in its order, if every one is
-/// plain: a partition of a topic the server's registry (`topics`) knows, no leader epoch, no
-/// metadata, none named twice (the Python path keeps the last offset of a partition named
-/// twice); else None.
+/// A commit request's entries, in its order, if every one is plain: a partition of a topic
+/// the server's registry (`topics`) knows, none named twice (the Python path keeps the last
+/// offset of a partition named twice); else None. Metadata over the store's limit is left
+/// to the Python path too, by `commits::plain_fields_of`, which declines the call.
 pub(crate) fn plain_entries<'a>(py: Python<'_>, topics: &Bound<'_, PyAny>,
                                 requested: &'a [(String, Vec<wire_codec::Partition>)])
                                 -> PyResult<Option<Vec<Entry<'a>>>> {
@@ -433,12 +435,11 @@ pub(crate) fn plain_entries<'a>(py: Python<'_>, topics: &Bound<'_, PyAny>,
         };
         let Ok(count) = count.extract::<i64>() else { return Ok(None) };
         for (partition, offset, epoch, metadata) in parts {
-            if *epoch != -1 || metadata.as_deref().is_some_and(|m| !m.is_empty())
-                || *partition < 0 || i64::from(*partition) >= count
-            {
+            if *partition < 0 || i64::from(*partition) >= count {
                 return Ok(None);
             }
-            entries.push((name.as_str(), *partition, *offset));
+            entries.push((name.as_str(), *partition, *offset, *epoch,
+                          metadata.as_deref().unwrap_or("")));
         }
     }
     Ok(if has_twice(&entries) { None } else { Some(entries) })
@@ -458,12 +459,12 @@ pub(crate) fn coded(topics: &[(String, Vec<wire_codec::Partition>)], code: i16)
 }
 
 /// Whether a partition is named twice.
-fn has_twice(entries: &[(&str, i32, i64)]) -> bool {
+fn has_twice(entries: &[Entry<'_>]) -> bool {
     if entries.len() < 2 {
         return false;
     }
     let mut seen = std::collections::HashSet::with_capacity(entries.len());
-    !entries.iter().all(|&(name, partition, _)| seen.insert((name, partition)))
+    !entries.iter().all(|&(name, partition, ..)| seen.insert((name, partition)))
 }
 
 /// Read what the socket has into `buf`, waiting for it until `deadline`.

@@ -242,10 +242,12 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
     container the cyclic collector tracks, which is why commit calls queue these and the
     leader builds the records once per round, when it frames it (bench/RESULTS.md).
 
-    The usual call, a dict of ``TopicPartition -> int`` (or ``OffsetAndMetadata`` with neither
-    metadata nor a leader epoch, the same commit), is checked in one native pass
-    (``_native.plain_commit_fields``); anything else goes through ``check_offsets``. Both
-    give the records ``offset_commit`` builds (once ``records_from_fields`` has built them).
+    The usual call, a dict of ``TopicPartition -> int`` or ``OffsetAndMetadata`` (with
+    metadata of at most ``metadata_max`` UTF-8 bytes, which the limit in UTF-16 code units
+    surely holds), is checked in one native pass (``_native.plain_commit_fields``), its size
+    bounded from above rather than counted; anything else goes through ``check_offsets``.
+    Both give the records ``offset_commit`` builds (once ``records_from_fields`` has built
+    them).
 
     :param min_offset: the lowest offset accepted (``validation.check_offsets``); the usual
         call's one pass takes offsets from 0, anything lower goes through ``check_offsets``
@@ -255,7 +257,8 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
     """
     if offsets.__class__ is dict:
         usual = plain_commit_fields(group_id, offsets, commit_timestamp, keys,
-                                    PLAIN_COMMIT_BOUND, TopicPartition, OffsetAndMetadata)
+                                    PLAIN_COMMIT_BOUND, metadata_max, TopicPartition,
+                                    OffsetAndMetadata)
         if usual is not None:
             if usual[1] > MAX_CALL_BYTES:
                 raise call_too_large(usual[1], MAX_CALL_BYTES)

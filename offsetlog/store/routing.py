@@ -49,7 +49,8 @@ class CommitRouter(_native.RouterState):
         self._min_offset = min_offset
         # (the call limit is read at open: tests lower it for a store they then open)
         self._setup(writer, clock, records.MAX_CALL_BYTES, records.KEYS_CACHED,
-                    records.PLAIN_COMMIT_BOUND, TopicPartition, OffsetAndMetadata, yield_at)
+                    records.PLAIN_COMMIT_BOUND, metadata_max_bytes, TopicPartition,
+                    OffsetAndMetadata, yield_at)
         # Each partition's steady board (its coordinator publishes on it; the wire's request
         # loops pass steady members' heartbeats and commits there), all closed with the store.
         boards = _native.SteadyBoards(len(parts))

@@ -89,3 +89,21 @@ def test_apart_groups_give_each_thread_a_log_partition_of_its_own(tmp_path):
             tp = TopicPartition(TOPIC, many_partition(i))
             assert store.fetch(g)[tp].offset == FIRST_OFFSET + 3
         assert store.fetch(many_group(0)) == {}
+
+
+def test_the_latency_cases_epoch_side_commits_epochs_in_a_log_partition_of_its_own(tmp_path):
+    """The leader-epoch row's commits carry the epoch, and stay out of the log partition
+    whose bytes per commit the case reports."""
+    from offsetlog import OffsetAndMetadata
+    from offsetlog.bench.cases import commit_sync_op, open_store
+    from offsetlog.bench.workload import EPOCH_GROUP, GROUP
+    from offsetlog.partitioner import partition_for
+
+    assert partition_for(EPOCH_GROUP, 50) != partition_for(GROUP, 50)
+    with open_store(str(tmp_path / "store")) as store:
+        op = commit_sync_op(store, EPOCH_GROUP, leader_epoch=7)
+        op()
+        op()
+        assert store.fetch(EPOCH_GROUP) == {
+            TopicPartition(TOPIC, 0): OffsetAndMetadata(FIRST_OFFSET + 1, "", 7)}
+        assert store.fetch(GROUP) == {}

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from offsetlog import OffsetStore, TopicPartition
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.group import GroupConfig
 from offsetlog.server import errors as E
 from offsetlog.server.offsets import NATIVE_ARRAY_CODECS, commit_error_code
@@ -100,9 +100,30 @@ def test_a_plain_commit_of_a_known_group_takes_no_python_call(loop):
         TopicPartition("orders", 0): 9, TopicPartition("orders", 2): 90}
 
 
+def test_metadata_and_leader_epochs_take_no_python_call(loop):
+    store, conn, sock = loop
+    group = _group()
+    assert _commit(sock, group, [(0, 5, -1, None)]) == [(0, 0)]
+    assert conn.python_commits == 1
+    # (Kafka's clients send the epoch of the last record read; -1 and null mean none)
+    assert _commit(sock, group, [(0, 6, 4, None), (1, 7, -1, "note"), (2, 8, 0, "é"),
+                                 (3, 9, -1, None)]) == [(0, 0), (1, 0), (2, 0), (3, 0)]
+    assert conn.python_commits == 1
+    expected = {TopicPartition("orders", 0): OffsetAndMetadata(6, "", 4),
+                TopicPartition("orders", 1): OffsetAndMetadata(7, "note"),
+                TopicPartition("orders", 2): OffsetAndMetadata(8, "é", 0),
+                TopicPartition("orders", 3): OffsetAndMetadata(9)}
+    assert store.fetch(group) == expected
+    store.close()
+    with OffsetStore.open(store.path) as reopened:
+        assert reopened.fetch(group) == expected
+
+
 @pytest.mark.parametrize("why, parts, kw", [
-    ("metadata", [(0, 7, -1, "note")], {}),
-    ("a leader epoch", [(0, 7, 3, None)], {}),
+    # within the store's 4096 UTF-16 code units, but more UTF-8 bytes than that: counted
+    # the long way
+    ("wide metadata", [(0, 7, -1, "é" * 3000)], {}),
+    ("metadata over the limit", [(0, 7, 2, "x" * 5000)], {}),
     ("a negative offset", [(0, -1, -1, None)], {}),
     ("an unknown topic", [(0, 7, -1, None)], {"topic": "nope"}),
     ("a partition past the topic's count", [(4, 7, -1, None)], {}),

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from offsetlog import OffsetStore, TopicPartition
+from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.errors import ProducerFencedError
 from offsetlog.group import GroupConfig
 from offsetlog.log import _native
@@ -106,12 +106,17 @@ def _open(store, conn, group, *, add=True):
 
 def _txn_commit(sock, txn, group, offsets, *, epoch=None, generation=-1, member="",
                 version=3) -> int:
+    """``offsets``: partition -> offset, or -> (offset, leader epoch, metadata)"""
+    def fields(o):
+        return o if isinstance(o, tuple) else (o, -1, "")
+
     body = dict(transactional_id=txn.transactional_id, group_id=group,
                 producer_id=txn.producer_id,
                 producer_epoch=txn.producer_epoch if epoch is None else epoch,
                 topics=[dict(name="orders", partitions=[dict(
-                    partition_index=p, committed_offset=o, committed_leader_epoch=-1,
-                    committed_metadata="") for p, o in offsets.items()])])
+                    partition_index=p, committed_offset=fields(o)[0],
+                    committed_leader_epoch=fields(o)[1], committed_metadata=fields(o)[2])
+                    for p, o in offsets.items()])])
     if version >= 3:
         body.update(generation_id=generation, member_id=member, group_instance_id=None)
     r = call(sock, TXN_OFFSET_COMMIT, version, **body)
@@ -141,6 +146,20 @@ def test_an_open_transactions_offsets_are_written_pending_with_no_python_call(lo
         0: 6, 1: 7}
     txn.commit()
     assert _fetched(store, group) == {0: 6, 1: 7}
+
+
+def test_metadata_and_leader_epochs_are_written_with_no_python_call(loop):
+    store, conn, sock = loop
+    group = _group()
+    txn = _open(store, conn, group)
+    assert _txn_commit(sock, txn, group, {0: (5, 3, "note"), 1: (7, -1, "é"), 2: (8, 0, "")}
+                       ) == NONE
+    assert conn.python_commits == 0
+    txn.commit()
+    expected = {TopicPartition("orders", 0): OffsetAndMetadata(5, "note", 3),
+                TopicPartition("orders", 1): OffsetAndMetadata(7, "é"),
+                TopicPartition("orders", 2): OffsetAndMetadata(8, "", 0)}
+    assert store.fetch(group) == expected
 
 
 def test_an_aborted_transaction_drops_them(loop):

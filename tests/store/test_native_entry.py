@@ -41,21 +41,31 @@ def test_the_usual_call_is_committed_natively_and_every_other_by_python(tmp_path
         store.commit_sync("g", {TP("t", 0): 1, TP("t", 1): OAM(2)})
         store.commit_async("g", {TP("t", 2): 3}).result(10)
         store.commit_async("g", {TP("t", 3): 4}, callback=lambda o, e: None).result(10)
+        # metadata and leader epochs too, Kafka's clients' usual commit
+        store.commit_sync("metadata", {TP("t", 0): OAM(1, "m"), TP("t", 1): OAM(2, None, -1)})
+        store.commit_async("epoch", {TP("t", 0): OAM(1, "", 7), TP("t", 1): OAM(2, "é", 0)}
+                           ).result(10)
         assert other_calls == []
         store.commit_sync("timeout", {TP("t", 0): 1}, timeout=5)
-        store.commit_sync("metadata", {TP("t", 0): OAM(1, "m")})
+        # within the limit of 4096 UTF-16 code units, but not surely by its 6000 UTF-8 bytes
+        store.commit_sync("wide", {TP("t", 0): OAM(1, "é" * 3000)})
         store.commit_sync("empty", {})
         store.commit_sync("member-str", {TP("t", 0): 1}, member_id=Str(""))
-        store.commit_async("epoch", {TP("t", 0): OAM(1, "", 7)}).result(10)
         store.commit_async("mapping", OrderedDict({TP("t", 0): 1})).result(10)
+        store.commit_async("wide-epoch", {TP("t", 0): OAM(1, "é" * 3000, 3)}).result(10)
         assert other_calls == [
-            ("_commit_sync_other", "timeout"), ("_commit_sync_other", "metadata"),
+            ("_commit_sync_other", "timeout"), ("_commit_sync_other", "wide"),
             ("_commit_sync_other", "empty"), ("_commit_sync_other", "member-str"),
-            ("_commit_async_other", "epoch"), ("_commit_async_other", "mapping")]
+            ("_commit_async_other", "mapping"), ("_commit_async_other", "wide-epoch")]
         assert store.fetch("g") == {TP("t", 0): OAM(1), TP("t", 1): OAM(2),
                                     TP("t", 2): OAM(3), TP("t", 3): OAM(4)}
-        assert store.fetch("metadata") == {TP("t", 0): OAM(1, "m")}
-        assert store.fetch("epoch") == {TP("t", 0): OAM(1, "", 7)}
+        assert store.fetch("metadata") == {TP("t", 0): OAM(1, "m"), TP("t", 1): OAM(2)}
+        assert store.fetch("epoch") == {TP("t", 0): OAM(1, "", 7), TP("t", 1): OAM(2, "é", 0)}
+        assert store.fetch("wide") == {TP("t", 0): OAM(1, "é" * 3000)}
+        assert store.fetch("wide-epoch") == {TP("t", 0): OAM(1, "é" * 3000, 3)}
+    with OffsetStore.open(tmp_path, partitions=2) as store:  # and so does the replay
+        assert store.fetch("metadata") == {TP("t", 0): OAM(1, "m"), TP("t", 1): OAM(2)}
+        assert store.fetch("epoch") == {TP("t", 0): OAM(1, "", 7), TP("t", 1): OAM(2, "é", 0)}
 
 
 def test_bad_arguments_are_refused_by_the_python_path_as_before(tmp_path, other_calls):
