@@ -176,7 +176,10 @@ def check_timeout(timeout) -> float | None:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise InvalidArgumentError(f"timeout must be None or a number of seconds, not "
                                    f"{timeout!r}")
-    timeout = float(timeout)
+    try:
+        timeout = float(timeout)
+    except OverflowError:  # an int past any float: more than TIMEOUT_MAX too
+        return None
     if math.isnan(timeout) or timeout < 0:
         raise InvalidArgumentError(f"timeout must be None or a number of seconds >= 0, not "
                                    f"{timeout!r}")

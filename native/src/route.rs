@@ -5,12 +5,12 @@
 //! The usual call is a group committing on its own (generation -1, no member, no instance:
 //! Kafka's simple consumer), a dict of `TopicPartition -> int` or `OffsetAndMetadata`
 //! (metadata the store's limit surely holds: `commits::plain_fields`) on an open store, with
-//! no `timeout`. For it,
+//! a `commit_sync` timeout None or a number of seconds (`checked_timeout`). For it,
 //! `OffsetStore.commit_sync` and `commit_async` make one call here, which finds the group's
 //! route, reads the clock, checks the offsets into their record fields
 //! (`commits::plain_fields`) and goes on to the lone commit (`lone`) or the queue
 //! (`async_commit`), with the route's standalone check run natively in their lock hold.
-//! Any other call (a member's commit, a transaction's, metadata, a timeout, an argument that
+//! Any other call (a member's commit, a transaction's, longer metadata, an argument that
 //! is wrong, a store closing or failed) is left untouched to `CommitRouter.check` and the
 //! Python path, which is where its errors are raised: the entries return False or None
 //! before changing anything but the route and key caches.
@@ -261,10 +261,11 @@ impl RouterState {
                    offsets: &Bound<'_, PyAny>, generation_id: &Bound<'_, PyAny>,
                    member_id: &Bound<'_, PyAny>, group_instance_id: &Bound<'_, PyAny>,
                    timeout: &Bound<'_, PyAny>) -> PyResult<bool> {
-        if !timeout.is_none() || !standalone(generation_id, member_id, group_instance_id) {
+        if !standalone(generation_id, member_id, group_instance_id) {
             return Ok(false);
         }
-        usual_sync(slf, group_id, offsets)
+        let Some(timeout) = checked_timeout(timeout)? else { return Ok(false) };
+        usual_sync(slf, group_id, offsets, &timeout)
     }
 
     /// `OffsetStore.commit_async`'s usual call (see the module; `callback` None or callable),
@@ -282,14 +283,51 @@ impl RouterState {
     }
 }
 
-/// `commit_sync`'s usual call once its member arguments are the standalone ones and there is
-/// no timeout: committed, true; any other call false, and nothing done.
+/// `commit_sync`'s usual call once its member arguments are the standalone ones and its
+/// `timeout` is checked (`checked_timeout`): committed, true; any other call false, and
+/// nothing done.
 pub(crate) fn usual_sync(slf: &Bound<'_, RouterState>, group_id: &Bound<'_, PyAny>,
-                         offsets: &Bound<'_, PyAny>) -> PyResult<bool> {
+                         offsets: &Bound<'_, PyAny>, timeout: &Bound<'_, PyAny>)
+                         -> PyResult<bool> {
     let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
     let route = call.route.clone();
-    commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
+    commit_lone(slf, call, timeout, lone::Check::Standalone(route.get()))?;
     Ok(true)
+}
+
+/// A `commit_sync` timeout as `validation.check_timeout` makes it: None, or a float of
+/// seconds >= 0 (None for more than `threading.TIMEOUT_MAX`, infinity included), from None
+/// or an int or float (not a bool, nor another subclass). None (the outer option) for
+/// anything else, which the Python path judges and refuses (NaN, a negative number, another
+/// type).
+pub(crate) fn checked_timeout<'py>(timeout: &Bound<'py, PyAny>)
+                                   -> PyResult<Option<Bound<'py, PyAny>>> {
+    static TIMEOUT_MAX: pyo3::sync::PyOnceLock<f64> = pyo3::sync::PyOnceLock::new();
+    let py = timeout.py();
+    if timeout.is_none() {
+        return Ok(Some(timeout.clone()));
+    }
+    let seconds = if timeout.is_exact_instance_of::<pyo3::types::PyFloat>() {
+        timeout.extract::<f64>()?
+    } else if timeout.is_exact_instance_of::<PyInt>() {
+        match timeout.extract::<f64>() {
+            Ok(seconds) => seconds,
+            Err(_) => return Ok(None), // (an int too large for a float: Python's to refuse)
+        }
+    } else {
+        return Ok(None);
+    };
+    if seconds.is_nan() || seconds < 0.0 {
+        return Ok(None);
+    }
+    let max = *TIMEOUT_MAX.get_or_try_init(py, || {
+        py.import("threading")?.getattr("TIMEOUT_MAX")?.extract::<f64>()
+    })?;
+    Ok(Some(if seconds > max {
+        py.None().into_bound(py)
+    } else {
+        pyo3::types::PyFloat::new(py, seconds).into_any()
+    }))
 }
 
 /// `commit_async`'s usual call once its member arguments are the standalone ones: queued, its
@@ -440,13 +478,14 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
                            -> PyResult<bool> {
     let py = slf.py();
     let Some(call) = plain_call(slf, group, entries, false)? else { return Ok(false) };
+    let none = py.None().into_bound(py); // (no timeout: a wire commit waits as Kafka's does)
     if member.standalone() {
         let route = call.route.clone();
-        commit_lone(slf, call, lone::Check::Standalone(route.get()))?;
+        commit_lone(slf, call, &none, lone::Check::Standalone(route.get()))?;
     } else {
         let part = call.route.get().part.clone_ref(py).into_bound(py);
         let now = call.now;
-        commit_lone(slf, call, lone::Check::Member { part: &part, group, member, now })?;
+        commit_lone(slf, call, &none, lone::Check::Member { part: &part, group, member, now })?;
     }
     Ok(true)
 }
@@ -499,7 +538,7 @@ pub(crate) fn commit_txn(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStrin
     let txn = lone::Txn { board: &board, transactional_id, producer_id: producer.0,
                           producer_epoch: producer.1, partition: route.partition, route,
                           part: &part, group, member, now: call.now };
-    commit_lone(slf, call, lone::Check::Txn(&txn))
+    commit_lone(slf, call, &py.None().into_bound(py), lone::Check::Txn(&txn))
 }
 
 /// The wire's Heartbeat of `member` in `group` at the store's clock's time, answered with no
@@ -530,14 +569,15 @@ pub(crate) fn steady_without_gil(slf: &Bound<'_, RouterState>) -> Option<steady:
     if s.native_clock { s.steady.clone() } else { None }
 }
 
-/// The usual call, committed by the lone commit (which waits for it to be durable) under
-/// `check`, run in its lock hold: true; false when the check declined it (nothing done).
-fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, check: lone::Check<'_, '_>)
-               -> PyResult<bool> {
+/// The usual call, committed by the lone commit (which waits for it to be durable, or for
+/// `timeout`, None or seconds, if it has to queue) under `check`, run in its lock hold: true;
+/// false when the check declined it (nothing done).
+fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, timeout: &Bound<'_, PyAny>,
+               check: lone::Check<'_, '_>) -> PyResult<bool> {
     let py = slf.py();
     let nbytes = PyInt::new(py, call.nbytes as u64);
     let route = call.route.get();
     let fields = PyTuple::new(py, call.fields)?;
     lone::lone(py, &call.writer, route.part.bind(py), fields.as_any(), nbytes.as_any(),
-               call.now, &py.None().into_bound(py), check)
+               call.now, timeout, check)
 }

@@ -37,8 +37,8 @@ impl CommitEntries {
     }
 
     /// Commit `offsets` for `group_id` and return once durable: `OffsetStore.commit_sync`,
-    /// which documents it. A call with no keyword argument is tried here; any other goes to
-    /// that method.
+    /// which documents it. A call with no keyword argument but `timeout` (one the usual call
+    /// takes: `route::checked_timeout`) is tried here; any other goes to that method.
     #[pyo3(signature = (group_id, offsets, *, generation_id = Given::Absent,
                         member_id = Given::Absent, group_instance_id = Given::Absent,
                         timeout = Given::Absent),
@@ -49,14 +49,22 @@ impl CommitEntries {
                         offsets: &Bound<'py, PyAny>, generation_id: Given<'py>,
                         member_id: Given<'py>, group_instance_id: Given<'py>,
                         timeout: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let named = [("generation_id", generation_id), ("member_id", member_id),
-                     ("group_instance_id", group_instance_id), ("timeout", timeout)];
-        if Given::all_absent(&named)
-            && route::usual_sync(self.router.bind(py), group_id, offsets)?
-        {
-            return Ok(py.None().into_bound(py));
+        let member = [("generation_id", generation_id), ("member_id", member_id),
+                      ("group_instance_id", group_instance_id)];
+        if Given::all_absent(&member) {
+            let checked = match &timeout {
+                Given::Absent => Some(py.None().into_bound(py)),
+                Given::Value(timeout) => route::checked_timeout(timeout)?,
+            };
+            if let Some(timeout) = checked {
+                if route::usual_sync(self.router.bind(py), group_id, offsets, &timeout)? {
+                    return Ok(py.None().into_bound(py));
+                }
+            }
         }
-        pass_on(py, &self.sync_method, group_id, offsets, named)
+        let [generation_id, member_id, group_instance_id] = member;
+        pass_on(py, &self.sync_method, group_id, offsets,
+                [generation_id, member_id, group_instance_id, ("timeout", timeout)])
     }
 
     /// Queue a commit and return a `Future` that resolves once it is durable:

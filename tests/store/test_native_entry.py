@@ -45,8 +45,12 @@ def test_the_usual_call_is_committed_natively_and_every_other_by_python(tmp_path
         store.commit_sync("metadata", {TP("t", 0): OAM(1, "m"), TP("t", 1): OAM(2, None, -1)})
         store.commit_async("epoch", {TP("t", 0): OAM(1, "", 7), TP("t", 1): OAM(2, "é", 0)}
                            ).result(10)
+        # and a timeout: None, or seconds as the Python path takes them
+        for timeout in (None, 5, 0.5, 0, float("inf"), 10.0**300):
+            store.commit_sync("timeouts", {TP("t", 0): 1}, timeout=timeout)
+        # (a keyword argument given as its default goes through the method, to the same entry)
+        store.commit_sync("timeouts", {TP("t", 0): 2}, timeout=5, member_id="")
         assert other_calls == []
-        store.commit_sync("timeout", {TP("t", 0): 1}, timeout=5)
         # within the limit of 4096 UTF-16 code units, but not surely by its 6000 UTF-8 bytes
         store.commit_sync("wide", {TP("t", 0): OAM(1, "é" * 3000)})
         store.commit_sync("empty", {})
@@ -54,7 +58,7 @@ def test_the_usual_call_is_committed_natively_and_every_other_by_python(tmp_path
         store.commit_async("mapping", OrderedDict({TP("t", 0): 1})).result(10)
         store.commit_async("wide-epoch", {TP("t", 0): OAM(1, "é" * 3000, 3)}).result(10)
         assert other_calls == [
-            ("_commit_sync_other", "timeout"), ("_commit_sync_other", "wide"),
+            ("_commit_sync_other", "wide"),
             ("_commit_sync_other", "empty"), ("_commit_sync_other", "member-str"),
             ("_commit_async_other", "mapping"), ("_commit_async_other", "wide-epoch")]
         assert store.fetch("g") == {TP("t", 0): OAM(1), TP("t", 1): OAM(2),
@@ -62,6 +66,7 @@ def test_the_usual_call_is_committed_natively_and_every_other_by_python(tmp_path
         assert store.fetch("metadata") == {TP("t", 0): OAM(1, "m"), TP("t", 1): OAM(2)}
         assert store.fetch("epoch") == {TP("t", 0): OAM(1, "", 7), TP("t", 1): OAM(2, "é", 0)}
         assert store.fetch("wide") == {TP("t", 0): OAM(1, "é" * 3000)}
+        assert store.fetch("timeouts") == {TP("t", 0): OAM(2)}
         assert store.fetch("wide-epoch") == {TP("t", 0): OAM(1, "é" * 3000, 3)}
     with OffsetStore.open(tmp_path, partitions=2) as store:  # and so does the replay
         assert store.fetch("metadata") == {TP("t", 0): OAM(1, "m"), TP("t", 1): OAM(2)}
@@ -69,7 +74,7 @@ def test_the_usual_call_is_committed_natively_and_every_other_by_python(tmp_path
 
 
 def test_bad_arguments_are_refused_by_the_python_path_as_before(tmp_path, other_calls):
-    from offsetlog.errors import InvalidCommitError
+    from offsetlog.errors import InvalidArgumentError, InvalidCommitError
     with OffsetStore.open(tmp_path, partitions=1) as store:
         with pytest.raises(TypeError):
             store.commit_async("g", {TP("t", 0): 1}, callback=5)
@@ -77,10 +82,14 @@ def test_bad_arguments_are_refused_by_the_python_path_as_before(tmp_path, other_
             store.commit_sync("g", {TP("t", 0): -1})
         with pytest.raises(InvalidCommitError):
             store.commit_sync("", {TP("t", 0): 1})  # (no route is made for a bad group id)
+        for timeout in (-1, float("nan"), True, "5"):
+            with pytest.raises(InvalidArgumentError):
+                store.commit_sync("g", {TP("t", 0): 1}, timeout=timeout)
+        store.commit_sync("g", {TP("t", 0): 1}, timeout=10**400)  # (no float holds it: none)
         assert [name for name, _ in other_calls] == [
-            "_commit_async_other", "_commit_sync_other"]
+            "_commit_async_other", "_commit_sync_other"] + ["_commit_sync_other"] * 5
         assert "" not in store._router.routes
-        assert store.fetch("g") == {}
+        assert store.fetch("g") == {TP("t", 0): OAM(1)}
     with pytest.raises(StoreClosedError):
         store.commit_sync("g", {TP("t", 0): 1})
     with pytest.raises(StoreClosedError):
