@@ -15,12 +15,14 @@ from offsetlog.bench.common import run_threads
 from offsetlog.bench.workload import (
     FIRST_OFFSET,
     GROUP,
+    MEMBER_GROUP,
     TOPIC,
     many_group,
     many_partition,
     thread_group,
     thread_partitions,
 )
+from offsetlog.member import GroupMember
 
 
 def open_store(path: str, **options) -> OffsetStore:
@@ -53,6 +55,30 @@ def commit_sync_op(store: OffsetStore, group: str = GROUP,
         commit(group, {tps[off % n]: off})
 
     return op
+
+
+def member_commit_op(store: OffsetStore, group: str = MEMBER_GROUP
+                     ) -> tuple[Callable[[], None], Callable[[], None]]:
+    """``(op, close)``: one single-offset ``commit_sync`` per call of a ``GroupMember`` of
+    ``group``, the one member, owning the topic's partition 0 (a consumer group member's
+    commit: its generation and member id checked by the coordinator). ``store``'s group
+    config should make a group's first join wait 0 ms."""
+    member = GroupMember(store, group, partitions_per_topic={TOPIC: 1}, client_id="bench",
+                         enable_auto_commit=False)
+    member.subscribe([TOPIC])
+    deadline = time.monotonic() + 30.0
+    while not member.poll(timeout_ms=50):
+        if time.monotonic() > deadline:
+            member.close()
+            raise RuntimeError(f"the bench's member of {group!r} never got its partition")
+    tp = TopicPartition(TOPIC, 0)
+    counter = itertools.count(FIRST_OFFSET)
+    commit = member.commit_sync
+
+    def op() -> None:
+        commit({tp: next(counter)})
+
+    return op, member.close
 
 
 # -- 2. throughput: N threads ------------------------------------------------------------------

@@ -74,6 +74,7 @@ from offsetlog.bench.report import (
 )
 from offsetlog.bench.threads_case import run_threads_case
 from offsetlog.bench.workload import EPOCH_GROUP, GROUP, TOPIC, framed_commit, generate_log
+from offsetlog.group import GroupConfig
 
 CASES = ("latency", "threads", "async", "recovery", "snapshot", "memory", "assignors",
          "transactions", "wire", "kafka", "rebalance")
@@ -133,16 +134,21 @@ class Runner:
         with case_dir(self.data_dir, "latency") as d:
             bare_op, bare_close = baselines.bare_append_fsync(os.path.join(d, "bare.log"), data)
             dsync_op, dsync_close = baselines.bare_append_dsync(d, data)
-            store = cases.open_store(os.path.join(d, "store"))
+            # (a group's first join at once: the member's, below)
+            store = cases.open_store(os.path.join(d, "store"),
+                                     group_config=GroupConfig(initial_rebalance_delay_ms=0))
+            member_op, member_close = cases.member_commit_op(store)
             try:
                 samples = measure_latency(
                     {"bare": bare_op, "dsync": dsync_op, "offsetlog": cases.commit_sync_op(store),
-                     "epoch": cases.commit_sync_op(store, EPOCH_GROUP, leader_epoch=7)},
+                     "epoch": cases.commit_sync_op(store, EPOCH_GROUP, leader_epoch=7),
+                     "member": member_op},
                     rounds=s["latency_rounds"], per_round=s["latency_per_round"],
                     warmup=s["latency_warmup"])
                 seg = store.stats()[store.partition_of(GROUP)]
                 written = seg["bytes"] / max(1, seg["next_offset"])
             finally:
+                member_close()
                 store.close()
                 bare_close()
                 dsync_close()
@@ -166,6 +172,10 @@ class Runner:
                              f"a bare pwritev(RWF_DSYNC) append, {len(data)} B",
                              summary["epoch"]["p50"], summary["dsync"]["p50"], "us", LOWER,
                              note="OffsetAndMetadata(offset, '', 7): Kafka's clients' commit"))
+        self.rows.append(Row("GroupMember.commit_sync p50, a consumer group's member (info)",
+                             "the store's commit_sync, a simple consumer's",
+                             summary["member"]["p50"], summary["offsetlog"]["p50"], "us", LOWER,
+                             note="its generation and member id checked by the coordinator"))
 
     # -- 2 ---------------------------------------------------------------------------------
 

@@ -26,6 +26,8 @@ GROUP = "bench-group"
 #: the latency case's group committing offsets with a leader epoch: another log partition than
 #: GROUP's (9 of 50, against 44), so the engine's bytes per commit there count GROUP's alone
 EPOCH_GROUP = "epoch-group"
+#: the latency case's consumer group, whose one member commits (log partition 26 of 50)
+MEMBER_GROUP = "member-group"
 TOPIC = "bench-topic"
 #: offsets start here so every one encodes in the same number of bytes (msgpack uint32)
 FIRST_OFFSET = 1_000_000

@@ -438,13 +438,17 @@ class GroupMember(RebalanceSteps, CommitTracking, ClassicHeartbeat):
         offsets = self._offsets_to_commit(offsets)
         try:
             if offsets:
-                fut = self._submit_commit(offsets, None)
                 timeout = self._request_timeout_s if timeout_ms is None else timeout_ms / 1000.0
-                try:
-                    fut.result(timeout=timeout)
-                except TimeoutError:
-                    raise CommitTimeoutError(
-                        f"commit of {len(offsets)} offsets not done after {timeout}s") from None
+                # The usual commit is the store's own commit_sync, made on this thread; one
+                # held for a rebalance's end comes back as a future, as commit_async's do.
+                fut = self._commit_now(offsets, timeout)
+                if fut is not None:
+                    try:
+                        fut.result(timeout=timeout)
+                    except TimeoutError:
+                        raise CommitTimeoutError(
+                            f"commit of {len(offsets)} offsets not done after {timeout}s"
+                        ) from None
         finally:
             self._run_commit_callbacks()
 

@@ -107,3 +107,26 @@ def test_the_latency_cases_epoch_side_commits_epochs_in_a_log_partition_of_its_o
         assert store.fetch(EPOCH_GROUP) == {
             TopicPartition(TOPIC, 0): OffsetAndMetadata(FIRST_OFFSET + 1, "", 7)}
         assert store.fetch(GROUP) == {}
+
+
+def test_the_latency_cases_member_commits_as_its_groups_member(tmp_path):
+    """The member row's commits are a consumer group member's, in the group's generation."""
+    from offsetlog import OffsetAndMetadata
+    from offsetlog.bench.cases import member_commit_op, open_store
+    from offsetlog.bench.workload import EPOCH_GROUP, GROUP, MEMBER_GROUP
+    from offsetlog.group import GroupConfig
+    from offsetlog.partitioner import partition_for
+
+    assert len({partition_for(g, 50) for g in (GROUP, EPOCH_GROUP, MEMBER_GROUP)}) == 3
+    with open_store(str(tmp_path / "store"),
+                    group_config=GroupConfig(initial_rebalance_delay_ms=0)) as store:
+        op, close = member_commit_op(store)
+        try:
+            op()
+            op()
+            (member,) = store.describe_group(MEMBER_GROUP).members
+            assert store.describe_group(MEMBER_GROUP).state == "Stable"
+            assert store.fetch(MEMBER_GROUP) == {
+                TopicPartition(TOPIC, 0): OffsetAndMetadata(FIRST_OFFSET + 1)}
+        finally:
+            close()
