@@ -10,7 +10,9 @@
 //! route, reads the clock, checks the offsets into their record fields
 //! (`commits::plain_fields`) and goes on to the lone commit (`lone`) or the queue
 //! (`async_commit`), with the route's standalone check run natively in their lock hold.
-//! Any other call (a member's commit, a transaction's, longer metadata, an argument that
+//! A group member's commit takes the same way through the store's attribute
+//! (`member_sync`, `member_async`, with the member's check in the same lock hold). Any other
+//! call (a transaction's, longer metadata, an argument that
 //! is wrong, a store closing or failed) is left untouched to `CommitRouter.check` and the
 //! Python path, which is where its errors are raised: the entries return False or None
 //! before changing anything but the route and key caches.
@@ -293,6 +295,42 @@ pub(crate) fn usual_sync(slf: &Bound<'_, RouterState>, group_id: &Bound<'_, PyAn
     let route = call.route.clone();
     commit_lone(slf, call, timeout, lone::Check::Standalone(route.get()))?;
     Ok(true)
+}
+
+/// `commit_sync` of a group member's offsets (`member`, as the call names it: not the
+/// standalone one), its `timeout` checked (`checked_timeout`): committed under the member's
+/// check in the lone commit's lock hold (`lone::Check::Member`: the partition's steady board,
+/// else `routing.fencing`'s, in the Python path's order), true; false, nothing done, for a
+/// call the usual one's checks leave to the Python path. Raises what the commit raises
+/// (fencing first).
+pub(crate) fn member_sync(slf: &Bound<'_, RouterState>, group_id: &Bound<'_, PyAny>,
+                          offsets: &Bound<'_, PyAny>, member: &Member<'_>,
+                          timeout: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = slf.py();
+    let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
+    let group = group_id.cast::<PyString>()?; // (an exact str: `usual` took it)
+    let part = call.route.get().part.clone_ref(py).into_bound(py);
+    let now = call.now;
+    commit_lone(slf, call, timeout, lone::Check::Member { part: &part, group, member, now })
+}
+
+/// `commit_async` of a group member's offsets (see `member_sync`; `callback` None or
+/// callable), queued under the member's check: its future. Any other call None, and nothing
+/// done.
+pub(crate) fn member_async<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
+                                offsets: &Bound<'py, PyAny>, member: &Member<'_>,
+                                callback: &Bound<'py, PyAny>)
+                                -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = slf.py();
+    if !(callback.is_none() || callback.is_callable()) {
+        return Ok(None);
+    }
+    let Some(call) = usual(slf, group_id, offsets)? else { return Ok(None) };
+    let group = group_id.cast::<PyString>()?;
+    let part = call.route.get().part.clone_ref(py).into_bound(py);
+    let check = lone::Check::Member { part: &part, group, member, now: call.now };
+    async_commit::submit(py, &call.writer, &part, &call.fields, call.nbytes as i64, call.now,
+                         check, callback, offsets, call.yield_at, true)
 }
 
 /// A `commit_sync` timeout as `validation.check_timeout` makes it: None, or a float of

@@ -1,7 +1,9 @@
 //! `OffsetStore.commit_sync` and `commit_async` as the store's own attributes (`CommitEntries`):
-//! a simple consumer's call (the usual call, `route`) goes from the caller's line into native
-//! code with no Python frame between, and any other call is handed, arguments unchanged, to
-//! the store's Python method, which is the documented one and decides everything else.
+//! a simple consumer's call (the usual call, `route`) and a group member's (`route::member_sync`,
+//! `member_async`: checked as the wire's member commits are) go from the caller's line into
+//! native code with no Python frame between, and any other call is handed, arguments
+//! unchanged, to the store's Python method, which is the documented one and decides
+//! everything else.
 //!
 //! Why: a stream of `commit_async` calls spent a fifth of each call in the public method's
 //! own frame (bench/RESULTS.md, twenty-first session); the method had nothing left to do but
@@ -37,8 +39,9 @@ impl CommitEntries {
     }
 
     /// Commit `offsets` for `group_id` and return once durable: `OffsetStore.commit_sync`,
-    /// which documents it. A call with no keyword argument but `timeout` (one the usual call
-    /// takes: `route::checked_timeout`) is tried here; any other goes to that method.
+    /// which documents it. A simple consumer's call or a member's (`member_of`), with a
+    /// timeout the usual call takes (`route::checked_timeout`), is tried here; any other
+    /// goes to that method.
     #[pyo3(signature = (group_id, offsets, *, generation_id = Given::Absent,
                         member_id = Given::Absent, group_instance_id = Given::Absent,
                         timeout = Given::Absent),
@@ -51,15 +54,24 @@ impl CommitEntries {
                         timeout: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
         let member = [("generation_id", generation_id), ("member_id", member_id),
                       ("group_instance_id", group_instance_id)];
-        if Given::all_absent(&member) {
-            let checked = match &timeout {
-                Given::Absent => Some(py.None().into_bound(py)),
-                Given::Value(timeout) => route::checked_timeout(timeout)?,
-            };
-            if let Some(timeout) = checked {
-                if route::usual_sync(self.router.bind(py), group_id, offsets, &timeout)? {
-                    return Ok(py.None().into_bound(py));
+        let checked = match &timeout {
+            Given::Absent => Some(py.None().into_bound(py)),
+            Given::Value(timeout) => route::checked_timeout(timeout)?,
+        };
+        if let Some(timeout) = checked {
+            let router = self.router.bind(py);
+            let done = if Given::all_absent(&member) {
+                route::usual_sync(router, group_id, offsets, &timeout)?
+            } else {
+                match member_of(&member)? {
+                    Some(m) if m.standalone() => route::usual_sync(router, group_id, offsets,
+                                                                   &timeout)?,
+                    Some(m) => route::member_sync(router, group_id, offsets, &m, &timeout)?,
+                    None => false,
                 }
+            };
+            if done {
+                return Ok(py.None().into_bound(py));
             }
         }
         let [generation_id, member_id, group_instance_id] = member;
@@ -82,17 +94,24 @@ impl CommitEntries {
                          group_instance_id: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
         let member = [("generation_id", generation_id), ("member_id", member_id),
                       ("group_instance_id", group_instance_id)];
-        if Given::all_absent(&member) {
-            let none = py.None().into_bound(py);
-            let callback_or_none = match &callback {
-                Given::Value(callback) => callback,
-                Given::Absent => &none,
-            };
-            if let Some(future) = route::usual_async(self.router.bind(py), group_id, offsets,
-                                                     callback_or_none)?
-            {
-                return Ok(future);
+        let none = py.None().into_bound(py);
+        let callback_or_none = match &callback {
+            Given::Value(callback) => callback,
+            Given::Absent => &none,
+        };
+        let router = self.router.bind(py);
+        let future = if Given::all_absent(&member) {
+            route::usual_async(router, group_id, offsets, callback_or_none)?
+        } else {
+            match member_of(&member)? {
+                Some(m) if m.standalone() => route::usual_async(router, group_id, offsets,
+                                                                callback_or_none)?,
+                Some(m) => route::member_async(router, group_id, offsets, &m, callback_or_none)?,
+                None => None,
             }
+        };
+        if let Some(future) = future {
+            return Ok(future);
         }
         let [generation_id, member_id, group_instance_id] = member;
         pass_on(py, &self.async_method, group_id, offsets,
@@ -106,6 +125,46 @@ impl CommitEntries {
         visit.call(&self.sync_method)?;
         visit.call(&self.async_method)
     }
+}
+
+/// A commit's member arguments (`generation_id`, `member_id`, `group_instance_id`, each
+/// absent for its default) as a `route::Member`, when each is of the exact type the Python
+/// path takes as it is (an int within an int32, a str, None or a str); else None, and the
+/// Python path judges them.
+fn member_of<'a>(named: &'a [(&str, Given<'_>); 3]) -> PyResult<Option<route::Member<'a>>> {
+    let [(_, generation), (_, member_id), (_, instance)] = named;
+    let generation = match generation {
+        Given::Absent => -1,
+        Given::Value(g) if g.is_exact_instance_of::<pyo3::types::PyInt>() => {
+            match g.extract::<i32>() {
+                Ok(g) => g,
+                Err(_) => return Ok(None),
+            }
+        }
+        Given::Value(_) => return Ok(None),
+    };
+    let member_id = match member_id {
+        Given::Absent => "",
+        Given::Value(m) => match m.cast_exact::<pyo3::types::PyString>() {
+            Ok(m) => match m.to_str() {
+                Ok(m) => m,
+                Err(_) => return Ok(None),
+            },
+            Err(_) => return Ok(None),
+        },
+    };
+    let instance = match instance {
+        Given::Absent => None,
+        Given::Value(i) if i.is_none() => None,
+        Given::Value(i) => match i.cast_exact::<pyo3::types::PyString>() {
+            Ok(i) => match i.to_str() {
+                Ok(i) => Some(i),
+                Err(_) => return Ok(None),
+            },
+            Err(_) => return Ok(None),
+        },
+    };
+    Ok(Some(route::Member { generation, member_id, instance }))
 }
 
 /// The call as it came, to the store's Python method: `named`, its keyword arguments (those

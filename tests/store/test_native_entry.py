@@ -218,6 +218,13 @@ CALLS = [
     ((b"g", {TP("t", 0): 14}), {}),
     (("g", [(TP("t", 0), 15)]), {}),
     (("g", {}), {}),
+    # a member's arguments (the group is not the coordinator's: fenced)
+    (("g", {TP("t", 0): 16}), {"generation_id": 3, "member_id": "m"}),
+    (("g", {TP("t", 0): 17}), {"generation_id": 2**31, "member_id": "m"}),
+    (("g", {TP("t", 0): 18}), {"member_id": "m"}),
+    (("g", {TP("t", 0): 19}), {"group_instance_id": "i"}),
+    (("g", {TP("t", 0): 20}), {"generation_id": -1, "member_id": "", "group_instance_id": None}),
+    (("g", {TP("t", 0): 21}), {"generation_id": 3, "member_id": "m\ud800"}),
 ]
 
 
@@ -248,6 +255,51 @@ def test_the_stores_attributes_end_every_call_as_its_methods_do(tmp_path, name):
         a.flush()
         b.flush()
         assert a.fetch("g") == b.fetch("g") != {}
+
+
+@pytest.mark.parametrize("name", ["commit_sync", "commit_async"])
+def test_a_members_commits_end_as_the_methods_end_them(tmp_path, name, other_calls):
+    """A consumer group member's commits (right generation, stale, unknown member, a static
+    member's instance, a timeout) through the store's attribute, natively, end as through the
+    class's method, on two stores whose group went through the same join."""
+    from offsetlog.group import GroupConfig
+
+    def joined(path):
+        ids = iter(range(1, 100))
+        store = OffsetStore.open(path, partitions=2, group_config=GroupConfig(
+            initial_rebalance_delay_ms=0, member_id_factory=lambda p: f"{p}-{next(ids)}"))
+        join = store.join_group("grp", protocols=[("range", b"")], client_id="c",
+                                group_instance_id="inst").result(10)
+        assert store.sync_group("grp", member_id=join.member_id,
+                                generation_id=join.generation_id, group_instance_id="inst",
+                                assignments={join.member_id: b""}).result(10).error is None
+        return store, join
+
+    (a, join), (b, _) = joined(tmp_path / "a"), joined(tmp_path / "b")
+    gen, member = join.generation_id, join.member_id
+    calls = [{"generation_id": gen, "member_id": member, "group_instance_id": "inst"},
+             {"generation_id": gen, "member_id": member},  # (a static member named without)
+             {"generation_id": gen + 1, "member_id": member, "group_instance_id": "inst"},
+             {"generation_id": gen, "member_id": "nobody"},
+             {"generation_id": gen, "member_id": member, "group_instance_id": "other"},
+             {"generation_id": -1, "member_id": ""}]  # (a simple consumer's, in a managed group)
+    if name == "commit_sync":
+        calls.append({"generation_id": gen, "member_id": member, "group_instance_id": "inst",
+                      "timeout": 5})
+    with a, b:
+        attribute = getattr(a, name)
+        method = getattr(OffsetStore, name).__get__(b)
+        for i, kwargs in enumerate(calls):
+            offsets = {TP("t", 0): 100 + i, TP("t", 1): OAM(200 + i, "m", 4)}
+            assert (_outcome(lambda: attribute("grp", offsets, **kwargs))
+                    == _outcome(lambda: method("grp", offsets, **kwargs))), kwargs
+        a.flush()
+        b.flush()
+        assert a.fetch("grp") == b.fetch("grp") != {}
+    # the attribute took every one of them natively; the method, the Python path (but the
+    # simple consumer's, which its router takes natively too)
+    assert {(where, group) for where, group in other_calls} == {(f"_{name}_other", "grp")}
+    assert len(other_calls) == len(calls) - 1
 
 
 def test_a_subclass_that_overrides_a_commit_call_keeps_its_override(tmp_path):
