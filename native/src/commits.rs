@@ -323,15 +323,9 @@ pub(crate) fn plain_fields<'py>(py: Python<'py>, group: &Bound<'py, PyString>,
         {
             return Ok(None);
         }
-        text += name_str.len();
-        let (value, ts) = match extra {
-            None => (value, timestamp.clone()),
-            Some((value, bound)) => {
-                text += bound;
-                (value, py.None().into_bound(py))
-            }
-        };
-        push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value, ts)?;
+        text += name_str.len()
+            + push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value,
+                          timestamp, extra)?;
     }
     let n = text + out.len() / 3 * per_offset;
     Ok(Some((out, n)))
@@ -362,35 +356,40 @@ pub(crate) fn plain_fields_of<'py>(py: Python<'py>, group: &Bound<'py, PyString>
         let Some(extra) = with_extra(&value, timestamp, &PyString::new(py, metadata),
                                      metadata.len(), epoch, limits)? else { return Ok(None) };
         let tp = PyTuple::new(py, [&topic, &partition])?;
-        text += name.len();
-        let (value, ts) = match extra {
-            None => (value, timestamp.clone()),
-            Some((value, bound)) => {
-                text += bound;
-                (value, py.None().into_bound(py))
-            }
-        };
-        push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value, ts)?;
+        text += name.len()
+            + push_fields(py, &mut out, keys, group, tp.as_any(), &topic, &partition, value,
+                          timestamp, extra)?;
     }
     let n = text + out.len() / 3 * per_offset;
     Ok(Some((out, n)))
 }
 
 /// One offset's record fields: its key (shared through `keys`; `tp` is its `(topic,
-/// partition)`, as a `TopicPartition` or a tuple), then its offset and the commit's time, or
-/// its record value and None (an offset with metadata or an epoch).
+/// partition)`, as a `TopicPartition` or a tuple), then its offset and the commit's time, or,
+/// for an offset with metadata or an epoch (`extra`, `with_extra`'s), its record value and
+/// None. Returns what `extra` adds to the size bound.
 #[allow(clippy::too_many_arguments)]
 fn push_fields<'py>(py: Python<'py>, out: &mut Vec<Bound<'py, PyAny>>, keys: Option<&KeyCache>,
                     group: &Bound<'py, PyString>, tp: &Bound<'py, PyAny>,
                     topic: &Bound<'py, PyAny>, partition: &Bound<'py, PyAny>,
-                    value: Bound<'py, PyAny>, timestamp: Bound<'py, PyAny>) -> PyResult<()> {
+                    offset: Bound<'py, PyAny>, timestamp: &Bound<'py, PyAny>,
+                    extra: Option<(Bound<'py, PyAny>, usize)>) -> PyResult<usize> {
     out.push(match keys {
         Some(keys) => keys.key(group, tp, topic, partition)?,
         None => PyList::new(py, [group.as_any(), topic, partition])?.into_any(),
     });
-    out.push(value);
-    out.push(timestamp);
-    Ok(())
+    Ok(match extra {
+        None => {
+            out.push(offset);
+            out.push(timestamp.clone());
+            0
+        }
+        Some((value, bound)) => {
+            out.push(value);
+            out.push(py.None().into_bound(py));
+            bound
+        }
+    })
 }
 
 /// An exact int (not a bool, nor another subclass) within `lo..=hi`.
