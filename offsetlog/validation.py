@@ -67,7 +67,8 @@ def check_partition(tp) -> TopicPartition:
     topic, partition = tp
     if not isinstance(topic, str) or not topic:
         raise InvalidTopicError(f"{tp!r}: topic must be a non-empty str")
-    check_encodable(f"{tp!r}: topic", topic, InvalidTopicError)
+    if not topic.isascii():  # (the name only when it may be needed: an f-string per call)
+        check_encodable(f"{tp!r}: topic", topic, InvalidTopicError)
     if not _is_int(partition) or not 0 <= partition <= MAX_INT32:
         raise InvalidCommitError(f"{tp!r}: partition must be an int from 0 to {MAX_INT32}")
     if type(topic) is not str or type(partition) is not int:
@@ -111,7 +112,8 @@ def check_offsets(offsets, *, metadata_max: int, min_offset: int = 0) -> list[Ch
             raise InvalidCommitError(f"{tp}: metadata must be a str, not {type(metadata).__name__}")
         elif type(metadata) is not str:
             metadata = str.__str__(metadata)
-        check_encodable(f"{tp}: metadata", metadata, InvalidCommitError)
+        if not metadata.isascii():
+            check_encodable(f"{tp}: metadata", metadata, InvalidCommitError)
         if len(metadata) > metadata_max // 2:  # only long strings can be over; skip the count
             n = utf16_length(metadata)
             if n > metadata_max:

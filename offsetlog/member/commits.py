@@ -109,7 +109,9 @@ class CommitTracking(OwnedOffsets):
         began meanwhile) is held as ``commit_async``'s are: its future, which resolves once it
         is sent and durable. Through ``commit_async`` and its future, the usual commit took two
         thread hand-offs more: 2.4-3.4x the store's own p50, now 1.3x (bench/RESULTS.md,
-        twenty-third session)."""
+        twenty-third session). A commit that times out here raises the store's
+        ``CommitTimeoutError`` and stays queued in the store, no longer counted in flight:
+        ``close`` does not wait for it, as Kafka's ``commitSync`` leaves its request."""
         while True:
             with self._lock:
                 self._check_can_commit()
