@@ -11,7 +11,7 @@
 //! (`commits::plain_fields`) and goes on to the lone commit (`lone`) or the queue
 //! (`async_commit`), with the route's standalone check run natively in their lock hold.
 //! A group member's commit takes the same way through the store's attribute
-//! (`member_sync`, `member_async`, with the member's check in the same lock hold). Any other
+//! (`usual_sync`, `usual_async` with its `Member`, checked in the same lock hold). Any other
 //! call (a transaction's, longer metadata, an argument that
 //! is wrong, a store closing or failed) is left untouched to `CommitRouter.check` and the
 //! Python path, which is where its errors are raised: the entries return False or None
@@ -267,7 +267,7 @@ impl RouterState {
             return Ok(false);
         }
         let Some(timeout) = checked_timeout(timeout)? else { return Ok(false) };
-        usual_sync(slf, group_id, offsets, &timeout)
+        usual_sync(slf, group_id, offsets, None, &timeout)
     }
 
     /// `OffsetStore.commit_async`'s usual call (see the module; `callback` None or callable),
@@ -281,56 +281,36 @@ impl RouterState {
         if !standalone(generation_id, member_id, group_instance_id) {
             return Ok(None);
         }
-        usual_async(slf, group_id, offsets, callback)
+        usual_async(slf, group_id, offsets, None, callback)
     }
 }
 
-/// `commit_sync`'s usual call once its member arguments are the standalone ones and its
-/// `timeout` is checked (`checked_timeout`): committed, true; any other call false, and
-/// nothing done.
+/// `commit_sync`'s usual call, a simple consumer's (`member` None, or the standalone one) or a
+/// group member's, its `timeout` checked (`checked_timeout`): committed under the group's
+/// check in the lone commit's lock hold (`check`), true; false, nothing done, for a call the
+/// usual one's checks leave to the Python path. Raises what the commit raises (fencing first).
 pub(crate) fn usual_sync(slf: &Bound<'_, RouterState>, group_id: &Bound<'_, PyAny>,
-                         offsets: &Bound<'_, PyAny>, timeout: &Bound<'_, PyAny>)
-                         -> PyResult<bool> {
+                         offsets: &Bound<'_, PyAny>, member: Option<&Member<'_>>,
+                         timeout: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = slf.py();
     let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
     let route = call.route.clone();
-    commit_lone(slf, call, timeout, lone::Check::Standalone(route.get()))?;
-    Ok(true)
-}
-
-/// `commit_sync` of a group member's offsets (`member`, as the call names it: not the
-/// standalone one), its `timeout` checked (`checked_timeout`): committed under the member's
-/// check in the lone commit's lock hold (`lone::Check::Member`: the partition's steady board,
-/// else `routing.fencing`'s, in the Python path's order), true; false, nothing done, for a
-/// call the usual one's checks leave to the Python path. Raises what the commit raises
-/// (fencing first).
-pub(crate) fn member_sync(slf: &Bound<'_, RouterState>, group_id: &Bound<'_, PyAny>,
-                          offsets: &Bound<'_, PyAny>, member: &Member<'_>,
-                          timeout: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let py = slf.py();
-    let Some(call) = usual(slf, group_id, offsets)? else { return Ok(false) };
+    let part = route.get().part.clone_ref(py).into_bound(py);
     let group = group_id.cast::<PyString>()?; // (an exact str: `usual` took it)
-    let part = call.route.get().part.clone_ref(py).into_bound(py);
-    let now = call.now;
-    commit_lone(slf, call, timeout, lone::Check::Member { part: &part, group, member, now })
+    let check = check(route.get(), &part, group, member, call.now);
+    commit_lone(slf, call, timeout, check)
 }
 
-/// `commit_async` of a group member's offsets (see `member_sync`; `callback` None or
-/// callable), queued under the member's check: its future. Any other call None, and nothing
-/// done.
-pub(crate) fn member_async<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
-                                offsets: &Bound<'py, PyAny>, member: &Member<'_>,
-                                callback: &Bound<'py, PyAny>)
-                                -> PyResult<Option<Bound<'py, PyAny>>> {
-    let py = slf.py();
-    if !(callback.is_none() || callback.is_callable()) {
-        return Ok(None);
+/// The check a usual call's commit runs in its lock hold: a simple consumer's, the route's
+/// standalone check; a group member's (`lone::Check::Member`), the partition's steady board,
+/// else `routing.fencing`'s, in the Python path's order, as the wire's member commits have it.
+fn check<'a, 'py>(route: &'a Route, part: &'a Bound<'py, PartitionState>,
+                  group: &'a Bound<'py, PyString>, member: Option<&'a Member<'a>>, now: i64)
+                  -> lone::Check<'a, 'py> {
+    match member {
+        Some(member) if !member.standalone() => lone::Check::Member { part, group, member, now },
+        _ => lone::Check::Standalone(route),
     }
-    let Some(call) = usual(slf, group_id, offsets)? else { return Ok(None) };
-    let group = group_id.cast::<PyString>()?;
-    let part = call.route.get().part.clone_ref(py).into_bound(py);
-    let check = lone::Check::Member { part: &part, group, member, now: call.now };
-    async_commit::submit(py, &call.writer, &part, &call.fields, call.nbytes as i64, call.now,
-                         check, callback, offsets, call.yield_at, true)
 }
 
 /// A `commit_sync` timeout as `validation.check_timeout` makes it: None, or a float of
@@ -368,11 +348,12 @@ pub(crate) fn checked_timeout<'py>(timeout: &Bound<'py, PyAny>)
     }))
 }
 
-/// `commit_async`'s usual call once its member arguments are the standalone ones: queued, its
-/// future; any other call (a `callback` neither None nor callable included) None, and
-/// nothing done.
+/// `commit_async`'s usual call (see `usual_sync`; `callback` None or callable), queued under
+/// the group's check: its future; any other call (a `callback` neither None nor callable
+/// included) None, and nothing done.
 pub(crate) fn usual_async<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'py, PyAny>,
-                               offsets: &Bound<'py, PyAny>, callback: &Bound<'py, PyAny>)
+                               offsets: &Bound<'py, PyAny>, member: Option<&Member<'_>>,
+                               callback: &Bound<'py, PyAny>)
                                -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = slf.py();
     if !(callback.is_none() || callback.is_callable()) {
@@ -380,9 +361,11 @@ pub(crate) fn usual_async<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'
     }
     let Some(call) = usual(slf, group_id, offsets)? else { return Ok(None) };
     let route = call.route.get();
-    async_commit::submit(py, &call.writer, route.part.bind(py), &call.fields,
-                         call.nbytes as i64, call.now, lone::Check::Standalone(route),
-                         callback, offsets, call.yield_at, true)
+    let part = route.part.bind(py);
+    let group = group_id.cast::<PyString>()?;
+    async_commit::submit(py, &call.writer, part, &call.fields, call.nbytes as i64, call.now,
+                         check(route, part, group, member, call.now), callback, offsets,
+                         call.yield_at, true)
 }
 
 /// The standalone commit's arguments: generation -1 (an int), member "" (a str), no instance.

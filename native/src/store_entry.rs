@@ -1,6 +1,6 @@
 //! `OffsetStore.commit_sync` and `commit_async` as the store's own attributes (`CommitEntries`):
-//! a simple consumer's call (the usual call, `route`) and a group member's (`route::member_sync`,
-//! `member_async`: checked as the wire's member commits are) go from the caller's line into
+//! a simple consumer's call (the usual call, `route`) and a group member's (`route::usual_sync`,
+//! `usual_async` with its `Member`: checked as the wire's member commits are) go from the caller's line into
 //! native code with no Python frame between, and any other call is handed, arguments
 //! unchanged, to the store's Python method, which is the documented one and decides
 //! everything else.
@@ -61,12 +61,10 @@ impl CommitEntries {
         if let Some(timeout) = checked {
             let router = self.router.bind(py);
             let done = if Given::all_absent(&member) {
-                route::usual_sync(router, group_id, offsets, &timeout)?
+                route::usual_sync(router, group_id, offsets, None, &timeout)?
             } else {
                 match member_of(&member)? {
-                    Some(m) if m.standalone() => route::usual_sync(router, group_id, offsets,
-                                                                   &timeout)?,
-                    Some(m) => route::member_sync(router, group_id, offsets, &m, &timeout)?,
+                    Some(m) => route::usual_sync(router, group_id, offsets, Some(&m), &timeout)?,
                     None => false,
                 }
             };
@@ -101,12 +99,11 @@ impl CommitEntries {
         };
         let router = self.router.bind(py);
         let future = if Given::all_absent(&member) {
-            route::usual_async(router, group_id, offsets, callback_or_none)?
+            route::usual_async(router, group_id, offsets, None, callback_or_none)?
         } else {
             match member_of(&member)? {
-                Some(m) if m.standalone() => route::usual_async(router, group_id, offsets,
-                                                                callback_or_none)?,
-                Some(m) => route::member_async(router, group_id, offsets, &m, callback_or_none)?,
+                Some(m) => route::usual_async(router, group_id, offsets, Some(&m),
+                                              callback_or_none)?,
                 None => None,
             }
         };
