@@ -229,9 +229,10 @@ pub fn parse_payload<'a>(payload: &'a [u8]) -> Option<Vec<Commit<'a>>> {
 
 /// Apply the plain commits of `records` (Python records, in order) from `start` on, up to
 /// the first record that is not one: returns its index (`len(records)` when all were). Of
-/// the values, the live path's common ones are taken here: a tombstone, and the plain
-/// `[offset, commit_timestamp]` pair; a value with metadata, an epoch or an expiry is left
-/// to the Python table like any other record. The records' own objects go into the table
+/// the values, a tombstone, the plain `[offset, commit_timestamp]` pair and a version 1 value
+/// of ints, a str and Nones (`full_entry`: metadata, an epoch, an expiry) are taken here;
+/// any other is left to the Python table like any other record. The records' own objects go
+/// into the table
 /// (the group's str, the offset's and timestamp's ints), the topic interned by `intern`
 /// (`sys.intern`), as the Python table would put them.
 #[pyfunction]
@@ -275,17 +276,47 @@ fn apply_python_record<'py>(py: Python<'py>, offsets: &Bound<'py, PyDict>,
         None
     } else {
         let Ok(v) = value.cast::<PySequence>() else { return Ok(false) };
-        if v.len()? != 2 {
-            return Ok(false);
+        if v.len()? == 2 {
+            let (offset, timestamp) = (v.get_item(0)?, v.get_item(1)?);
+            if int_of(&offset).is_none() || int_of(&timestamp).is_none() {
+                return Ok(false);
+            }
+            Some(plain_entry(py, offset, timestamp, empty)?)
+        } else {
+            // (with metadata or an epoch, as `records.offset_commit` makes the value)
+            let Some(entry) = full_entry(py, &value)? else { return Ok(false) };
+            Some(entry)
         }
-        let (offset, timestamp) = (v.get_item(0)?, v.get_item(1)?);
-        if int_of(&offset).is_none() || int_of(&timestamp).is_none() {
-            return Ok(false);
-        }
-        Some(plain_entry(py, offset, timestamp, empty)?)
     };
     put(py, offsets, &group, None, &interned_key(topic, partition, intern)?, entry)?;
     Ok(true)
+}
+
+/// The table entry `(offset, metadata, leader_epoch, commit_timestamp, expire_timestamp)` of
+/// a version 1 record value `[offset, commit_timestamp, metadata(, leader_epoch(,
+/// expire_timestamp))]` (`records.commit_entry`'s), hidden from the GC; None for a value of
+/// another shape or types, which the caller leaves to the records' path.
+pub(crate) fn full_entry<'py>(py: Python<'py>, value: &Bound<'py, PyAny>)
+                   -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Ok(v) = value.cast::<PyList>() else { return Ok(None) };
+    let n = v.len();
+    if !(3..=5).contains(&n) {
+        return Ok(None);
+    }
+    let (offset, ts, metadata) = (v.get_item(0)?, v.get_item(1)?, v.get_item(2)?);
+    let none = || py.None().into_bound(py);
+    let epoch = if n > 3 { v.get_item(3)? } else { none() };
+    let expire = if n > 4 { v.get_item(4)? } else { none() };
+    if int_of(&offset).is_none() || int_of(&ts).is_none()
+        || !metadata.is_exact_instance_of::<PyString>()
+        || !(epoch.is_none() || int_of(&epoch).is_some())
+        || !(expire.is_none() || int_of(&expire).is_some())
+    {
+        return Ok(None);
+    }
+    let entry = PyTuple::new(py, [offset, metadata, epoch, ts, expire])?;
+    untrack(&entry);
+    Ok(Some(entry))
 }
 
 /// The table entry of a plain `[offset, commit_timestamp]` value: `(offset, "", None,

@@ -100,11 +100,11 @@ pub(crate) fn frame_calls<'py>(py: Python<'py>, base_offset: i64, timestamp: i64
     Ok(PyBytes::new(py, &buf))
 }
 
-/// Apply the plain offsets of one commit call's `fields` to `offsets` (the table's dict of
-/// dicts), in order, up to the first triple that is not a plain offset (one with metadata or
-/// an epoch): returns how many were applied, all of them (`len(fields) // 3`) usually. The
-/// caller applies the rest as records; applying a prefix again is harmless (each `put` sets
-/// the entry the record gives).
+/// Apply the offsets of one commit call's `fields` to `offsets` (the table's dict of dicts),
+/// in order, up to the first triple of a shape or types not taken here (`apply::full_entry`
+/// says which values): returns how many were applied, all of them (`len(fields) // 3`)
+/// usually. The caller applies the rest as records; applying a prefix again is harmless (each
+/// `put` sets the entry the record gives).
 #[pyfunction]
 pub fn apply_fields(py: Python<'_>, offsets: &Bound<'_, PyDict>, fields: &Bound<'_, PyAny>,
                     intern: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -133,7 +133,7 @@ pub(crate) fn apply_triples(py: Python<'_>, offsets: &Bound<'_, PyDict>,
         }
         let entry = if ts.is_none() {
             // an offset with metadata or an epoch: its record's value is the list
-            let Some(entry) = full_entry(py, &value)? else { return Ok(i) };
+            let Some(entry) = apply::full_entry(py, &value)? else { return Ok(i) };
             entry
         } else {
             if apply::int_of(&value).is_none() || apply::int_of(&ts).is_none() {
@@ -145,33 +145,6 @@ pub(crate) fn apply_triples(py: Python<'_>, offsets: &Bound<'_, PyDict>,
         apply::put(py, offsets, &group, None, &tp, Some(entry))?;
     }
     Ok(n)
-}
-
-/// The table entry `(offset, metadata, leader_epoch, commit_timestamp, expire_timestamp)` of
-/// a version 1 record value `[offset, commit_timestamp, metadata(, leader_epoch(,
-/// expire_timestamp))]` (`records.commit_entry`'s), hidden from the GC; None for a value of
-/// another shape or types, which the caller leaves to the records' path.
-fn full_entry<'py>(py: Python<'py>, value: &Bound<'py, PyAny>)
-                   -> PyResult<Option<Bound<'py, PyTuple>>> {
-    let Ok(v) = value.cast::<PyList>() else { return Ok(None) };
-    let n = v.len();
-    if !(3..=5).contains(&n) {
-        return Ok(None);
-    }
-    let (offset, ts, metadata) = (v.get_item(0)?, v.get_item(1)?, v.get_item(2)?);
-    let none = || py.None().into_bound(py);
-    let epoch = if n > 3 { v.get_item(3)? } else { none() };
-    let expire = if n > 4 { v.get_item(4)? } else { none() };
-    if apply::int_of(&offset).is_none() || apply::int_of(&ts).is_none()
-        || !metadata.is_exact_instance_of::<PyString>()
-        || !(epoch.is_none() || apply::int_of(&epoch).is_some())
-        || !(expire.is_none() || apply::int_of(&expire).is_some())
-    {
-        return Ok(None);
-    }
-    let entry = PyTuple::new(py, [offset, metadata, epoch, ts, expire])?;
-    apply::untrack(&entry);
-    Ok(Some(entry))
 }
 
 /// An offset's metadata and leader epoch as its record has them (`records.offset_commit`):
