@@ -1,9 +1,11 @@
 """Replay a log partition from its segments: check every batch, repair a torn tail.
 
 Policy (docs/FORMAT.md, "Recovery"): a batch that fails its checks at the very end of the last
-segment is a torn tail: it is truncated (when ``repair``) and reported. Any other failure is
-corruption: ``CorruptLogError`` naming file and position, unless ``salvage`` asks to skip it,
-in which case every skipped range is reported.
+segment is a torn tail: it is truncated (when ``repair``) and reported; so is one in the last
+segment whose offsets lie at or past the partition's recovery point (``RECOVERY-POINTS``:
+never durable), whatever follows it. Any other failure is corruption: ``CorruptLogError``
+naming file and position, unless ``salvage`` asks to skip it, in which case every skipped
+range is reported.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 from typing import Callable
 
 from offsetlog.errors import CorruptLogError, PartitionMismatchError
-from offsetlog.log import naming, segment
+from offsetlog.log import naming, recovery_points, segment
 from offsetlog.log.format import HEADER_SIZE, LENGTH_SIZE, MAX_BATCH_BYTES
 from offsetlog.log.framing import BatchReader, decode_payload
 from offsetlog.partitioner import partition_for
@@ -94,6 +96,8 @@ def recover_partition(directory: str, partition: int, *,
     # plan it), so what is read is what the log will be.
     segments = finish_swaps(directory) if repair else plan_swaps(directory).segments
     result.segments = segments
+    # Past it nothing was durable: a failed batch there is a torn tail whatever follows.
+    point = recovery_points.recovery_point(directory)
     min_offset = 0
     for base, path, limit in naming.with_limits(segments):
         last = limit is None
@@ -130,7 +134,7 @@ def recover_partition(directory: str, partition: int, *,
         # Only the active segment may end in preallocated (zero) space: closed ones are cut to
         # their last batch before the roll, so zeros there are damage.
         reader = BatchReader(data, start=first, salvage=salvage, min_offset=floor,
-                             zero_tail=last)
+                             zero_tail=last, recovery_point=point if last else None)
         if apply is None:
             view = memoryview(data)
             for pos, stop, h in reader.raw():
@@ -184,7 +188,9 @@ def recover_partition(directory: str, partition: int, *,
                 result.truncated = torn
                 if repair:
                     segment.truncate_file(path, position)
-                    log.warning("truncated torn tail: %s", torn)
+                    log.warning("truncated torn tail: %s%s", torn,
+                                f" (at or past the recovery point {point}: never durable)"
+                                if stop.past_recovery_point else "")
             elif salvage:
                 dropped = DroppedRange(path, position, len(data) - stop.position, stop.reason)
                 log.warning("salvage: skipped the rest of a closed segment: %s", dropped)

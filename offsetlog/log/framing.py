@@ -133,6 +133,8 @@ class Problem(NamedTuple):
     reason: str
     torn: bool
     resume: int | None  # where the next valid batch starts (corruption only)
+    #: torn because its offsets lie at or past the recovery point, whatever follows it
+    past_recovery_point: bool = False
 
     @property
     def dropped(self) -> int | None:
@@ -164,10 +166,15 @@ class BatchReader:
     :param zero_tail: accept zero bytes from a batch boundary to the end as the end of the
         data (an active segment's preallocated space), setting ``zero_tail`` to their count;
         False for a buffer that must end with its last batch (a closed segment)
+    :param recovery_point: the log offset below which every record was durable (the store's
+        RECOVERY-POINTS), for an active segment: a batch that fails its checks where the next
+        offset is at or past it was never durable, so it is a torn tail even when valid
+        batches follow it (a write persisted out of order); None: no such point
     """
 
     def __init__(self, data, *, start: int = 0, end: int | None = None, salvage: bool = False,
-                 min_offset: int = -1, zero_tail: bool = True) -> None:
+                 min_offset: int = -1, zero_tail: bool = True,
+                 recovery_point: int | None = None) -> None:
         # the native loops read bytes (immutable while they hold them); other buffers are
         # copied once
         self._bytes = data if type(data) is bytes else bytes(data)
@@ -181,6 +188,7 @@ class BatchReader:
         self.batches = 0  # counted by decoded_chunks
         self.records = 0
         self._zero_tail_ok = zero_tail
+        self._recovery_point = recovery_point
         #: zero bytes after the last batch accepted as preallocated space
         self.zero_tail = 0
 
@@ -271,6 +279,11 @@ class BatchReader:
         reason, search_from = _check(self._bytes, pos, self._endpos, self.min_offset)
         if reason is None:  # pragma: no cover - the native loops accept every valid batch
             raise AssertionError("the native loop rejected a valid batch")
+        if self._recovery_point is not None and self.min_offset >= self._recovery_point:
+            # Nothing from here on was ever durable: the end of the data as a crash left it,
+            # whatever a write persisted out of order after the hole.
+            self.stop = Problem(pos, reason, True, None, True)
+            return None
         resume = None
         if search_from is not None:
             resume = _find_next_valid(self._bytes, search_from, self._endpos, self.min_offset)

@@ -33,21 +33,17 @@ import contextlib
 import fcntl
 import os
 import struct
-import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from offsetlog.errors import CorruptLogError
-from offsetlog.log import naming, segment
+from offsetlog.log import naming, segment, table_file
 from offsetlog.log.format import LENGTH_SIZE
 
 MAGIC = b"OLMF"
 VERSION = 1
-#: magic, version, flags, entry count
-HEADER = struct.Struct("<4sHHI")
-#: partition u32, base offset i64, size i64
+#: partition u32, base offset i64, size i64 (the header and CRC: ``table_file``)
 ENTRY = struct.Struct("<Iqq")
-CRC = struct.Struct("<I")
 MANIFEST_FILE = "MANIFEST"
 
 #: partition -> [(base offset, size)], oldest first; the last is the active segment
@@ -59,36 +55,20 @@ def manifest_path(root: str) -> str:
 
 
 def encode(entries: Entries) -> bytes:
-    rows = [(p, base, size) for p in sorted(entries) for base, size in entries[p]]
-    out = bytearray(HEADER.pack(MAGIC, VERSION, 0, len(rows)))
-    for row in rows:
-        out += ENTRY.pack(*row)
-    out += CRC.pack(zlib.crc32(out))
-    return bytes(out)
+    return table_file.encode(MAGIC, VERSION, ENTRY, (
+        (p, base, size) for p in sorted(entries) for base, size in entries[p]))
 
 
 def decode(data: bytes, path: str) -> Entries:
     """:raises CorruptLogError: anything but a well-formed manifest of this version"""
-    def bad(why: str) -> CorruptLogError:
-        return CorruptLogError(path, 0, f"bad manifest: {why}")
-
-    if len(data) < HEADER.size + CRC.size or data[:4] != MAGIC:
-        raise bad("not a manifest (bad magic or too short)")
-    magic, version, flags, count = HEADER.unpack_from(data)
-    if version != VERSION or flags:
-        raise bad(f"manifest version {version} (flags {flags:#x}); this offsetlog reads "
-                  f"version {VERSION}")
-    if len(data) != HEADER.size + count * ENTRY.size + CRC.size:
-        raise bad(f"{len(data)} bytes for {count} entries")
-    (crc,) = CRC.unpack_from(data, len(data) - CRC.size)
-    if zlib.crc32(data[:-CRC.size]) != crc:
-        raise bad("checksum mismatch")
     entries: Entries = {}
     previous = None
-    for i in range(count):
-        p, base, size = ENTRY.unpack_from(data, HEADER.size + i * ENTRY.size)
+    rows = table_file.decode(data, path, magic=MAGIC, version=VERSION, entry=ENTRY,
+                             what="manifest")
+    for i, (p, base, size) in enumerate(rows):
         if base < 0 or size < 0 or (previous is not None and (p, base) <= previous):
-            raise bad(f"entry {i} ({p}, {base}, {size}) is out of order or negative")
+            raise table_file.bad(path, "manifest", f"entry {i} ({p}, {base}, {size}) is out "
+                                                   f"of order or negative")
         previous = (p, base)
         entries.setdefault(p, []).append((base, size))
     return entries

@@ -37,6 +37,9 @@ class PartitionLog(_native.LogState):
         self.next_offset = next_offset
         self._active: SegmentFile | None = None
         self.dirty = False  # written since the last sync
+        #: log offset below which every record was durable at the last sync; what a log
+        #: opens on was made durable by its recovery
+        self.synced_offset = next_offset
         #: bytes that the last cleaning left (its output); everything else is "dirty".
         #: Not persisted: after a reopen the whole log counts as dirty until cleaned once.
         self.clean_bytes = 0
@@ -80,8 +83,8 @@ class PartitionLog(_native.LogState):
         """Append framed batches; the log's next offset is then ``next_offset`` (the batches'
         last offset + 1)."""
         self._segment_for(len(data)).append(data)
+        self.dirty = True  # before next_offset moves: see durable_offset
         self.next_offset = next_offset
-        self.dirty = True
 
     def append_durable(self, data, next_offset: int) -> None:
         """``append`` then ``sync``: ``data`` (which may be empty) and everything appended
@@ -118,8 +121,20 @@ class PartitionLog(_native.LogState):
 
     def sync(self) -> None:
         if self.dirty and self._active is not None:
+            upto = self.next_offset  # (the caller leads the partition: nothing appends now)
             self._active.sync()
+            self.synced_offset = upto
             self.dirty = False
+
+    def durable_offset(self) -> int:
+        """The log offset below which every record is durable now, for any thread: a write
+        made durable by ``append_durable`` (or its native twin) moves ``next_offset`` only
+        once it is; an ``append`` is not durable until the next ``sync``.
+
+        (``next_offset`` is read first: ``append`` marks the log dirty before it moves
+        ``next_offset``, so a moved offset is never taken for a synced one.)"""
+        upto = self.next_offset
+        return self.synced_offset if self.dirty else upto
 
     @property
     def active_base(self) -> int | None:

@@ -30,7 +30,8 @@ class StoreConfig:
     #: "always": fsync before a commit is acknowledged; "interval": acknowledge after write and
     #: fsync at most every fsync_interval_ms; "never": leave it to the OS page cache
     fsync: str = "always"
-    #: ms between background fsyncs under fsync="interval"
+    #: ms between background fsyncs under fsync="interval", and (any policy) between
+    #: checkpoints of the recovery points (RECOVERY-POINTS: docs/FORMAT.md)
     fsync_interval_ms: int = 1000
     #: ms an offset is kept after its last commit (offsets.retention.minutes = 7 days)
     retention_ms: int = 7 * 24 * 3600 * 1000

@@ -27,6 +27,7 @@ from offsetlog.recovery.replay import check_placement
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.recovery.snapshot import partition_key as snapshot_key
 from offsetlog.recovery.swap import plan_swaps
+from offsetlog.store import checkpoints
 from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.store.config import StoreConfig
 from offsetlog.store.snapshots import (
@@ -189,6 +190,7 @@ def _recover_all(path: str, config: StoreConfig, started: float, progress=None
             parts.append(PartitionWriter(p, plog, table))
         delete_discarded(snapshot_store, discard)
         settle(path, stored, entries)
+        checkpoints.write_at_open(path, parts)
     except BaseException:
         if snapshot_store is not None:
             snapshot_store.close()

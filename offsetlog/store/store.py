@@ -29,6 +29,7 @@ from offsetlog.log._native import CommitEntries, submit_async
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
 from offsetlog.recovery.report import RecoveryReport
 from offsetlog.store import acls, background, deferred
+from offsetlog.store.checkpoints import RecoveryPoints
 from offsetlog.store.cleaning import Cleaning
 from offsetlog.store.commit_queue import Commit, PartitionWriter, QueueItem
 from offsetlog.store.config import StoreConfig, open_signature, system_clock_ms
@@ -129,6 +130,8 @@ class OffsetStore(GroupAndTransactionCalls):
                 self._background_stop, config.retention_check_interval_ms / 1000.0,
                 self.expire_offsets, f"{path}: retention pass", log))
         self._cleaning = Cleaning(core, self._snapshots.tombstone_floor, self._background_stop)
+        self._recovery_points = RecoveryPoints(path, _parts, config.fsync_interval_ms,
+                                               self._background_stop)
 
     # -- opening -------------------------------------------------------------------------
 
@@ -468,11 +471,13 @@ class OffsetStore(GroupAndTransactionCalls):
 
     def _own_threads(self) -> list:
         return [self._retention_thread, self._cleaning.thread, self._snapshots.thread,
-                self._groups.timer, self._transactions.timer, *self._writer.threads]
+                self._recovery_points.thread, self._groups.timer, self._transactions.timer,
+                *self._writer.threads]
 
     def _close(self) -> None:
         self._background_stop.set()
-        for t in (self._retention_thread, self._cleaning.thread, self._snapshots.thread):
+        for t in (self._retention_thread, self._cleaning.thread, self._snapshots.thread,
+                  self._recovery_points.thread):
             if t is not None and t is not threading.current_thread():
                 t.join()
         self._groups.stop()
@@ -488,6 +493,7 @@ class OffsetStore(GroupAndTransactionCalls):
                     except OSError as e:
                         log.error("%s: fsync on close failed: %r", self.path, e)
                 self._snapshots.on_close()
+            self._recovery_points.on_close()  # (after the syncs: what they made durable)
         finally:
             self._writer.stop()
             for part in self._parts:

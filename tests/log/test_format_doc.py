@@ -3,6 +3,7 @@
 import os
 import struct
 
+from offsetlog.log import recovery_points
 from offsetlog.log.format import HEADER_SIZE, MAGIC, RecordType
 from offsetlog.log.framing import BatchReader, encode_batch
 from offsetlog.log.records import offset_commit
@@ -34,3 +35,12 @@ def test_worked_example_decodes():
 def test_header_constants_match_the_doc():
     assert HEADER_SIZE == 48 == struct.calcsize("<IIIBBqIIqqh") and MAGIC == 0xA1
     assert RecordType.RESERVED == 0
+
+
+def test_recovery_points_example_is_what_the_store_writes():
+    text = open(DOC, encoding="utf-8").read()
+    block = text.split("## RECOVERY-POINTS", 1)[1].split("```", 2)[1]
+    documented = bytes(int(h, 16) for line in block.strip().splitlines()
+                       for h in line.split("  ")[0].split())
+    assert recovery_points.encode({7: 18, 2: 5}) == documented
+    assert recovery_points.decode(documented, "doc") == {2: 5, 7: 18}

@@ -103,6 +103,24 @@ def test_symlinks_at_the_store_files_are_never_written_through(tmp_path, name):
     assert_untouched(target)
 
 
+@pytest.mark.parametrize("name", ["RECOVERY-POINTS", "RECOVERY-POINTS.tmp"])
+def test_symlinks_at_the_recovery_points_are_never_followed(tmp_path, name):
+    store_dir = small_store(tmp_path / "s")
+    os.unlink(os.path.join(store_dir, "RECOVERY-POINTS"))  # the next open writes it again
+    path = os.path.join(store_dir, name)
+    target = decoy(tmp_path)
+    os.symlink(target, path)
+    if name.endswith(".tmp"):  # removed (the link, not its target), the file written anew
+        open_log_store(store_dir).close()
+        assert not os.path.lexists(path)
+        assert not os.path.islink(os.path.join(store_dir, "RECOVERY-POINTS"))
+    else:  # neither read through (recovery) nor written through
+        with pytest.raises(SymlinkError) as err:
+            open_log_store(store_dir).close()
+        assert err.value.path == path
+    assert_untouched(target)
+
+
 def test_a_symlinked_partition_directory_is_refused(tmp_path):
     store_dir = small_store(tmp_path / "s")
     elsewhere = tmp_path / "elsewhere"

@@ -103,3 +103,27 @@ def _count_combined_writes() -> None:
         return logged(fd, data, offset)
 
     segment._write_dsync = counted
+
+
+
+
+
+def rounds_of_several_batches(ctx) -> None:
+    """Plain ``commit_sync`` calls on even threads, transactions on odd ones, all in one log
+    partition (run it with one): a group-commit round that holds both is several batches
+    (the plain calls', a transaction's offsets, its markers) written by one write, so a power
+    cut that persists that write out of order can leave a hole followed by valid batches that
+    were never acknowledged."""
+    tp = TopicPartition(f"mixed-{ctx.thread}", 0)
+    offset = ctx.offset_base
+    txn = ctx.store.init_transactions(f"mixed-{ctx.thread}") if ctx.thread % 2 else None
+    while True:
+        offsets = {tp: OffsetAndMetadata(offset, f"call {offset}")}
+        if txn is None:
+            ctx.store.commit_sync("mixed", offsets)
+        else:
+            txn.begin()
+            txn.commit_offsets("mixed", offsets)
+            txn.commit()
+        ctx.ack("mixed", offsets)
+        offset += 1
