@@ -10,8 +10,9 @@ it, a failed batch whose offsets lie at or beyond the partition's recovery point
 never to have been durable, so it is a torn tail and everything from it on is cut (what
 Kafka's recovery does past its recovery point). Below the point a failed batch followed by a
 valid one is still corruption. The file only ever lags the truth (it is written after what
-it records became durable), which makes recovery more lenient, never wrong about durability;
-a missing or damaged file makes it as strict as a store without one.
+it records became durable): damage to writes made durable since the last checkpoint is cut
+like a torn tail (and reported) rather than refused, as Kafka does past its point. A missing
+or damaged file makes recovery as strict as it was without one.
 
 Written whole (temporary file, fsync, rename, fsync of the directory) by the store only: when
 it opens (recovery left every partition durable), every ``fsync_interval_ms`` while it is
