@@ -47,7 +47,6 @@ import inspect
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -57,13 +56,13 @@ from typing import Callable
 
 from offsetlog.compaction.cleaner import STEPS
 from offsetlog.log import naming
+from offsetlog.recovery.crashtest import power_cut
 from offsetlog.recovery.crashtest.child import TOPIC_PARTITIONS, call_keys, group_of, load_workload
-from offsetlog.recovery.tools.inspect import data_size, scan
+from offsetlog.recovery.tools.inspect import scan
 from offsetlog.txn.state import TxnMetadata
 
 #: offsets of cycle k start at k * CYCLE_STRIDE + 1, so they grow from cycle to cycle
 CYCLE_STRIDE = 10_000_000
-_SYNC_RE = re.compile(rb"^SYNC (\S+) (\d+)$")
 #: the child's start-up budget (import, recovery, READY) before the harness gives up
 READY_TIMEOUT_S = 120
 
@@ -236,7 +235,7 @@ class _Harness:
         ack_file = os.path.join(self.work, f"ack-{k}")
         sync_log = (os.path.join(self.work, f"sync-{k}")
                     if cfg.power_loss or cfg.tear_tail else None)
-        durable_at_start = _segment_sizes(self.store_dir)
+        durable_at_start = power_cut.durable_sizes(self.store_dir)
         step = None
         if cfg.compaction and cfg.step_kills and k % 2 == 1:
             step = STEPS[self.step_turn % len(STEPS)]
@@ -281,7 +280,7 @@ class _Harness:
             child.wait(timeout=60)
         with open(err_path, "rb") as f:
             stderr = f.read()[-4000:].decode(errors="replace")
-        lines = _read_lines(ack_file)
+        lines = power_cut.read_lines(ack_file)
         if not lines or lines[0] != b"READY":
             self.result.killed_during_startup += 1
         if child.returncode != -signal.SIGKILL:
@@ -305,7 +304,7 @@ class _Harness:
     def _wait_ready(self, child, ack_file: str) -> str | None:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
-            lines = _read_lines(ack_file)
+            lines = power_cut.read_lines(ack_file)
             if lines and lines[0] == b"READY":
                 return None
             if child.poll() is not None:
@@ -316,24 +315,10 @@ class _Harness:
     # -- simulated power loss ----------------------------------------------------------------
 
     def _cut_unsynced(self, sync_log: str, durable_at_start: dict[str, int]) -> None:
-        """Cut active segments somewhere in the bytes no successful fsync covered: every
-        partition's with ``power_loss``, one partition's with chance ``tear_tail``."""
-        synced = dict(durable_at_start)
-        for line in _read_lines(sync_log):
-            m = _SYNC_RE.match(line)
-            if m:
-                path = m.group(1).decode()
-                synced[path] = max(synced.get(path, 0), int(m.group(2)))
-        candidates = []
-        for _, directory in naming.list_partition_dirs(self.store_dir):
-            segments = naming.list_segments(directory)
-            if not segments:
-                continue
-            last = segments[-1][1]
-            size = data_size(last)  # not the file size: the active segment holds a reserve
-            durable = min(synced.get(last, 0), size)
-            if durable < size:
-                candidates.append((last, durable, size))
+        """Cut active segments somewhere in the bytes no successful fsync covered
+        (``power_cut``): every partition's with ``power_loss``, one partition's with chance
+        ``tear_tail``."""
+        candidates = power_cut.unsynced(self.store_dir, sync_log, durable_at_start)
         if self.config.power_loss:
             chosen = candidates
         elif candidates and self.rng.random() < self.config.tear_tail:
@@ -341,32 +326,13 @@ class _Harness:
         else:
             chosen = []
         for path, durable, size in chosen:
-            cut = self.rng.randint(durable, size - 1)
-            if size - cut > 1 and self.rng.random() < 1 / 3:
-                # Persisted out of order: the disk kept a later part of the unsynced bytes
-                # but not [cut, end), which reads as zeros (preallocated, or a file size that
-                # was already durable). Valid batches may follow the hole; none was ever
-                # acknowledged, so recovery must cut from the hole on (the recovery point).
-                end = self.rng.randint(cut + 1, size - 1)
-                with open(path, "r+b") as f:
-                    f.seek(cut)
-                    f.write(bytes(end - cut))
-                self.result.holes += 1
-                self.result.tails_torn += 1
-                self.result.bytes_cut += end - cut
-                continue
-            if os.path.getsize(path) > size and self.rng.random() < 0.5:
-                # The unsynced bytes were written into the segment's preallocated reserve,
-                # whose size may already be durable: a power cut then leaves zeros there
-                # (the torn batch followed by the reserve), not a shorter file.
-                with open(path, "r+b") as f:
-                    f.seek(cut)
-                    f.write(bytes(size - cut))
-                self.result.tails_zeroed += 1
-            else:
-                os.truncate(path, cut)
+            shape, lost = power_cut.cut(path, durable, size, self.rng)
             self.result.tails_torn += 1
-            self.result.bytes_cut += size - cut
+            self.result.bytes_cut += lost
+            if shape == power_cut.HOLE:
+                self.result.holes += 1
+            elif shape == power_cut.ZEROED:
+                self.result.tails_zeroed += 1
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -488,25 +454,6 @@ class _Harness:
         if stray:
             out.append(Violation(k, "atomic", f"keys nobody committed: {stray[:10]}"))
         return out
-
-
-def _read_lines(path: str) -> list[bytes]:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return []
-    lines = data.split(b"\n")
-    return lines[:-1]  # a last line without its newline was cut by the kill
-
-
-def _segment_sizes(root: str) -> dict[str, int]:
-    """The data size of each partition's last segment: the only ones whose durable size is
-    looked up (closed segments were synced before the roll)."""
-    if not os.path.isdir(root):
-        return {}
-    return {path: data_size(path) for _, d in naming.list_partition_dirs(root)
-            for _, path in naming.list_segments(d)[-1:]}
 
 
 def run_crashtest(directory: str | os.PathLike, config: CrashTestConfig | None = None, *,
