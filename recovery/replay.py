@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+from types import EllipsisType
 from typing import Callable
 
 from offsetlog.errors import CorruptLogError, PartitionMismatchError
@@ -69,7 +70,8 @@ def recover_partition(directory: str, partition: int, *,
                       apply_batches: ApplyBatches | None = None, table=None, repair: bool = True,
                       salvage: bool = False, progress: Callable[[int], None] | None = None,
                       start_offset: int = 0,
-                      start_position: tuple[int, int] | None = None) -> PartitionRecovery:
+                      start_position: tuple[int, int] | None = None,
+                      recovery_point: int | None | EllipsisType = ...) -> PartitionRecovery:
     """Read every segment of one partition, handing valid batches, in order and in chunks,
     to ``apply_batches`` (``OffsetTable.apply_batches``).
 
@@ -88,6 +90,9 @@ def recover_partition(directory: str, partition: int, *,
     :param start_position: ``(segment base, byte position)`` of the batch at ``start_offset``
         as the snapshot recorded it; used only where it can be checked (``_trusted_start``),
         otherwise the segment is scanned from its start
+    :param recovery_point: the partition's recovery point (None: it has none), for a caller
+        that read the store's RECOVERY-POINTS once for every partition; by default it is
+        read here
     """
     apply = apply_batches if table is None else table.apply_batches
     result = PartitionRecovery(partition=partition, directory=directory,
@@ -97,7 +102,8 @@ def recover_partition(directory: str, partition: int, *,
     segments = finish_swaps(directory) if repair else plan_swaps(directory).segments
     result.segments = segments
     # Past it nothing was durable: a failed batch there is a torn tail whatever follows.
-    point = recovery_points.recovery_point(directory)
+    point = (recovery_points.recovery_point(directory) if recovery_point is ...
+             else recovery_point)
     min_offset = 0
     for base, path, limit in naming.with_limits(segments):
         last = limit is None

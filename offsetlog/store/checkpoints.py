@@ -29,12 +29,14 @@ def durable_points(parts: Sequence[PartitionWriter]) -> recovery_points.Points:
     return {part.index: part.log.durable_offset() for part in parts}
 
 
-def write_at_open(path: str, parts: Sequence[PartitionWriter]) -> None:
-    """After recovery: every partition is durable to its end (recovery fsynced what it kept).
-    A failure is logged and the store opens anyway: the file on disk only lags."""
+def write_at_open(path: str, parts: Sequence[PartitionWriter],
+                  found: recovery_points.Points) -> None:
+    """After recovery: every partition is durable to its end (recovery fsynced what it kept);
+    written unless the file (``found``, as recovery read it) says so already. A failure is
+    logged and the store opens anyway: the file on disk only lags."""
     points = {part.index: part.log.next_offset for part in parts}
     try:
-        if recovery_points.read(path) != points:
+        if found != points:
             recovery_points.write(path, points)
     except OSError as e:
         log.warning("%s: could not write %s (%s); the store opens without it", path,

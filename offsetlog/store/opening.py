@@ -21,7 +21,7 @@ from offsetlog.errors import (
     StoreIOError,
     StoreNotFoundError,
 )
-from offsetlog.log import dirlock, manifest, meta, naming, segment
+from offsetlog.log import dirlock, manifest, meta, naming, recovery_points, segment
 from offsetlog.log.partition_log import PartitionLog
 from offsetlog.recovery.replay import check_placement
 from offsetlog.recovery.report import RecoveryReport
@@ -150,6 +150,7 @@ def _recover_all(path: str, config: StoreConfig, started: float, progress=None
     stored = meta.read(path)
     entries = read_manifest(path, stored, config.partitions)
     snapshot_store, snapshots, discard = open_snapshots(path, config, report)
+    points = recovery_points.read(path)  # (read once here for every partition)
     try:
         parts = []
         kept: dict[int, tuple[int, int]] = {}
@@ -165,7 +166,8 @@ def _recover_all(path: str, config: StoreConfig, started: float, progress=None
                     if problem.listing:  # before recovery reads (or repairs) anything
                         raise problem.error()
             table, result, used = recover_with_snapshot(path, directory, p, p in found,
-                                                        snapshot, report, progress=progress)
+                                                        snapshot, report, progress=progress,
+                                                        recovery_point=points.get(p))
             if check is not None:
                 # After it: a closed segment cut inside a batch is recovery's error, naming
                 # the batch; one cut at a batch boundary, or a short active segment, is this.
@@ -190,7 +192,7 @@ def _recover_all(path: str, config: StoreConfig, started: float, progress=None
             parts.append(PartitionWriter(p, plog, table))
         delete_discarded(snapshot_store, discard)
         settle(path, stored, entries)
-        checkpoints.write_at_open(path, parts)
+        checkpoints.write_at_open(path, parts, points)
     except BaseException:
         if snapshot_store is not None:
             snapshot_store.close()

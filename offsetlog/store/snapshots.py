@@ -133,8 +133,10 @@ def _discard_environment(directory: str, reason: str) -> None:
 
 def recover_with_snapshot(path: str, directory: str, partition: int, has_log: bool,
                           snapshot: snap.Snapshot | None, report: RecoveryReport, *,
-                          progress=None) -> tuple[OffsetTable, PartitionRecovery | None, bool]:
-    """The partition's table: its snapshot plus the log after it, or a full replay.
+                          progress=None, recovery_point: int | None = None
+                          ) -> tuple[OffsetTable, PartitionRecovery | None, bool]:
+    """The partition's table: its snapshot plus the log after it, or a full replay
+    (``recovery_point``: the partition's, from the store's RECOVERY-POINTS; None if none).
 
     :return: (table, what recovery read, whether the snapshot was used)
     """
@@ -154,13 +156,15 @@ def recover_with_snapshot(path: str, directory: str, partition: int, has_log: bo
             return OffsetTable(), None, False
         first = recover_partition(directory, partition, table=table,
                                   start_offset=snapshot.offset,
-                                  start_position=snapshot.position, progress=progress)
+                                  start_position=snapshot.position, progress=progress,
+                                  recovery_point=recovery_point)
         if not first.start_beyond_end:
             return table, first, True
     if not has_log:
         return OffsetTable(), None, False
     table = OffsetTable()
-    result = recover_partition(directory, partition, table=table, progress=progress)
+    result = recover_partition(directory, partition, table=table, progress=progress,
+                               recovery_point=recovery_point)
     if first is not None:
         discarded(path, report, partition, f"ahead of the log: snapshot at offset "
                                            f"{snapshot.offset}, log ends at offset "
