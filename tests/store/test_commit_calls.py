@@ -146,8 +146,9 @@ def test_commits_queued_behind_a_lone_commit_are_handed_on(tmp_path, monkeypatch
 def test_the_usual_durable_write_is_made_natively(tmp_path, monkeypatch):
     """Once RWF_DSYNC worked on the active segment, a commit's write into its reserved space
     is the native one (partition_log.write_durable): the segment's Python write path is not
-    entered; a replaced ``_write_dsync`` hook (a test's fault injection) sends every write
-    back through it."""
+    entered; a replaced ``_write_dsync`` hook (a test's fault injection) is what that native
+    path then calls, at the same place with the same bytes; a hook set to None (no combined
+    write: write + sync) sends the write back through the Python path."""
     from offsetlog.log.segment import SegmentFile
 
     entered = []
@@ -166,11 +167,23 @@ def test_the_usual_durable_write_is_made_natively(tmp_path, monkeypatch):
         for n in range(1, 50):
             store.commit_sync("g", {TP("t", 0): n})
         assert len(entered) == first
-        monkeypatch.setattr(segment, "_write_dsync", segment._write_dsync.__call__)
+        real_dsync, hooked = segment._write_dsync, []
+
+        def hook(fd, data, offset):
+            hooked.append((offset, bytes(data)))
+            return real_dsync(fd, data, offset)
+
+        monkeypatch.setattr(segment, "_write_dsync", hook)
+        size = store._writer.partitions[0].log._active.size
         store.commit_sync("g", {TP("t", 0): 50})
-        assert len(entered) == first + 1
+        assert len(entered) == first
+        assert [at for at, _ in hooked] == [size]
+        assert store._writer.partitions[0].log._active.size == size + len(hooked[0][1])
+        monkeypatch.setattr(segment, "_write_dsync", None)
+        store.commit_sync("g", {TP("t", 0): 51})
+        assert len(entered) == first + 1 and len(hooked) == 1
     with OffsetStore.open(str(tmp_path), partitions=1) as again:
-        assert again.fetch("g") == {TP("t", 0): OAM(50)}
+        assert again.fetch("g") == {TP("t", 0): OAM(51)}
 
 
 def test_a_failed_native_write_fails_the_call_and_poisons_the_store(tmp_path):
