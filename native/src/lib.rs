@@ -30,7 +30,6 @@ mod huge_alloc;
 mod key_cache;
 mod lone;
 mod part_lock;
-mod pipeline;
 mod route;
 pub mod msgpack;
 mod scan;

@@ -9,11 +9,10 @@
 //! protocol's Python does, so rounds, the async writer and the tests see one protocol. What it
 //! saves is the interpreter's work between the steps (31,400 -> 21,600 instructions per
 //! `commit_sync`, docs/DESIGN.md). Every case off the usual path is left to the Python that
-//! handles it: a partition that is not idle (`GroupCommitter._queue_sync`; unless its leader
-//! is a lone commit whose write this one can follow, `pipeline`), a write that needs a new
-//! segment, a reserve or a first `RWF_DSYNC` try (`PartitionLog.append_durable`), and any
-//! failure (`lone_commit.failed`). A test's `segment._write_dsync` hook is called in place of
-//! the system call, so fault injection sees the native path's writes.
+//! handles it: a partition that is not idle (`GroupCommitter._queue_sync`), a write that
+//! needs a new segment, a reserve or a first `RWF_DSYNC` try (`PartitionLog.append_durable`),
+//! and any failure (`lone_commit.failed`). A test's `segment._write_dsync` hook is called in
+//! place of the system call, so fault injection reaches the native write's outcomes too.
 
 use pyo3::exceptions::{PyNotImplementedError, PyOSError};
 use pyo3::intern;
@@ -23,7 +22,6 @@ use pyo3::types::{PyBytes, PyModule, PyString, PyTuple};
 
 use crate::commits;
 use crate::hooks;
-use crate::pipeline;
 use crate::route::{self, Member, Route};
 use crate::txn_board;
 use crate::state::{LogState, PartitionState, SegmentState, TableState, WriterState};
@@ -193,87 +191,55 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                         part: &Bound<'py, PartitionState>,
                         fields: &Bound<'py, PyAny>, nbytes: &Bound<'py, PyAny>, timestamp: i64,
                         timeout: &Bound<'py, PyAny>, precheck: Check<'_, 'py>) -> PyResult<bool> {
+    let refs = refs(py)?;
     let writer = writer.cast::<WriterState>()?;
     let producer = precheck.producer();
     let lock = part.borrow().lock.clone_ref(py);
     let lock = lock.get();
     lock.lock(py)?;
     let decided = decide(py, writer, part, &precheck).and_then(|lone| match lone {
-        Decided::Declined => Ok(None),
-        Decided::Lone => Ok(Some(Path::Lead)),
-        Decided::Follow(pipe) => Ok(Some(Path::Follow(pipe))),
+        Decided::Declined => Ok(Err(())),
+        Decided::Lone => Ok(Ok(None)),
         Decided::Busy => {
             let args = (part, fields, nbytes, timestamp, timeout, producer);
-            writer.call_method1(intern!(py, "_queue_sync"), args).map(|q| Some(Path::Queued(q)))
+            writer.call_method1(intern!(py, "_queue_sync"), args).map(|q| Ok(Some(q)))
         }
     });
     lock.unlock()?;
-    let Some(path) = decided? else { return Ok(false) };
-    match path {
-        Path::Lead => {}
-        Path::Follow(pipe) => {
-            return pipeline::follow(py, writer, part, pipe, fields, timestamp, producer);
-        }
-        Path::Queued(queued) => {
-            let mut args = vec![part.clone().into_any()];
-            args.extend(queued.try_iter()?.collect::<PyResult<Vec<_>>>()?);
-            writer.call_method1(intern!(py, "_await"), PyTuple::new(py, args)?)?;
-            return Ok(true);
-        }
+    let Ok(decided) = decided? else { return Ok(false) };
+    if let Some(queued) = decided {
+        let mut args = vec![part.clone().into_any()];
+        args.extend(queued.try_iter()?.collect::<PyResult<Vec<_>>>()?);
+        writer.call_method1(intern!(py, "_await"), PyTuple::new(py, args)?)?;
+        return Ok(true);
     }
 
     // The leadership is ours: nothing else writes or applies in this partition until we
-    // give it up (or hand it to a follower, `pipeline`).
+    // give it up.
     // (from here on every error goes to the failure path, which gives the leadership up)
     let written = (|| -> PyResult<i64> {
         let log = part.borrow().log.clone_ref(py).into_bound(py);
         let base = log.cast::<LogState>()?.borrow().next_offset;
-        let (data, after) = frame(py, base, timestamp, fields, producer)?;
-        if !writer.borrow().fsync_always {
-            log.call_method1(intern!(py, "append"), (data, after))?;
-        } else if let Some(plan) = usual_write(py, &log, data.as_bytes().len() as i64)? {
-            // (another lone commit may now write behind this one while it is in flight)
-            pipeline::publish(py, part, &plan, after, data.as_bytes().len() as i64)?;
-            plan.finish(&data, plan.write(py, &data), after)?;
+        let (seq, n) = commits::triples(fields)?;
+        let after = base + n as i64;
+        let name = intern!(py, "frame_fields");
+        // (the hook frames plain commits only: a transaction's batch is always framed here)
+        let data = if producer.is_some()
+            || hooks::global_is(refs.lone.bind(py), name, refs.frame_fields.bind(py))?
+        {
+            commits::frame_calls(py, base, timestamp, std::slice::from_ref(&seq), n, producer)?
         } else {
-            log.call_method1(intern!(py, "append_durable"), (data, after))?;
+            refs.lone.bind(py).getattr(name)?.call1((base, timestamp, (fields,)))?
+                .cast_into::<PyBytes>()?
+        };
+        if writer.borrow().fsync_always {
+            append_durable(py, &log, &data, after)?;
+        } else {
+            log.call_method1(intern!(py, "append"), (data, after))?;
         }
         Ok(base)
     })();
-    let base = written.map_err(|e| failed(py, writer.as_any(), part, e, "write to"))?;
-    apply_and_end(py, writer, part, base, fields, producer)
-}
-
-/// A commit's batch at log offset `base`: `(its bytes, the offset after it)`. A transaction's
-/// (`producer`) is framed here; a plain commit's through `lone_commit.frame_fields` (which
-/// tests replace to inject a failure), natively unless replaced.
-pub(crate) fn frame<'py>(py: Python<'py>, base: i64, timestamp: i64, fields: &Bound<'py, PyAny>,
-                         producer: Option<(i64, i16)>) -> PyResult<(Bound<'py, PyBytes>, i64)> {
-    let refs = refs(py)?;
-    let (seq, n) = commits::triples(fields)?;
-    let name = intern!(py, "frame_fields");
-    let data = if producer.is_some()
-        || hooks::global_is(refs.lone.bind(py), name, refs.frame_fields.bind(py))?
-    {
-        commits::frame_calls(py, base, timestamp, std::slice::from_ref(&seq), n, producer)?
-    } else {
-        refs.lone.bind(py).getattr(name)?.call1((base, timestamp, (fields,)))?
-            .cast_into::<PyBytes>()?
-    };
-    Ok((data, base + n as i64))
-}
-
-/// The end of a commit written at `base` by the partition's leader: its `fields` applied
-/// under `part.lock` (`OffsetTable.apply_commit_calls`, or as a transaction's pending offsets
-/// with `producer`: `apply_transactional_call`), the leadership ended (`end_leadership`).
-/// True; a failure goes to the failure path (`lone_commit.failed`), which raises.
-pub(crate) fn apply_and_end<'py>(py: Python<'py>, writer: &Bound<'py, WriterState>,
-                                 part: &Bound<'py, PartitionState>, base: i64,
-                                 fields: &Bound<'py, PyAny>, producer: Option<(i64, i16)>)
-                                 -> PyResult<bool> {
-    let refs = refs(py)?;
-    let lock = part.borrow().lock.clone_ref(py);
-    let lock = lock.get();
+    let base = written.map_err(|e| failed(py, refs, writer.as_any(), part, e, "write to"))?;
     lock.lock(py)?;
     let table = part.borrow().table.clone_ref(py).into_bound(py);
     let applied = match producer {
@@ -286,18 +252,8 @@ pub(crate) fn apply_and_end<'py>(py: Python<'py>, writer: &Bound<'py, WriterStat
     lock.unlock()?;
     // (durable, but the table no longer follows the log: the failure path poisons the store,
     // and ends the leadership if that is what failed)
-    ended.map_err(|e| failed(py, writer.as_any(), part, e, "applying a round of"))?;
+    ended.map_err(|e| failed(py, refs, writer.as_any(), part, e, "applying a round of"))?;
     Ok(true)
-}
-
-/// Where a commit goes after its first lock hold.
-enum Path<'py> {
-    /// it leads: written and applied by its own thread
-    Lead,
-    /// it writes behind the leader's write in flight (`pipeline`)
-    Follow(pipeline::Pipe),
-    /// it was queued (`GroupCommitter._queue_sync`'s answer: what `_await` takes)
-    Queued(Bound<'py, PyAny>),
 }
 
 /// What a commit found in its first lock hold (`decide`).
@@ -306,9 +262,6 @@ enum Decided {
     Declined,
     /// the partition was idle: its leadership is the commit's
     Lone,
-    /// the partition's leader is a lone commit writing in the active segment: the commit
-    /// writes behind it and takes the leadership after it (`pipeline`)
-    Follow(pipeline::Pipe),
     /// the partition was busy: the commit is to be queued (in the same hold)
     Busy,
 }
@@ -328,9 +281,6 @@ fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, Part
     if p.leader_active || p.async_scheduled || p.exclusive_waiting != 0
         || p.queue.bind(py).is_truthy()?
     {
-        if let Some(pipe) = pipeline::may_follow(py, writer, &mut p)? {
-            return Ok(Decided::Follow(pipe));
-        }
         return Ok(Decided::Busy);
     }
     p.leader_active = true;
@@ -352,13 +302,13 @@ fn apply(py: Python<'_>, refs: &Refs, table: &Bound<'_, PyAny>, base: i64,
     }
 }
 
-/// Give the leadership up (`part.lock` held) and hand on what queued meanwhile; or, with a
-/// follower (`pipeline`), hand the leadership to it, which does that when it ends.
+/// Give the leadership up (`part.lock` held) and hand on what queued meanwhile.
 fn end_leadership(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionState>)
                   -> PyResult<()> {
     let hand_on = {
         let mut p = part.borrow_mut();
-        !p.leadership_ends() && (p.idle_waiters != 0 || p.queue.bind(py).is_truthy()?)
+        p.leader_active = false;
+        p.idle_waiters != 0 || p.queue.bind(py).is_truthy()?
     };
     if hand_on {
         writer.call_method1(intern!(py, "hand_on"), (part,))?;
@@ -366,14 +316,11 @@ fn end_leadership(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, Pa
     Ok(())
 }
 
-/// `lone_commit.failed(writer, part, error, what)`: poisons the store, ends the leadership
-/// (hands it to a follower, if any) and returns the error to raise.
-pub(crate) fn failed(py: Python<'_>, writer: &Bound<'_, PyAny>,
-                     part: &Bound<'_, PartitionState>, error: PyErr, what: &str) -> PyErr {
-    let refs = match refs(py) {
-        Ok(refs) => refs,
-        Err(e) => return e,
-    };
+/// `lone_commit.failed(writer, part, error, what)`: poisons the store, gives the leadership
+/// up and returns the error to raise.
+fn failed(py: Python<'_>, refs: &Refs, writer: &Bound<'_, PyAny>,
+          part: &Bound<'_, PartitionState>,
+          error: PyErr, what: &str) -> PyErr {
     match refs.failed.bind(py).call1((writer, part, error.into_value(py), what)) {
         Ok(_) => pyo3::exceptions::PyRuntimeError::new_err("lone_commit.failed returned"),
         Err(e) => e,
@@ -382,71 +329,51 @@ pub(crate) fn failed(py: Python<'_>, writer: &Bound<'_, PyAny>,
 
 /// `log.append_durable(data, next_offset)` (`PartitionLog`): `data` appended to the active
 /// segment and durable on return. The usual write, into the reserved space of an active segment
-/// where `RWF_DSYNC` already worked, with nothing unsynced before it, is made here
-/// (`usual_write`): one `pwritev2(RWF_DSYNC)` without the GIL, or the `_write_dsync` hook a
-/// test put in its place, then the segment's size and the log's next offset moved on (a short
-/// write or an error is the segment's `end_durable` to finish or raise). Anything else is
+/// where `RWF_DSYNC` already worked, with nothing unsynced before it, is made here: one
+/// `pwritev2(RWF_DSYNC)` without the GIL (or the `segment._write_dsync` hook a test put in its
+/// place, so fault injection sees this path), then the segment's size and the log's next
+/// offset moved on (a short write or an error is the segment's `end_durable` to finish or
+/// raise, as `SegmentFile.append_durable` has it). Anything else is
 /// `PartitionLog.append_durable`'s.
 #[pyfunction]
 pub fn append_durable(py: Python<'_>, log: &Bound<'_, PyAny>, data: &Bound<'_, PyBytes>,
                       next_offset: i64) -> PyResult<()> {
-    let Some(plan) = usual_write(py, log, data.as_bytes().len() as i64)? else {
+    let bytes = data.as_bytes();
+    let Some((state, active, fd, at, hook)) = usual_write(py, log, bytes.len() as i64)? else {
         log.call_method1(intern!(py, "append_durable"), (data, next_offset))?;
         return Ok(());
     };
-    plan.finish(data, plan.write(py, data), next_offset)
-}
-
-/// A usual write (see `append_durable`), planned: where it goes and how it is made.
-pub(crate) struct Plan<'py> {
-    /// the log's state
-    pub state: Bound<'py, LogState>,
-    /// its active segment (its position left behind: `pwritev2` does not move it)
-    pub active: Bound<'py, SegmentState>,
-    pub fd: i32,
-    /// the offset in the segment to write at
-    pub at: i64,
-    /// `segment._write_dsync` when a test replaced it (called with the GIL held: it takes
-    /// the same arguments as `pwrite_dsync` and releases the GIL where that does)
-    pub hook: Option<Bound<'py, PyAny>>,
-}
-
-impl<'py> Plan<'py> {
-    /// Write `data` where planned: the bytes written (possibly short) or the error.
-    pub fn write(&self, py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<usize> {
-        match &self.hook {
-            None => write(py, self.fd, data.as_bytes(), self.at).map_err(crate::write::os_error),
-            Some(hook) => hook.call1((self.fd, data, self.at))?.extract(),
+    let written = match hook {
+        // (no borrow of either state is held while the GIL is released)
+        None => write(py, fd, bytes, at).map_err(crate::write::os_error),
+        Some(hook) => hook.call1((fd, data, at)).and_then(|n| n.extract::<usize>()),
+    };
+    let end_durable = intern!(py, "end_durable");
+    match written {
+        Ok(n) if n == bytes.len() => active.borrow_mut().size = at + n as i64,
+        Ok(n) => drop(active.call_method1(end_durable, (data, n))?),
+        // (the errors `SegmentFile.append_durable` passes on; any other is raised as it is)
+        Err(e) if e.is_instance_of::<PyOSError>(py)
+            || e.is_instance_of::<PyNotImplementedError>(py) =>
+        {
+            drop(active.call_method1(end_durable, (data, e.into_value(py)))?)
         }
+        Err(e) => return Err(e),
     }
-
-    /// The write's end, as `SegmentFile.append_durable` has it: the segment's size and the
-    /// log's next offset (`next_offset`) moved on; a short write finished and an `OSError`
-    /// (or `NotImplementedError`) raised by the segment's `end_durable`; any other error
-    /// raised as it is.
-    pub fn finish(&self, data: &Bound<'py, PyBytes>, result: PyResult<usize>, next_offset: i64)
-                  -> PyResult<()> {
-        let py = data.py();
-        let end_durable = intern!(py, "end_durable");
-        match result {
-            Ok(n) if n == data.as_bytes().len() => self.active.borrow_mut().size = self.at + n as i64,
-            Ok(n) => drop(self.active.call_method1(end_durable, (data, n))?),
-            Err(e) if e.is_instance_of::<PyOSError>(py)
-                || e.is_instance_of::<PyNotImplementedError>(py) =>
-            {
-                drop(self.active.call_method1(end_durable, (data, e.into_value(py)))?)
-            }
-            Err(e) => return Err(e),
-        }
-        self.state.borrow_mut().next_offset = next_offset;
-        Ok(())
-    }
+    state.borrow_mut().next_offset = next_offset;
+    Ok(())
 }
 
-/// The plan of the usual write of `len` bytes at the end of `log`'s active segment (see
-/// `append_durable`); else None.
+/// For the usual write of `len` bytes (see `append_durable`): the log's state, its active
+/// segment (its position left behind: `pwritev2` does not move it), the segment's fd, the
+/// offset to write at, and the `_write_dsync` hook to call if a test replaced the native one;
+/// else None (also when a test set it to None: no combined write at all).
+#[allow(clippy::type_complexity)]
 fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i64)
-                    -> PyResult<Option<Plan<'py>>> {
+                    -> PyResult<Option<(Bound<'py, LogState>, Bound<'py, SegmentState>, i32,
+                                        i64, Option<Bound<'py, PyAny>>)>> {
+    let refs = refs(py)?;
+    let Some(native) = refs.pwrite_dsync.as_ref() else { return Ok(None) };
     let Ok(state) = log.cast::<LogState>() else { return Ok(None) };
     let (active, limit) = {
         let s = state.borrow();
@@ -456,34 +383,21 @@ fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i64)
         }
     };
     let Ok(active) = active.into_bound(py).cast_into::<SegmentState>() else { return Ok(None) };
-    plan_at(py, state, active, None, limit, len)
-}
-
-/// The plan of a usual write of `len` bytes in `active` (the active segment of the log whose
-/// state is `state`, which rolls at `limit`) at `at` (None: its end); None unless `RWF_DSYNC`
-/// already worked there, the space is reserved, no roll is due and `_write_dsync` is there.
-pub(crate) fn plan_at<'py>(py: Python<'py>, state: &Bound<'py, LogState>,
-                           active: Bound<'py, SegmentState>, at: Option<i64>, limit: i64,
-                           len: i64) -> PyResult<Option<Plan<'py>>> {
-    let refs = refs(py)?;
-    let Some(native) = refs.pwrite_dsync.as_ref() else { return Ok(None) };
-    let global = refs.segment.bind(py).dict().get_item(intern!(py, "_write_dsync"))?;
-    let hook = match global {
+    let hook = match refs.segment.bind(py).dict().get_item(intern!(py, "_write_dsync"))? {
         Some(f) if f.is(native.bind(py)) => None,
         Some(f) if !f.is_none() => Some(f),
-        _ => return Ok(None), // (no RWF_DSYNC writes at all: the Python path's write + sync)
+        _ => return Ok(None),
     };
     let (fd, at) = {
         let mut a = active.borrow_mut();
-        let at = at.unwrap_or(a.size);
-        let end = at + len;
+        let end = a.size + len;
         if a.dsync != Some(true) || end > a.allocated || end > limit {
             return Ok(None); // a first try, a reserve or a roll: the Python path's
         }
         a.positioned = false;
-        (a.fd, at)
+        (a.fd, a.size)
     };
-    Ok(Some(Plan { state: state.clone(), active, fd, at, hook }))
+    Ok(Some((state.clone(), active, fd, at, hook)))
 }
 
 #[cfg(target_os = "linux")]

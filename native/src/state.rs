@@ -16,7 +16,6 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::commits;
 use crate::part_lock::PartLock;
-use crate::pipeline::{Baton, Pipe};
 use crate::steady::SteadyBoard;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -137,14 +136,6 @@ pub struct PartitionState {
     /// coordinator's to publish on and clear; None until the store's router sets it
     #[pyo3(get, set)]
     pub steady: Option<Py<SteadyBoard>>,
-    /// a lone commit's write in flight that one more lone commit may write behind (`pipeline`)
-    pub(crate) pipe: Option<Pipe>,
-    /// a commit wrote (or is writing) behind the leader's and takes the leadership next
-    /// (`pipeline`): the leadership is handed to it rather than given up
-    #[pyo3(get)]
-    pub follower: bool,
-    /// where that follower waits for the leadership
-    pub(crate) baton: std::sync::Arc<Baton>,
 }
 
 #[pymethods]
@@ -160,23 +151,7 @@ impl PartitionState {
                             table: py.None(), leader_active: false, async_scheduled: false,
                             exclusive_waiting: 0, idle_waiters: 0, open_run: py.None(),
                             async_calls: 0,
-                            steady: None, pipe: None, follower: false,
-                            baton: Default::default() })
-    }
-
-    /// (`lock` held) The leader is done: hand the leadership to the follower if there is one
-    /// (true: it is still held, the follower ends it), else give it up (false). Every end
-    /// of a lone commit's leadership goes through here, its failure path too
-    /// (`lone_commit.failed`).
-    pub fn leadership_ends(&mut self) -> bool {
-        self.pipe = None;
-        if self.follower {
-            self.follower = false;
-            self.baton.pass();
-            return true;
-        }
-        self.leader_active = false;
-        false
+                            steady: None })
     }
 }
 

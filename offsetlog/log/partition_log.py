@@ -12,10 +12,10 @@ from offsetlog.log.segment import SegmentFile
 
 #: ``write_durable(log, data, next_offset)``: ``log.append_durable(data, next_offset)``, with
 #: the usual write (the active segment's reserved space, ``RWF_DSYNC`` known to work, nothing
-#: unsynced before it, ``segment._write_dsync`` not replaced) made natively: one
-#: ``pwritev2(RWF_DSYNC)`` without the GIL and no Python between it and the caller (the
-#: group-commit rounds and the lone commit call it; native/src/lone.rs). Anything else is
-#: ``PartitionLog.append_durable``, which it calls.
+#: unsynced before it) made natively: one ``pwritev2(RWF_DSYNC)`` without the GIL and no
+#: Python between it and the caller (the group-commit rounds and the lone commit call it;
+#: native/src/lone.rs), or ``segment._write_dsync`` where a test replaced it. Anything else
+#: (``_write_dsync`` set to None too) is ``PartitionLog.append_durable``, which it calls.
 write_durable = _native.append_durable
 
 

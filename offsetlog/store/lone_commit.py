@@ -19,11 +19,6 @@ and flags, its log and table): about 8% fewer instructions per commit than the s
 Python (docs/DESIGN.md, "Python and Rust"). What is here is its failure path, ``failed``, and
 the hook it frames with (``frame_fields``, which tests replace to inject a failure).
 
-A ``commit_sync`` that finds the partition's leader to be a lone commit with its write in
-flight may write its own batch right behind that one and take the leadership after it
-(pipelined commits, native/src/pipeline.rs, which says how the guarantees below still hold):
-two committers sharing a log partition then no longer take turns at the disk.
-
 The guarantees are the protocol's, for the same reasons:
 
 * the committer holds the partition's leadership (``leader_active``) from the lock hold that
@@ -49,17 +44,16 @@ __all__ = ["commit_lone", "failed", "frame_fields"]
 
 def failed(writer: Any, part: PartitionWriter, error: BaseException, what: str) -> NoReturn:
     """A lone commit's frame, write or apply raised ``error``: poison the store (the next
-    commit would be given offsets the log may already hold), give ``part``'s leadership up
-    and hand on what queued meanwhile (or hand the leadership to a follower: pipelined
-    commits, native/src/pipeline.rs), and raise (``StoreFailedError``, or ``error`` itself for a
+    commit would be given offsets the log may already hold), give ``part``'s leadership up,
+    hand on what queued meanwhile, and raise (``StoreFailedError``, or ``error`` itself for a
     ``KeyboardInterrupt`` and the like: the store is poisoned all the same)."""
     with part.lock:
         try:
             writer.poison(error)
         finally:
-            # (a follower given the leadership sees the store poisoned, fails and ends it)
-            if not part.leadership_ends() and (part.queue or part.idle_waiters):
-                writer.hand_on(part)  # (which has nothing to do otherwise)
+            part.leader_active = False
+            if part.queue or part.idle_waiters:  # (hand_on has nothing to do otherwise)
+                writer.hand_on(part)
     if not isinstance(error, Exception):
         raise error
     raise StoreFailedError(f"{what} log partition {part.index} failed: {error!r}",

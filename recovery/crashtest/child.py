@@ -14,9 +14,9 @@ Besides the workload, the child can:
 * run ``store.compact()`` in a loop on its own thread, so kills land in the middle of cleaning;
 * kill itself with SIGKILL at a chosen step of a cleaner swap (``kill_at_step``), so every
   step of the swap protocol is hit over the cycles;
-* log every successful data sync (``SYNC <path> <size>`` after ``fdatasync``, ``SYNC <path>
-  <end> <start>`` after a combined ``pwritev(RWF_DSYNC)`` write returned) so the harness knows
-  which bytes were durable and may drop any of the rest (a power cut).
+* log every successful data sync (``SYNC <path> <size>`` after ``fdatasync``, or the combined
+  ``pwritev(RWF_DSYNC)`` write, returned) so the harness knows which bytes were durable and may
+  drop any of the rest (a power cut).
 
 Ack file lines, each written with one ``write`` so a line is whole or absent::
 
@@ -129,9 +129,8 @@ def load_workload(spec: str | None) -> Callable[[WorkloadContext], None]:
 
 
 def _install_sync_log(path: str, delay_ms: float) -> None:
-    """Log every data sync that returned: ``SYNC <path> <size>`` for ``segment._sync`` (the
-    file durable below ``size``) and ``SYNC <path> <end> <start>`` for the combined write +
-    sync ``segment._write_dsync`` (its bytes ``[start, end)`` durable once it returns)."""
+    """Log every data sync that returned (``SYNC <path> <size>``): ``segment._sync`` and the
+    combined write + sync ``segment._write_dsync``, whose bytes are durable once it returns."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     real = segment._sync
     real_dsync = segment._write_dsync
@@ -151,15 +150,12 @@ def _install_sync_log(path: str, delay_ms: float) -> None:
             os.pwrite(sync_fd, data, offset)
             time.sleep(delay_ms / 1000.0)
         n = real_dsync(sync_fd, data, offset)
-        # What it wrote is durable (a short count included), but not what comes before it:
-        # a commit may write behind another still in flight (pipelined commits).
-        log_synced(sync_fd, offset + n, offset)
+        log_synced(sync_fd, offset + n)  # what it wrote is durable (a short count included)
         return n
 
-    def log_synced(sync_fd: int, size: int, start: int = 0) -> None:
+    def log_synced(sync_fd: int, size: int) -> None:
         target = os.readlink(f"/proc/self/fd/{sync_fd}")
-        line = f"SYNC {target} {size}" + (f" {start}" if start else "")
-        os.write(fd, f"{line}\n".encode())
+        os.write(fd, f"SYNC {target} {size}\n".encode())
 
     segment._sync = logged_sync
     if real_dsync is not None:

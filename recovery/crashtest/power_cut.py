@@ -1,10 +1,10 @@
 """What a simulated power cut leaves of a killed child's store (the crash harness's
 ``power_loss`` and ``tear_tail``; docs/CRASHTEST.md).
 
-"Unsynced" is measured, not guessed: the child logs every data sync that returned, with the
-bytes it covered (``offsetlog.recovery.crashtest.child``), and only bytes of an active segment
-beyond the durable prefix these make (from its size when the cycle began), are ever cut.
-Closed segments were synced before their roll.
+"Unsynced" is measured, not guessed: the child logs every data sync that returned as
+``SYNC <path> <data size it covered>`` (``offsetlog.recovery.crashtest.child``), and only bytes
+of an active segment beyond the last such size, or beyond its size when the cycle began, are
+ever cut. Closed segments were synced before their roll.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from offsetlog.log import naming
 from offsetlog.recovery.tools.inspect import data_size
 
-_SYNC_RE = re.compile(rb"^SYNC (\S+) (\d+)(?: (\d+))?$")
+_SYNC_RE = re.compile(rb"^SYNC (\S+) (\d+)$")
 
 #: the shapes of a cut (``cut``)
 TRUNCATED, ZEROED, HOLE = "truncated", "zeroed", "hole"
@@ -46,15 +46,12 @@ def unsynced(store_dir: str, sync_log: str, durable_at_start: dict[str, int]
              ) -> list[tuple[str, int, int]]:
     """``(active segment, durable size, data size)`` of each partition whose active segment
     holds bytes no successful sync covered."""
-    ranges: dict[str, list[tuple[int, int]]] = {}
+    synced = dict(durable_at_start)
     for line in read_lines(sync_log):
         m = _SYNC_RE.match(line)
         if m:
-            start = int(m.group(3) or 0)
-            ranges.setdefault(m.group(1).decode(), []).append((start, int(m.group(2))))
-    synced = dict(durable_at_start)
-    for path, spans in ranges.items():
-        synced[path] = durable_prefix(synced.get(path, 0), spans)
+            path = m.group(1).decode()
+            synced[path] = max(synced.get(path, 0), int(m.group(2)))
     out = []
     for _, directory in naming.list_partition_dirs(store_dir):
         segments = naming.list_segments(directory)
@@ -66,18 +63,6 @@ def unsynced(store_dir: str, sync_log: str, durable_at_start: dict[str, int]
         if durable < size:
             out.append((last, durable, size))
     return out
-
-
-def durable_prefix(durable: int, spans: list[tuple[int, int]]) -> int:
-    """How far a file is durable from its start, given that it was below ``durable`` and that
-    each ``[start, end)`` of ``spans`` was made durable: a span counts only once everything
-    before it is (a write that returned behind one still in flight is durable itself, but a
-    power cut may take the bytes before it)."""
-    for start, end in sorted(spans):
-        if start > durable:
-            break
-        durable = max(durable, end)
-    return durable
 
 
 def cut(path: str, durable: int, size: int, rng: random.Random) -> tuple[str, int]:

@@ -172,8 +172,6 @@ class SyncTracker:
         self._real = segment._sync
         self._real_dsync = segment._write_dsync
         self._lock = threading.Lock()
-        #: durable ranges past ``durable`` (not joined to it yet), sorted
-        self._ranges: dict[str, list[tuple[int, int]]] = {}
         monkeypatch.setattr(segment, "_sync", self._sync)
         if self._real_dsync is not None:
             monkeypatch.setattr(segment, "_write_dsync", self._write_dsync)
@@ -193,27 +191,16 @@ class SyncTracker:
                 os.pwrite(fd, data, offset)  # written, never synced
                 raise
         n = self._real_dsync(fd, data, offset)
-        self._record(fd, offset + n, combined=True, start=offset)
+        self._record(fd, offset + n, combined=True)
         return n
 
-    def _record(self, fd: int, size: int, *, combined: bool, start: int = 0) -> None:
-        """``[start, size)`` of ``fd``'s file is durable (a data sync: from 0). ``durable`` is
-        the prefix so covered: a write that returned behind one still in flight (pipelined
-        commits) is durable, but the bytes before it may not be, and a power cut may keep it
-        and lose them (docs/FORMAT.md, "Recovery points")."""
+    def _record(self, fd: int, size: int, *, combined: bool) -> None:
         path = _fd_path(fd)
         with self._lock:
             self.syncs += 1
             self.combined += combined
-            if path is None:
-                return
-            ranges = self._ranges.setdefault(path, [])
-            ranges.append((start, size))
-            ranges.sort()
-            prefix = self.durable.get(path, 0)
-            while ranges and ranges[0][0] <= prefix:
-                prefix = max(prefix, ranges.pop(0)[1])
-            self.durable[path] = prefix
+            if path is not None:
+                self.durable[path] = max(self.durable.get(path, 0), size)
 
     def drop_unsynced(self) -> dict[str, tuple[int, int]]:
         """Truncate every segment to its durable size; returns path -> (old, new) size."""
