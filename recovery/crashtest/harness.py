@@ -56,10 +56,13 @@ from typing import Callable
 
 from offsetlog.compaction.cleaner import STEPS
 from offsetlog.log import naming
+from offsetlog.log import records as rec
 from offsetlog.recovery.crashtest import power_cut
 from offsetlog.recovery.crashtest.child import TOPIC_PARTITIONS, call_keys, group_of, load_workload
 from offsetlog.recovery.tools.inspect import scan
-from offsetlog.txn.state import TxnMetadata
+from offsetlog.store.transactions import MARKER_ATTRIBUTES
+from offsetlog.table.offset_table import OffsetTable
+from offsetlog.txn.state import PREPARE_COMMIT, TxnMetadata
 
 #: offsets of cycle k start at k * CYCLE_STRIDE + 1, so they grow from cycle to cycle
 CYCLE_STRIDE = 10_000_000
@@ -197,13 +200,24 @@ class CrashTestResult:
 Key = tuple[str, str, int]  # (group, topic, partition)
 
 
-def _completed_on_open(table) -> bool:
-    """Whether opening writes to this log partition before any call does: it completes every
-    transaction decided (PrepareCommit / PrepareAbort) but not finished, as Kafka's
-    coordinator does when it loads one, so the read-only scan of the crashed store rightly
-    sees the state before that."""
-    return table is not None and any(TxnMetadata.from_value(tid, value).decided
-                                     for tid, value in table.txn.states.items())
+def _as_open_completes(tables: dict[int, OffsetTable]) -> dict[int, OffsetTable]:
+    """The read-only scan's ``tables`` of a crashed store, changed as its open will change
+    them: every transaction decided (PrepareCommit / PrepareAbort) but not finished gets its
+    marker in each log partition it touched, as the store's open writes them (Kafka's
+    coordinator completes such a transaction when it loads). Its Complete state is not
+    written at open (it goes with the transactional id's next state record), so its state
+    stays as the scan found it. Changes ``tables`` in place and returns it."""
+    decided = sorted((tid, meta) for table in list(tables.values())
+                     for tid, value in table.txn.states.items()
+                     if (meta := TxnMetadata.from_value(tid, value)).decided)
+    for _, meta in decided:
+        result = rec.COMMIT if meta.state == PREPARE_COMMIT else rec.ABORT
+        marker = rec.transaction_marker(0, meta.producer_id, meta.producer_epoch, result)
+        for p in meta.partitions:
+            table = tables.setdefault(p, OffsetTable())
+            table.apply_batch(table.next_offset, (marker,), MARKER_ATTRIBUTES,
+                              meta.producer_id, meta.producer_epoch)
+    return tables
 
 
 class _Harness:
@@ -347,6 +361,7 @@ class _Harness:
         if os.path.isdir(self.store_dir) and os.path.exists(naming.meta_path(self.store_dir)):
             try:
                 report_before, crashed = scan(self.store_dir, salvage=True, tables=True)
+                crashed = _as_open_completes(crashed)
             except Exception as e:
                 out.append(Violation(k, "verify", f"read-only scan of the crashed store failed:"
                                                   f" {type(e).__name__}: {e}"))
@@ -385,7 +400,7 @@ class _Harness:
                     if table != full:
                         out.append(Violation(k, "replay", f"log partition {p}: the reopened "
                                              "table differs from a full replay of the log"))
-                    if crashed is not None and not _completed_on_open(crashed.get(p)) and (
+                    if crashed is not None and (
                             table != (crashed[p].as_dict() if p in crashed else empty)):
                         out.append(Violation(k, "verify", f"log partition {p}: the read-only "
                                              "scan of the crashed store saw another state "

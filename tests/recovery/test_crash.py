@@ -75,6 +75,24 @@ def test_power_loss_that_persists_a_round_out_of_order_reopens_without_it(tmp_pa
     assert result.holes > 0 and result.acknowledged > 0, rng.why(result.summary())
 
 
+def test_verify_foresees_the_markers_open_writes_for_a_decided_transaction(tmp_path):
+    """Children killed between a transaction's decision and its markers, its transactional
+    id's log partition not its group's: the read-only scan of each crashed store, with the
+    markers that open will write, is exactly the state open produces (the verify
+    invariant), in the group's partition as in the transaction's own."""
+    from support.crash_workloads import DECIDED_KILLS
+
+    rng = Seeded()
+    config = CrashTestConfig(seed=rng.seed_value, cycles=10, threads=2, partitions=3,
+                             early_kill_probability=0.0, time_budget_s=30)
+    result = run_crashtest(tmp_path / "ct", config,
+                           workload="support.crash_workloads:transactions_killed_once_decided")
+    print(result.summary())
+    assert result.ok, rng.why(result.summary())
+    kills = tmp_path / "ct" / DECIDED_KILLS
+    assert kills.exists() and kills.read_text().count("kill") >= 2, rng.why(result.summary())
+
+
 @pytest.mark.slow
 def test_kill9_mid_compaction_and_at_every_swap_step(tmp_path):
     """A compaction loop runs beside the commits; every other cycle the child kills itself

@@ -127,3 +127,46 @@ def rounds_of_several_batches(ctx) -> None:
             txn.commit()
         ctx.ack("mixed", offsets)
         offset += 1
+
+
+#: where ``transactions_killed_once_decided`` counts its kills (next to the store)
+DECIDED_KILLS = "decided-kills"
+
+
+def transactions_killed_once_decided(ctx) -> None:
+    """Transactions of a transactional id whose log partition is not their group's (run it
+    with three): about one in four kills the child between its decision (PrepareCommit or
+    PrepareAbort) and its markers, so the next open finishes it, writing markers in the
+    group's partition, and the read-only scan of the crashed store must foresee them. A kill
+    is counted in ``DECIDED_KILLS`` beside the store before it happens."""
+    import os
+    import signal
+
+    from offsetlog.partitioner import partition_for
+
+    txn_id = f"spread-{ctx.thread}"
+    group = next(g for g in (f"spread-group-{i}" for i in range(100))
+                 if partition_for(g, 3) != partition_for(txn_id, 3))
+    tp = TopicPartition(f"spread-{ctx.thread}", 0)
+    txn = ctx.store.init_transactions(txn_id)
+    kills = os.path.join(os.path.dirname(ctx.store.path), DECIDED_KILLS)
+
+    def hook(step: str, _meta) -> None:
+        if step == "decided" and ctx.rng.random() < 0.25:
+            fd = os.open(kills, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.write(fd, b"kill\n")
+            os.close(fd)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    ctx.store._transactions.fault_hook = hook
+    offset = ctx.offset_base
+    while True:
+        offsets = {tp: OffsetAndMetadata(offset, f"txn {offset}")}
+        txn.begin()
+        txn.commit_offsets(group, offsets)
+        if ctx.rng.random() < 0.2:
+            txn.abort()
+        else:
+            txn.commit()
+            ctx.ack(group, offsets)
+        offset += 1
