@@ -5,8 +5,8 @@
 //! The tests replace `offsetlog.log.segment._write_dsync`, `offsetlog.store.lone_commit.
 //! frame_fields` and `OffsetTable.apply_commit_calls`; the lone commit then calls what they
 //! put there (the write: `lone::append_durable`, reading the module's dict itself) or hands
-//! that step to Python. `getattr` on a module or a type costs ~150-300 instructions a call (three of them were
-//! ~9% of a `commit_sync`).
+//! that step to Python. `getattr` on a module or a type costs ~150-300 instructions a call
+//! (three of them were ~9% of a `commit_sync`).
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
