@@ -4,8 +4,8 @@
 //!
 //! The tests replace `offsetlog.log.segment._write_dsync`, `offsetlog.store.lone_commit.
 //! frame_fields` and `OffsetTable.apply_commit_calls`; the lone commit then calls what they
-//! put there (the write: `lone::append_durable`, reading the module's dict itself) or hands
-//! that step to Python. `getattr` on a module or a type costs ~150-300 instructions a call
+//! put there (the write: `lone::append_durable`, through `global`) or hands that step to
+//! Python. `getattr` on a module or a type costs ~150-300 instructions a call
 //! (three of them were ~9% of a `commit_sync`).
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -13,11 +13,17 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use pyo3::prelude::*;
 use pyo3::types::{PyModule, PyString, PyType};
 
-/// Whether `module.name` is `expected` (false when it is gone): the module's dict read
-/// directly, as `getattr` finds a module's global (a test's `monkeypatch.setattr` writes there).
+/// `module.name` (None when it is gone): the module's dict read directly, as `getattr` finds
+/// a module's global (a test's `monkeypatch.setattr` writes there).
+pub fn global<'py>(module: &Bound<'py, PyModule>, name: &Bound<'py, PyString>)
+                   -> PyResult<Option<Bound<'py, PyAny>>> {
+    module.dict().get_item(name)
+}
+
+/// Whether `module.name` is `expected` (false when it is gone; see `global`).
 pub fn global_is(module: &Bound<'_, PyModule>, name: &Bound<'_, PyString>,
                  expected: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(module.dict().get_item(name)?.is_some_and(|v| v.is(expected)))
+    Ok(global(module, name)?.is_some_and(|v| v.is(expected)))
 }
 
 /// The answer of `type.name is expected` for one type, kept while the type is unchanged.

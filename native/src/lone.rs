@@ -383,7 +383,7 @@ fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i64)
         }
     };
     let Ok(active) = active.into_bound(py).cast_into::<SegmentState>() else { return Ok(None) };
-    let hook = match refs.segment.bind(py).dict().get_item(intern!(py, "_write_dsync"))? {
+    let hook = match hooks::global(refs.segment.bind(py), intern!(py, "_write_dsync"))? {
         Some(f) if f.is(native.bind(py)) => None,
         Some(f) if !f.is_none() => Some(f),
         _ => return Ok(None),
