@@ -29,6 +29,7 @@ fn page_aligned(layout: &Layout) -> bool {
 // through the same path it was taken from: the size decides the path and Rust passes the
 // same layout to `dealloc` that it gave to `alloc`.
 unsafe impl GlobalAlloc for HugeAlloc {
+    // SAFETY: (GlobalAlloc's contract, the impl's note above) memory valid for `layout`
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if layout.size() >= HUGE && page_aligned(&layout) {
             map(layout.size())
@@ -38,6 +39,8 @@ unsafe impl GlobalAlloc for HugeAlloc {
         }
     }
 
+    // SAFETY: (GlobalAlloc's contract) `ptr` came from `alloc` with this `layout`, which
+    // decides the same path back
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if layout.size() >= HUGE && page_aligned(&layout) {
             // SAFETY: `ptr` is a mapping of `layout.size()` bytes made by `map` (see alloc)
@@ -48,6 +51,8 @@ unsafe impl GlobalAlloc for HugeAlloc {
         }
     }
 
+    // SAFETY: (GlobalAlloc's contract) `ptr` came from `alloc` with `layout`; the block
+    // returned is valid for `new_size` and holds the old bytes up to the smaller size
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if (layout.size() < HUGE && new_size < HUGE) || !page_aligned(&layout) {
             // SAFETY: both sizes are malloc's: the caller's contract is passed on unchanged
