@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from offsetlog.errors import CorruptLogError
-from offsetlog.log import dirlock, manifest, meta, naming, segment
+from offsetlog.log import dirlock, manifest, meta, naming, recovery_points, segment
 from offsetlog.log.format import HEADER_SIZE
 from offsetlog.log.framing import BatchReader, decode_payload
 from offsetlog.recovery.replay import UNDECODABLE, check_placement, recover_partition
@@ -122,12 +122,13 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False,
             for base, end, source, spans in rewrites:
                 _rewrite(naming.partition_dir(path, p), base, end, source, spans)
                 report.rewritten.append(source)
+        points = recovery_points.read(path)  # (once for every partition, as open does)
         for p, directory in partitions:
             # Replayed into a table, as open does: what open refuses is refused here too.
             table = OffsetTable()
             result = recover_partition(directory, p, repair=True,
                                        apply_batches=table.apply_batches,
-                                       progress=progress)
+                                       progress=progress, recovery_point=points.get(p))
             check_placement(table, p, count, directory)
             report.recovery.partitions[p] = result
             t = result.truncated
