@@ -207,10 +207,10 @@ def _as_open_completes(tables: dict[int, OffsetTable]) -> dict[int, OffsetTable]
     coordinator completes such a transaction when it loads). Its Complete state is not
     written at open (it goes with the transactional id's next state record), so its state
     stays as the scan found it. Changes ``tables`` in place and returns it."""
-    decided = sorted((tid, meta) for table in list(tables.values())
-                     for tid, value in table.txn.states.items()
-                     if (meta := TxnMetadata.from_value(tid, value)).decided)
-    for _, meta in decided:
+    decided = [meta for table in list(tables.values())
+               for tid, value in sorted(table.txn.states.items())
+               if (meta := TxnMetadata.from_value(tid, value)).decided]
+    for meta in decided:
         result = rec.COMMIT if meta.state == PREPARE_COMMIT else rec.ABORT
         marker = rec.transaction_marker(0, meta.producer_id, meta.producer_epoch, result)
         for p in meta.partitions:
