@@ -52,6 +52,13 @@ log = logging.getLogger("offsetlog.transactions")
 MARKER_ATTRIBUTES = Attribute.TRANSACTIONAL | Attribute.CONTROL
 
 
+def completion_marker(meta: TxnMetadata) -> rec.Record:
+    """The marker that finishes ``meta``'s decided transaction (PrepareCommit / PrepareAbort)
+    in each log partition it touched, in a batch of ``MARKER_ATTRIBUTES``."""
+    result = rec.COMMIT if meta.state == PREPARE_COMMIT else rec.ABORT
+    return rec.transaction_marker(0, meta.producer_id, meta.producer_epoch, result)
+
+
 class Transactions(StorePart):
     """The store's part for transactions (KIP-98, KIP-447 fencing, KIP-939 prepare). It owns
     the per-id locks, the Complete records it owes and the producer id counter; it writes
@@ -301,9 +308,8 @@ class Transactions(StorePart):
             self.write_state(meta)
         if hook is not None:
             hook("decided", meta)
-        result = rec.COMMIT if meta.state == PREPARE_COMMIT else rec.ABORT
+        marker = completion_marker(meta)
         for p in meta.partitions:
-            marker = rec.transaction_marker(0, meta.producer_id, meta.producer_epoch, result)
             self._writer.submit_sync(
                 self._parts[p], QueueItem((marker,), now, attributes=MARKER_ATTRIBUTES,
                                         producer_id=meta.producer_id,

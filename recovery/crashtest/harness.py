@@ -56,13 +56,12 @@ from typing import Callable
 
 from offsetlog.compaction.cleaner import STEPS
 from offsetlog.log import naming
-from offsetlog.log import records as rec
 from offsetlog.recovery.crashtest import power_cut
 from offsetlog.recovery.crashtest.child import TOPIC_PARTITIONS, call_keys, group_of, load_workload
 from offsetlog.recovery.tools.inspect import scan
-from offsetlog.store.transactions import MARKER_ATTRIBUTES
+from offsetlog.store.transactions import MARKER_ATTRIBUTES, completion_marker
 from offsetlog.table.offset_table import OffsetTable
-from offsetlog.txn.state import PREPARE_COMMIT, TxnMetadata
+from offsetlog.txn.state import TxnMetadata
 
 #: offsets of cycle k start at k * CYCLE_STRIDE + 1, so they grow from cycle to cycle
 CYCLE_STRIDE = 10_000_000
@@ -211,8 +210,7 @@ def _as_open_completes(tables: dict[int, OffsetTable]) -> dict[int, OffsetTable]
                for tid, value in sorted(table.txn.states.items())
                if (meta := TxnMetadata.from_value(tid, value)).decided]
     for meta in decided:
-        result = rec.COMMIT if meta.state == PREPARE_COMMIT else rec.ABORT
-        marker = rec.transaction_marker(0, meta.producer_id, meta.producer_epoch, result)
+        marker = completion_marker(meta)
         for p in meta.partitions:
             table = tables.setdefault(p, OffsetTable())
             table.apply_batch(table.next_offset, (marker,), MARKER_ATTRIBUTES,
