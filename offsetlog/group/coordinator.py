@@ -401,7 +401,8 @@ class GroupCoordinator(RebalanceEngine):
             Empty without offsets, its group metadata (the group is dropped: Dead)
         """
         check_int("retention_ms", retention_ms)
-        out, now = self._begin(now_ms, request=False)
+        # (no deadline fires: the store's retention pass keeps only this Result's records)
+        out, now = self._begin(now_ms, request=False, fire=False)
         for gid in sorted(set(offsets) | set(self._groups)):
             entries = offsets.get(gid, {})
             view = self.retention_view(gid)
@@ -426,7 +427,8 @@ class GroupCoordinator(RebalanceEngine):
         :raises NonEmptyGroupError: the group has members or is rebalancing
         """
         check_str("group_id", group_id)
-        out, now = self._begin(now_ms, request=False)
+        # (no deadline fires: the store's delete keeps only this Result's records)
+        out, now = self._begin(now_ms, request=False, fire=False)
         group = self._groups.get(group_id)
         if group is None:
             return out

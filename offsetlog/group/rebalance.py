@@ -89,15 +89,19 @@ class RebalanceEngine:
         self._take_steady(keep_steady)
         return self._now
 
-    def _begin(self, now_ms: int, *, request: bool = True,
-               keep_steady: bool = False) -> tuple[Result, int]:
-        """Advance time, open the Result of this call and fire the deadlines that are due."""
+    def _begin(self, now_ms: int, *, request: bool = True, keep_steady: bool = False,
+               fire: bool = True) -> tuple[Result, int]:
+        """Advance time, open the Result of this call and fire the deadlines that are due
+        (not with ``fire=False``: a call whose caller keeps only the Result's records, where
+        the answers to parked requests that a deadline gives would be lost; they fire at the
+        next request or ``poll``)."""
         now = self._advance(now_ms, keep_steady=keep_steady)
         out = Result()
         if request:
             out.request_id = self._next_request_id
             self._next_request_id += 1
-        self._fire_due(now, out)
+        if fire:
+            self._fire_due(now, out)
         return out, now
 
     def _take_steady(self, keep: bool) -> None:
@@ -502,8 +506,9 @@ class RebalanceEngine:
         """Serve ``group`` (a consumer group whose members all speak the classic protocol now),
         given Stable with its members' assignments (its GROUP_METADATA value is the caller's),
         and start a rebalance, as Kafka does after a downgrade (not when a static member's
-        new process caused it: ``rebalance=False``)."""
-        out, now = self._begin(now_ms, request=False)
+        new process caused it: ``rebalance=False``). Due deadlines do not fire here: the
+        caller keeps no answers of this Result."""
+        out, now = self._begin(now_ms, request=False, fire=False)
         self._groups[group.group_id] = group
         for member in group.members.values():
             self._touch(group, member, now)

@@ -488,3 +488,22 @@ def test_arguments_of_the_wrong_type_raise():
         c.join_group("g", session_timeout_ms=10_000, protocols=[("range", "str")], now_ms=0)
     with pytest.raises(TypeError):
         c.heartbeat("g", member_id="m", generation_id=1, now_ms=1.5)
+
+
+@pytest.mark.parametrize("call", ["expire_offsets", "delete_group"])
+def test_calls_whose_caller_keeps_only_records_fire_no_deadline(h, call):
+    """The retention pass and a group's delete keep only their Result's records (the store's
+    deferred producers): a deadline they fired would lose its answers. The next poll fires
+    it, and answers the parked join."""
+    join = h.join("g", client_id="a")
+    assert join.responses == []  # parked for the initial delay
+    h.now += 3_000
+    if call == "expire_offsets":
+        result = h.coordinator.expire_offsets({}, now_ms=h.now, retention_ms=1)
+    else:
+        result = h.coordinator.delete_group("other", now_ms=h.now)
+    assert (result.records, result.responses) == ([], [])
+    assert h.describe("g").state == "PreparingRebalance"
+    h.advance(0)
+    assert h.answer(join.request_id).error is None
+    assert h.describe("g").state == "CompletingRebalance"
