@@ -99,10 +99,12 @@ class AsyncOffsetStore:
     # -- commits and reads -----------------------------------------------------------------
 
     async def commit(self, group_id: str, offsets: Offsets, *, generation_id: int = -1,
-                     member_id: str = "", group_instance_id: str | None = None) -> None:
+                     member_id: str = "", group_instance_id: str | None = None,
+                     retention_time_ms: int | None = None) -> None:
         """Commit and wait until durable per the fsync policy (``commit_sync`` semantics)."""
         fut = self.store.commit_async(group_id, offsets, generation_id=generation_id,
-                                      member_id=member_id, group_instance_id=group_instance_id)
+                                      member_id=member_id, group_instance_id=group_instance_id,
+                                      retention_time_ms=retention_time_ms)
         await asyncio.wrap_future(fut)
 
     #: the sync store's names for the same call

@@ -169,6 +169,19 @@ def check_time_ms(value, name: str = "now_ms") -> int:
     return int.__index__(value)
 
 
+def check_retention_time(value) -> int | None:
+    """``commit_sync(retention_time_ms=...)``: None (the store's retention rules) or an int of
+    milliseconds from 0 to 2**63 - 1, never a bool. Negative numbers are refused: -1 is
+    Kafka's "none" on the wire, and taken as a time it would expire the commit at once."""
+    if value is None:
+        return None
+    if not _is_int(value) or not 0 <= value <= MAX_TIME_MS:
+        raise InvalidArgumentError(
+            f"retention_time_ms must be None or an int of milliseconds from 0 to {MAX_TIME_MS}, "
+            f"not {value!r}")
+    return int.__index__(value)
+
+
 def check_timeout(timeout) -> float | None:
     """``commit_sync(timeout=...)``: None (wait as long as it takes) or a number of seconds
     >= 0. NaN and negative numbers are refused; infinity, or more than the platform can wait

@@ -40,23 +40,25 @@ impl CommitEntries {
 
     /// Commit `offsets` for `group_id` and return once durable: `OffsetStore.commit_sync`,
     /// which documents it. A simple consumer's call or a member's (`member_of`), with a
-    /// timeout the usual call takes (`route::checked_timeout`), is tried here; any other
-    /// goes to that method.
+    /// timeout the usual call takes (`route::checked_timeout`) and no `retention_time_ms`,
+    /// is tried here; any other goes to that method.
     #[pyo3(signature = (group_id, offsets, *, generation_id = Given::Absent,
                         member_id = Given::Absent, group_instance_id = Given::Absent,
-                        timeout = Given::Absent),
+                        timeout = Given::Absent, retention_time_ms = Given::Absent),
            text_signature = "(group_id, offsets, *, generation_id=-1, member_id='', \
-                             group_instance_id=None, timeout=None)")]
+                             group_instance_id=None, timeout=None, retention_time_ms=None)")]
     #[allow(clippy::too_many_arguments)] // OffsetStore.commit_sync's, as it has them
     fn commit_sync<'py>(&self, py: Python<'py>, group_id: &Bound<'py, PyAny>,
                         offsets: &Bound<'py, PyAny>, generation_id: Given<'py>,
                         member_id: Given<'py>, group_instance_id: Given<'py>,
-                        timeout: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
+                        timeout: Given<'py>, retention_time_ms: Given<'py>)
+                        -> PyResult<Bound<'py, PyAny>> {
         let member = [("generation_id", generation_id), ("member_id", member_id),
                       ("group_instance_id", group_instance_id)];
-        let checked = match &timeout {
-            Given::Absent => Some(py.None().into_bound(py)),
-            Given::Value(timeout) => route::checked_timeout(timeout)?,
+        let checked = match (&timeout, &retention_time_ms) {
+            (_, Given::Value(_)) => None,
+            (Given::Absent, Given::Absent) => Some(py.None().into_bound(py)),
+            (Given::Value(timeout), Given::Absent) => route::checked_timeout(timeout)?,
         };
         if let Some(timeout) = checked {
             let router = self.router.bind(py);
@@ -74,22 +76,25 @@ impl CommitEntries {
         }
         let [generation_id, member_id, group_instance_id] = member;
         pass_on(py, &self.sync_method, group_id, offsets,
-                [generation_id, member_id, group_instance_id, ("timeout", timeout)])
+                [generation_id, member_id, group_instance_id, ("timeout", timeout),
+                 ("retention_time_ms", retention_time_ms)])
     }
 
     /// Queue a commit and return a `Future` that resolves once it is durable:
-    /// `OffsetStore.commit_async`, which documents it. A call with no keyword argument but
-    /// `callback` is tried here; any other goes to that method.
+    /// `OffsetStore.commit_async`, which documents it. A simple consumer's call or a
+    /// member's (`member_of`), with no `retention_time_ms`, is tried here; any other goes to
+    /// that method.
     #[pyo3(signature = (group_id, offsets, *, callback = Given::Absent,
                         generation_id = Given::Absent, member_id = Given::Absent,
-                        group_instance_id = Given::Absent),
+                        group_instance_id = Given::Absent, retention_time_ms = Given::Absent),
            text_signature = "(group_id, offsets, *, callback=None, generation_id=-1, \
-                             member_id='', group_instance_id=None)")]
+                             member_id='', group_instance_id=None, retention_time_ms=None)")]
     #[allow(clippy::too_many_arguments)] // OffsetStore.commit_async's, as it has them
     fn commit_async<'py>(&self, py: Python<'py>, group_id: &Bound<'py, PyAny>,
                          offsets: &Bound<'py, PyAny>, callback: Given<'py>,
                          generation_id: Given<'py>, member_id: Given<'py>,
-                         group_instance_id: Given<'py>) -> PyResult<Bound<'py, PyAny>> {
+                         group_instance_id: Given<'py>, retention_time_ms: Given<'py>)
+                         -> PyResult<Bound<'py, PyAny>> {
         let member = [("generation_id", generation_id), ("member_id", member_id),
                       ("group_instance_id", group_instance_id)];
         let none = py.None().into_bound(py);
@@ -98,7 +103,9 @@ impl CommitEntries {
             Given::Absent => &none,
         };
         let router = self.router.bind(py);
-        let future = if Given::all_absent(&member) {
+        let future = if matches!(retention_time_ms, Given::Value(_)) {
+            None
+        } else if Given::all_absent(&member) {
             route::usual_async(router, group_id, offsets, None, callback_or_none)?
         } else {
             match member_of(&member)? {
@@ -112,7 +119,8 @@ impl CommitEntries {
         }
         let [generation_id, member_id, group_instance_id] = member;
         pass_on(py, &self.async_method, group_id, offsets,
-                [("callback", callback), generation_id, member_id, group_instance_id])
+                [("callback", callback), generation_id, member_id, group_instance_id,
+                 ("retention_time_ms", retention_time_ms)])
     }
 
     /// (the store holds this object and this object the store's methods: a cycle, which the

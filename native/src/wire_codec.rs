@@ -71,6 +71,8 @@ pub struct OffsetCommit {
     pub member_id: String,
     pub group_instance_id: Option<String>,
     pub topics: Vec<(String, Vec<Partition>)>,
+    /// versions 2-4: the commit's own retention (-1: none, and for every other version)
+    pub retention_time_ms: i64,
 }
 
 /// The request's API key and version (the first four bytes of every request header), if
@@ -116,6 +118,7 @@ pub fn decode_offset_commit(frame: &[u8]) -> Option<OffsetCommit> {
         topics: body.topics.iter().map(|t| (text(&t.name.0), t.partitions.iter().map(|p| (
             p.partition_index, p.committed_offset, p.committed_leader_epoch,
             p.committed_metadata.as_ref().map(text))).collect())).collect(),
+        retention_time_ms: body.retention_time_ms,
     })
 }
 
@@ -314,6 +317,11 @@ mod tests {
     };
 
     fn frame(version: i16, metadata: Option<&'static str>) -> Vec<u8> {
+        retained_frame(version, metadata, -1)
+    }
+
+    fn retained_frame(version: i16, metadata: Option<&'static str>, retention_time_ms: i64)
+                      -> Vec<u8> {
         let mut out = BytesMut::new();
         RequestHeader::default()
             .with_request_api_key(OFFSET_COMMIT)
@@ -326,6 +334,7 @@ mod tests {
             .with_group_id(GroupId(StrBytes::from_static_str("g")))
             .with_generation_id_or_member_epoch(3)
             .with_member_id(StrBytes::from_static_str("m"))
+            .with_retention_time_ms(retention_time_ms)
             .with_topics(vec![OffsetCommitRequestTopic::default()
                 .with_name(TopicName(StrBytes::from_static_str("t")))
                 .with_partitions(vec![OffsetCommitRequestPartition::default()
@@ -346,6 +355,19 @@ mod tests {
             assert_eq!((c.generation, c.member_id.as_str()), (3, "m"));
             let epoch = if version >= 6 { 5 } else { -1 };
             assert_eq!(c.topics, vec![("t".to_owned(), vec![(1, 42, epoch, Some("md".to_owned()))])]);
+        }
+    }
+
+    #[test]
+    fn versions_2_to_4_carry_the_retention_time() {
+        for version in 2..=4 {
+            for retention in [-1, 0, 5_000, i64::MAX, i64::MIN] {
+                let c = decode_offset_commit(&retained_frame(version, None, retention)).unwrap();
+                assert_eq!(c.retention_time_ms, retention);
+            }
+        }
+        for version in 5..=9 {  // (the field is gone: the crate encodes none)
+            assert_eq!(decode_offset_commit(&frame(version, None)).unwrap().retention_time_ms, -1);
         }
     }
 

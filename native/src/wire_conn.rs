@@ -43,14 +43,15 @@ fn wire_decode_safe() -> bool {
 
 /// An OffsetCommit frame (without its length) decoded, for the connections that answer in
 /// Python (TLS, SASL, an authorizer): `(correlation_id, client_id, version, group,
-/// generation, member, instance, topics)`, the topics as `Connection.offset_commit` gets
-/// them; None when the crate does not decode it whole.
+/// generation, member, instance, topics, retention_time_ms)`, the topics as
+/// `Connection.offset_commit` gets them; None when the crate does not decode it whole.
 #[pyfunction]
 fn decode_offset_commit<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let Some(c) = wire_codec::decode_offset_commit(frame) else { return Ok(None) };
     let topics = topic_list(py, &c)?;
     Ok(Some((c.correlation_id, &c.client_id, c.version, &c.group_id, c.generation,
-             &c.member_id, &c.group_instance_id, topics).into_pyobject(py)?))
+             &c.member_id, &c.group_instance_id, topics, c.retention_time_ms)
+            .into_pyobject(py)?))
 }
 
 /// The length-prefixed OffsetCommit response of `topics`, `[(name, [(partition, code)])]`
@@ -367,7 +368,8 @@ fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<
 fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> PyResult<Answer> {
     let topics = topic_list(py, &c)?;
     let result = conn.call_method1(pyo3::intern!(py, "offset_commit"), (
-        c.version, &c.group_id, c.generation, &c.member_id, &c.group_instance_id, topics))?;
+        c.version, &c.group_id, c.generation, &c.member_id, &c.group_instance_id, topics,
+        c.retention_time_ms))?;
     let answer: Vec<(String, Vec<(i32, i16)>)> = if result.is_none() {
         all_coded(&c, 0)
     } else {
@@ -387,7 +389,8 @@ fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> Py
 }
 
 /// A plain OffsetCommit (every partition of a known topic, an offset >= 0, metadata the
-/// store's limit surely holds, none twice; a simple consumer's or a member's) committed through the
+/// store's limit surely holds, none twice, no retention time of its own; a simple consumer's
+/// or a member's) committed through the
 /// store's native entry (`route::commit_plain`), with no Python call but a member's check
 /// (the coordinator's, under the partition lock): the answer. None, with nothing done, for
 /// any other request, or one the entry does not take (a group whose name the store has not
@@ -397,6 +400,9 @@ fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> Py
 /// `conn.commit_error`, as the Python path codes it.
 fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plain<'_>,
                 c: &OffsetCommit) -> PyResult<Option<Answer>> {
+    if c.retention_time_ms != -1 {
+        return Ok(None);
+    }
     let Some(entries) = plain_entries(py, topics, &c.topics)? else { return Ok(None) };
     let group = PyString::new(py, &c.group_id);
     let member = route::Member { generation: c.generation, member_id: &c.member_id,

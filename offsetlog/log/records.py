@@ -231,7 +231,8 @@ KEYS_CACHED = 8192
 
 
 def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata_max: int,
-                         keys: KeyCache | None = None, min_offset: int = 0) -> tuple[tuple, int]:
+                         keys: KeyCache | None = None, min_offset: int = 0,
+                         expire_timestamp: int | None = None) -> tuple[tuple, int]:
     """One commit call, checked: its offsets as flat ``(key, value, timestamp)`` triples (see
     ``records_from_fields``), in the caller's order, after every check of
     ``validation.check_offsets`` (which raises for the whole call), and an upper bound of
@@ -251,11 +252,14 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
 
     :param min_offset: the lowest offset accepted (``validation.check_offsets``); the usual
         call's one pass takes offsets from 0, anything lower goes through ``check_offsets``
+    :param expire_timestamp: epoch ms every offset of the call expires at, whatever the
+        group's state (``commit_sync(retention_time_ms=...)``); such a call takes the
+        ``check_offsets`` way
     :param keys: a cache of record keys (``_native.KeyCache``, holding ``KEYS_CACHED`` at
         most: a router's): the usual call takes its record keys ``[group, topic, partition]``
         from it, so the records of one key share one (read-only) list.
     """
-    if offsets.__class__ is dict:
+    if offsets.__class__ is dict and expire_timestamp is None:
         usual = plain_commit_fields(group_id, offsets, commit_timestamp, keys,
                                     PLAIN_COMMIT_BOUND, metadata_max, TopicPartition,
                                     OffsetAndMetadata)
@@ -264,7 +268,8 @@ def offset_commit_fields(group_id: str, offsets, commit_timestamp: int, metadata
                 raise call_too_large(usual[1], MAX_CALL_BYTES)
             return usual
     records = [offset_commit(0, group_id, topic, partition, offset, metadata=metadata,
-                             leader_epoch=epoch, commit_timestamp=commit_timestamp)
+                             leader_epoch=epoch, commit_timestamp=commit_timestamp,
+                             expire_timestamp=expire_timestamp)
                for topic, partition, offset, metadata, epoch
                in check_offsets(offsets, metadata_max=metadata_max, min_offset=min_offset)]
     if not records:

@@ -250,11 +250,11 @@ class Connection:
         return answer
 
     def offset_commit(self, version: int, group_id: str, generation: int, member_id: str,
-                      instance: str | None, topics):
+                      instance: str | None, topics, retention_time_ms: int):
         """(the native request loop) An OffsetCommit's fields, checked and committed
         (``offsets.commit_fields``)."""
         return commit_fields(self.ctx, version, group_id, generation, member_id, instance,
-                             topics)
+                             topics, retention_time_ms=retention_time_ms)
 
     def commit_error(self, version: int, group_id: str, error: Exception) -> int:
         """(the native request loop) The code of a plain commit the store refused

@@ -9,6 +9,7 @@ the group (fencing) apply to every partition of the call, as Kafka gives them.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import NamedTuple
 
 from offsetlog.errors import IllegalGenerationError, OffsetlogError
@@ -38,6 +39,8 @@ class OffsetCommitFields(NamedTuple):
     group_instance_id: str | None
     #: ``topic_fields``' shape
     topics: list
+    #: versions 2-4: the commit's own retention (``commit_retention``); -1 for none
+    retention_time_ms: int = -1
 
 
 def commit_answer(call: Call, topics, answer: list | None) -> bytes:
@@ -132,8 +135,18 @@ def group_error(ctx: Context, group_id: str) -> int:
     return E.NONE
 
 
+def commit_retention(retention_time_ms: int) -> dict:
+    """The store's keyword for OffsetCommit v2-4's ``retention_time_ms``: none for -1 (the
+    broker's retention), else the offsets' own expiry. Kafka stores commit time + the value
+    whatever its sign; a negative one is an expiry already past, the store's 0."""
+    if retention_time_ms == -1:
+        return {}
+    return {"retention_time_ms": max(retention_time_ms, 0)}
+
+
 def commit_fields(ctx: Context, version: int, group_id: str, generation: int, member_id: str,
-                  instance: str | None, topics, call: Call | None = None) -> list | None:
+                  instance: str | None, topics, call: Call | None = None,
+                  retention_time_ms: int = -1) -> list | None:
     """An OffsetCommit of its fields (``topic_fields``), checked and committed (this waits
     for the commit to be durable): None when every partition was committed, else
     ``answer_order``'s topics with their codes. Both ways a request comes here: decoded by
@@ -155,7 +168,7 @@ def commit_fields(ctx: Context, version: int, group_id: str, generation: int, me
         # Fencing is checked under the partition lock, so no generation change slips in
         # between the check and the write.
         store.commit_sync(group_id, good, generation_id=generation, member_id=member_id,
-                          group_instance_id=instance)
+                          group_instance_id=instance, **commit_retention(retention_time_ms))
     except Exception as error:
         return answer_order(topics, bad, commit_error_code(ctx, version, group_id, error))
     return answer_order(topics, bad, E.NONE) if bad else None
@@ -180,9 +193,12 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
     native = b.__class__ is OffsetCommitFields
     topics = b.topics if native else topic_fields(b.topics)
 
+    retention = b.retention_time_ms if native else _kio_retention(b)
+
     def commit():
         return commit_fields(ctx, call.version, b.group_id, int(b.generation_id_or_member_epoch),
-                             b.member_id, getattr(b, "group_instance_id", None), topics, call)
+                             b.member_id, getattr(b, "group_instance_id", None), topics, call,
+                             retention)
 
     def finish(outcome):
         answer = outcome.get()
@@ -194,6 +210,13 @@ def offset_commit(ctx: Context, call: Call, now_ms: int):
             dict(partition_index=p, error_code=code) for p, code in parts])
             for name, parts in answer])
     return run_blocking(commit, finish)
+
+
+def _kio_retention(body) -> int:
+    """A kio-decoded request's ``retention_time_ms`` (versions 2-4; kio reads it as a
+    ``timedelta``), or -1."""
+    retention = getattr(body, "retention_time", None)
+    return -1 if retention is None else retention // timedelta(milliseconds=1)
 
 
 def refused_commit(call: Call, code: int):

@@ -23,7 +23,7 @@ from offsetlog.log.records import offset_commit_fields
 from offsetlog.partitioner import partition_for
 from offsetlog.store.commit_queue import PartitionWriter
 from offsetlog.types import OffsetAndMetadata, TopicPartition
-from offsetlog.validation import check_group_id
+from offsetlog.validation import MAX_TIME_MS, check_group_id
 
 Check = Callable[[], None]
 Route = _native.Route
@@ -72,17 +72,21 @@ class CommitRouter(_native.RouterState):
         return route
 
     def check(self, group_id, offsets, generation_id, member_id, group_instance_id,
-              transactional: bool = False) -> tuple[PartitionWriter, tuple, int, int, Check]:
+              transactional: bool = False, retention_time_ms: int | None = None
+              ) -> tuple[PartitionWriter, tuple, int, int, Check]:
         """``(the group's PartitionWriter, the checked offsets as record fields, their size
         bound, now, precheck)``, where ``precheck`` is the fencing check to run under the
-        partition's lock. Raises for bad arguments; changes nothing."""
+        partition's lock. Raises for bad arguments; changes nothing. With
+        ``retention_time_ms`` (checked: ``check_retention_time``), the offsets' records carry
+        the expire timestamp ``now`` + that, at most ``MAX_TIME_MS``."""
         route = self.routes.get(group_id) if group_id.__class__ is str else None
         if route is None:  # (not cached: ``route`` makes and caches it, or raises)
             route = self.route(group_id)
         part = route.part
         now = self._clock()
+        expire = None if retention_time_ms is None else min(now + retention_time_ms, MAX_TIME_MS)
         fields, nbytes = offset_commit_fields(group_id, offsets, now, self._metadata_max,
-                                              self._keys, self._min_offset)
+                                              self._keys, self._min_offset, expire)
         precheck: Check = route
         if transactional or not (generation_id.__class__ is int and generation_id == -1
                                  and member_id == "" and group_instance_id is None):

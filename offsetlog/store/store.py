@@ -49,6 +49,7 @@ from offsetlog.validation import (
     MIN_OFFSET,
     check_group_id,
     check_partition_list,
+    check_retention_time,
     check_time_ms,
     check_timeout,
 )
@@ -208,7 +209,8 @@ class OffsetStore(GroupAndTransactionCalls):
 
     def commit_sync(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
                     *, generation_id: int = -1, member_id: str = "",
-                    group_instance_id: str | None = None, timeout: float | None = None) -> None:
+                    group_instance_id: str | None = None, timeout: float | None = None,
+                    retention_time_ms: int | None = None) -> None:
         """Commit ``offsets`` for ``group_id`` and return once durable per the fsync policy.
 
         All offsets of one call are applied atomically: after any crash, all or none. One
@@ -216,26 +218,34 @@ class OffsetStore(GroupAndTransactionCalls):
         by the coordinator, ``generation_id``, ``member_id`` and ``group_instance_id`` must
         name a current member (Kafka's checks, in Kafka's order).
 
+        ``retention_time_ms`` (OffsetCommit v2-4's field, the API before Kafka's KIP-211):
+        these offsets expire that long after this commit, by the clock, whatever their
+        group's state, where the retention pass looks at the group at all (docs/DESIGN.md,
+        "Groups, transactions, retention"); None: by the store's ``retention_ms`` rules.
+
         :raises InvalidCommitError: (and subclasses) bad arguments; nothing was written
+        :raises InvalidArgumentError: a bad ``timeout`` or ``retention_time_ms``
         :raises UnknownMemberIdError, IllegalGenerationError, FencedInstanceIdError,
             RebalanceInProgressError: the commit is fenced; nothing was written
         :raises StoreFailedError: an earlier write or fsync failed; reopen the store
         :raises CommitTimeoutError: ``timeout`` seconds passed first (the commit stays queued)
         """
         # the usual call in one native call (native/src/route.rs); any other: False
-        if not self._router.commit_sync(group_id, offsets, generation_id, member_id,
-                                        group_instance_id, timeout):
+        if retention_time_ms is not None or not self._router.commit_sync(
+                group_id, offsets, generation_id, member_id, group_instance_id, timeout):
             self._commit_sync_other(group_id, offsets, generation_id, member_id,
-                                    group_instance_id, timeout)
+                                    group_instance_id, timeout, retention_time_ms)
 
     def _commit_sync_other(self, group_id, offsets, generation_id, member_id,
-                           group_instance_id, timeout) -> None:
+                           group_instance_id, timeout, retention_time_ms=None) -> None:
         """``commit_sync`` of any call but the usual one."""
         timeout = timeout if timeout is None else check_timeout(timeout)
+        retention_time_ms = check_retention_time(retention_time_ms)
         if self._closed:  # _check_commit, inline (a call fewer per member's commit)
             raise StoreClosedError(f"{self.path}: the store is closed")
         part, fields, nbytes, now, precheck = self._router.check(
-            group_id, offsets, generation_id, member_id, group_instance_id)
+            group_id, offsets, generation_id, member_id, group_instance_id,
+            retention_time_ms=retention_time_ms)
         if fields:
             commit_lone(self._writer, part, fields, nbytes, now, timeout, precheck)
         else:  # nothing to write: the checks alone, a failed store included
@@ -246,7 +256,8 @@ class OffsetStore(GroupAndTransactionCalls):
     def commit_async(self, group_id: str,
                      offsets: Mapping[TopicPartition, OffsetAndMetadata | int], *,
                      callback: CommitCallback | None = None, generation_id: int = -1,
-                     member_id: str = "", group_instance_id: str | None = None) -> Future:
+                     member_id: str = "", group_instance_id: str | None = None,
+                     retention_time_ms: int | None = None) -> Future:
         """Queue a commit and return a ``Future`` that resolves once it is durable.
 
         The future is already running, so ``cancel()`` returns False: a queued commit is
@@ -258,25 +269,28 @@ class OffsetStore(GroupAndTransactionCalls):
         in completion order. Commits to one key are applied in call order, sync or async.
         Argument and fencing errors are raised here, at once, and nothing is queued; a store
         that has failed (``StoreFailedError``) fails the future and runs the callback.
+        ``retention_time_ms`` as ``commit_sync``'s.
         """
         # the usual call queued in one native call (native/src/route.rs); any other: None
-        future = self._router.commit_async(group_id, offsets, callback, generation_id,
-                                           member_id, group_instance_id)
+        future = None if retention_time_ms is not None else self._router.commit_async(
+            group_id, offsets, callback, generation_id, member_id, group_instance_id)
         if future is None:
             future = self._commit_async_other(group_id, offsets, callback, generation_id,
-                                              member_id, group_instance_id)
+                                              member_id, group_instance_id, retention_time_ms)
         return future
 
     def _commit_async_other(self, group_id, offsets, callback, generation_id, member_id,
-                            group_instance_id) -> Future:
+                            group_instance_id, retention_time_ms=None) -> Future:
         """``commit_async`` of any call but the usual one (or one that found the store failed
         or closing)."""
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
+        retention_time_ms = check_retention_time(retention_time_ms)
         if self._closed:  # _check_commit, inline (a call fewer per member's commit)
             raise StoreClosedError(f"{self.path}: the store is closed")
         part, fields, nbytes, now, precheck = self._router.check(
-            group_id, offsets, generation_id, member_id, group_instance_id)
+            group_id, offsets, generation_id, member_id, group_instance_id,
+            retention_time_ms=retention_time_ms)
         if not fields:  # nothing to write: the checks alone, a failed store included
             with part.lock:
                 precheck()

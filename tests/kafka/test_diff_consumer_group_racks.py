@@ -14,10 +14,9 @@ import socket
 
 import pytest
 
-from offsetlog.bench.kafka_broker import KafkaBroker, KafkaUnavailable
-from support.consumer_settle import DESCRIBE, Member, settle, wait_until_assignable
+from support.consumer_settle import DESCRIBE, Member, settle
+from support.kafka_broker import separate_targets
 from support.wire_raw import call
-from support.wire_server import Server, wait_until
 
 RACK = "rack-a"
 TOPICS = ["orders:4", "events:2"]
@@ -26,29 +25,10 @@ METADATA = 3
 
 @pytest.fixture(scope="module")
 def rack_targets(kafka_broker, tmp_path_factory):
-    """``(kafka port, offsetlog port)``, both nodes in ``RACK``. The session's broker (no
-    rack) is asked for first only so that a machine without Java skips here as there."""
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    broker = KafkaBroker(extra={"broker.rack": RACK})
-    try:
-        broker.start()
-    except KafkaUnavailable as e:
-        pytest.fail(f"a broker with broker.rack did not start: {e}")
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="rack-topics")
-    try:
-        admin.create_topics([NewTopic(n, int(c), 1) for n, c in
-                             (t.split(":") for t in TOPICS)], timeout_ms=30_000)
-        wait_until(lambda: {"orders", "events"} <= set(admin.list_topics()),
-                   what="topics on the rack broker")
-    finally:
-        admin.close()
-    wait_until_assignable(broker.port, TOPICS)
-    ours = Server(str(tmp_path_factory.mktemp("racks") / "store"), topics=TOPICS,
-                  config=[f"broker.rack={RACK}"]).start()
-    yield broker.port, ours.port
-    ours.stop()
-    broker.stop()
+    """``(kafka port, offsetlog port)``, both nodes in ``RACK``."""
+    with separate_targets(str(tmp_path_factory.mktemp("racks") / "store"), TOPICS,
+                          extra={"broker.rack": RACK}, config=[f"broker.rack={RACK}"]) as ports:
+        yield ports
 
 
 def _sock(port: int) -> socket.socket:

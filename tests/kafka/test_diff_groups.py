@@ -7,8 +7,23 @@ from __future__ import annotations
 import pytest
 
 from support.kafka_diff import at, compare
-from support.kafka_steps import (await_state, commit, Recv, Req, Send, describe, formed, heartbeat, join, join_body, leader_sync,
-                   leave, protocols, ref, sync)
+from support.kafka_steps import (
+    Recv,
+    Req,
+    Send,
+    await_state,
+    commit,
+    describe,
+    formed,
+    heartbeat,
+    join,
+    join_body,
+    leader_sync,
+    leave,
+    protocols,
+    ref,
+    sync,
+)
 
 JOIN_VERSIONS = range(0, 10)
 SYNC_VERSIONS = range(0, 6)

@@ -19,7 +19,7 @@ from kio.serial import entity_reader
 
 from offsetlog.log import _native
 from offsetlog.server.codec import read_header
-from offsetlog.server.offsets import topic_fields
+from offsetlog.server.offsets import _kio_retention, topic_fields
 from support.wire_raw import call, frame
 from support.wire_server import raw_socket
 
@@ -29,7 +29,8 @@ partitions = st.tuples(st.integers(0, 2**31 - 1), st.integers(-2**63, 2**63 - 1)
 topics = st.lists(st.tuples(names, st.lists(partitions, max_size=4)), max_size=4)
 
 
-def _request(version, group, generation, member, instance, topic_list, correlation_id=5):
+def _request(version, group, generation, member, instance, topic_list, correlation_id=5,
+             retention=-1):
     body = dict(group_id=group, generation_id_or_member_epoch=generation, member_id=member,
                 topics=[dict(name=n, partitions=[dict(
                     partition_index=p, committed_offset=o,
@@ -39,14 +40,14 @@ def _request(version, group, generation, member, instance, topic_list, correlati
     if version >= 7:
         body["group_instance_id"] = instance
     if 2 <= version <= 4:
-        body["retention_time_ms"] = -1
+        body["retention_time"] = retention  # (kio's name for retention_time_ms)
     return frame(8, version, correlation_id, **body)[4:]
 
 
 class KioCannotTell(Exception):
     """kio reads ``retention_time_ms`` (versions 2-4) as a ``timedelta``, which cannot hold
-    every int64 Kafka accepts there; neither offsetlog path uses the field, so such a frame
-    says nothing about the decoders."""
+    every int64 Kafka accepts there (the native decoder reads them all:
+    ``test_any_retention_time_is_read``), so such a frame says nothing about the two."""
 
 
 def _kio_fields(data: bytes):
@@ -68,18 +69,24 @@ def _kio_fields(data: bytes):
     return (header.correlation_id, header.client_id, version, body.group_id,
             int(body.generation_id_or_member_epoch), body.member_id,
             getattr(body, "group_instance_id", None),
-            [(n, [tuple(p) for p in parts]) for n, parts in topic_fields(body.topics)])
+            [(n, [tuple(p) for p in parts]) for n, parts in topic_fields(body.topics)],
+            _kio_retention(body))
+
+
+#: the retention times kio can write and read (a ``timedelta`` of milliseconds)
+retentions = st.just(-1) | st.integers(-2**46, 2**46)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(2, 9), names, st.integers(-2**31, 2**31 - 1), names, st.none() | names,
-       topics)
+       topics, retentions)
 def test_native_and_kio_decode_every_request_alike(version, group, generation, member,
-                                                   instance, topic_list):
-    data = _request(version, group, generation, member, instance, topic_list)
+                                                   instance, topic_list, retention):
+    data = _request(version, group, generation, member, instance, topic_list,
+                    retention=retention)
     native = _native.decode_offset_commit(data)
     assert native is not None
-    assert _normal(native) == _kio_fields(data)
+    assert _commit_normal(native) == _kio_fields(data)
 
 
 def _normal(fields):
@@ -90,11 +97,20 @@ def _normal(fields):
     return (*head, [(n, [tuple(p) for p in parts]) for n, parts in ts])
 
 
+def _commit_normal(fields):
+    """``_normal`` of an OffsetCommit's fields, which end in ``retention_time_ms``."""
+    if fields is None:
+        return None
+    *rest, retention = fields
+    return (*_normal(rest), retention)
+
+
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(2, 9), topics, st.data())
 def test_mutated_frames_decode_alike_or_go_to_python(version, topic_list, data):
     whole = _request(version, "group", 1, "member", None, topic_list)
-    _decoded_alike_when_mutated(whole, data, _native.decode_offset_commit, _kio_fields, _normal)
+    _decoded_alike_when_mutated(whole, data, _native.decode_offset_commit, _kio_fields,
+                               _commit_normal)
 
 
 def _decoded_alike_when_mutated(whole: bytes, data, native_decode, kio_decode,
@@ -117,14 +133,16 @@ def _decoded_alike_when_mutated(whole: bytes, data, native_decode, kio_decode,
 
 @pytest.mark.parametrize("version", [2, 3, 4])
 @pytest.mark.parametrize("retention", [0, 2**56 - 1, 2**63 - 1, -2**63])
-def test_any_retention_time_is_read_and_ignored_as_by_the_python_path(version, retention):
+def test_any_retention_time_is_read(version, retention):
     """Versions 2-4 carry ``retention_time_ms``, an int64 Kafka accepts whatever its value
-    (kio cannot read the largest: ``KioCannotTell``); neither path uses it."""
+    (kio cannot read the largest: ``KioCannotTell``): the native decoder gives it last."""
     good = _request(version, "group", 1, "member", None, [("orders", [(0, 1, -1, None)])])
     at = good.index(b"member") + len("member")
     assert good[at:at + 8] == b"\xff" * 8  # the -1 the request was framed with
     other = good[:at] + struct.pack(">q", retention) + good[at + 8:]
-    assert _native.decode_offset_commit(other) == _native.decode_offset_commit(good) is not None
+    *fields, minus_one = _native.decode_offset_commit(good)
+    assert minus_one == -1
+    assert _native.decode_offset_commit(other) == (*fields, retention)
 
 
 def test_frames_of_other_apis_and_versions_go_to_python():

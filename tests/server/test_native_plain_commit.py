@@ -39,10 +39,13 @@ class Conn:
     def __init__(self, store: OffsetStore) -> None:
         self.store = store
         self.python_commits = 0
+        self.retention_times: list[int] = []
         self.errors: list[Exception] = []
 
-    def offset_commit(self, version, group_id, generation, member_id, instance, topics):
+    def offset_commit(self, version, group_id, generation, member_id, instance, topics,
+                      retention_time_ms):
         self.python_commits += 1
+        self.retention_times.append(retention_time_ms)
         self.store.commit_sync(group_id, {
             TopicPartition(name, p): offset for name, parts in topics
             for p, offset, _epoch, _metadata in parts}, generation_id=generation,
@@ -73,9 +76,10 @@ def loop(tmp_path):
         store.close()
 
 
-def _commit(sock, group_id, parts, version=8, topic="orders", generation=-1, member=""):
+def _commit(sock, group_id, parts, version=8, topic="orders", generation=-1, member="",
+            retention=-1):
     r = call(sock, 8, version, group_id=group_id, generation_id_or_member_epoch=generation,
-             member_id=member, group_instance_id=None,
+             member_id=member, group_instance_id=None, retention_time=retention,
              topics=[dict(name=topic, partitions=[dict(
                  partition_index=p, committed_offset=o, committed_leader_epoch=e,
                  committed_metadata=m) for p, o, e, m in parts])])
@@ -128,6 +132,7 @@ def test_metadata_and_leader_epochs_take_no_python_call(loop):
     ("an unknown topic", [(0, 7, -1, None)], {"topic": "nope"}),
     ("a partition past the topic's count", [(4, 7, -1, None)], {}),
     ("a partition named twice", [(1, 7, -1, None), (1, 8, -1, None)], {}),
+    ("a retention time of its own (v2-4)", [(0, 7, -1, None)], {"version": 2, "retention": 0}),
 ])
 def test_anything_else_takes_the_python_path(loop, why, parts, kw):
     store, conn, sock = loop
@@ -136,6 +141,17 @@ def test_anything_else_takes_the_python_path(loop, why, parts, kw):
     before = conn.python_commits
     _commit(sock, group, parts, **kw)
     assert conn.python_commits == before + 1, why
+    assert conn.retention_times[-1] == kw.get("retention", -1)
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_versions_2_to_4_without_a_retention_time_commit_natively(loop, version):
+    store, conn, sock = loop
+    group = _group()
+    _commit(sock, group, [(0, 1, -1, None)], version=version)
+    assert _commit(sock, group, [(0, 2, -1, None)], version=version, retention=-1) == [(0, 0)]
+    assert conn.python_commits == 1
+    assert conn.retention_times == [-1]
 
 
 def test_a_fenced_plain_commit_is_answered_as_the_python_path_codes_it(loop):

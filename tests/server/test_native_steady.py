@@ -60,7 +60,8 @@ class Conn:
         return heartbeat_code(self.ctx, HeartbeatFields(group_id, generation, member_id,
                                                         instance))
 
-    def offset_commit(self, version, group_id, generation, member_id, instance, topics):
+    def offset_commit(self, version, group_id, generation, member_id, instance, topics,
+                      retention_time_ms):
         """(``Connection.offset_commit``'s answer: None, every partition committed, or each
         topic's partitions with their codes)"""
         self.python_commits += 1

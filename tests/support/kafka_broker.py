@@ -13,6 +13,7 @@ answers UNKNOWN_TOPIC_OR_PARTITION for topics it lacks; the wire server's ``--to
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -108,6 +109,42 @@ def kafka_acl_broker():
         _unavailable(str(e))
     yield broker
     broker.stop()
+
+
+@contextlib.contextmanager
+def separate_targets(directory: str, topics: list[str], *, extra: dict, config: list[str]):
+    """``(kafka port, offsetlog port)`` of a broker of its own, started with ``extra`` (broker
+    properties), and an ``offsetlog serve`` in ``directory`` with ``config`` (``--config``),
+    both with ``topics`` ("name:N"), ready for clients: for cases whose settings would change
+    what the session's shared pair answers to every other case. Ask for the session's
+    ``kafka_broker`` first, so that a machine without Java skips as there."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from support.consumer_settle import wait_until_assignable
+    from support.wire_server import Server, wait_until
+
+    broker = KafkaBroker(extra=extra)
+    try:
+        broker.start()
+    except KafkaUnavailable as e:
+        pytest.fail(f"a broker with {extra} did not start: {e}")
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="own-topics")
+        try:
+            admin.create_topics([NewTopic(n, int(c), 1) for n, c in
+                                 (t.split(":") for t in topics)], timeout_ms=30_000)
+            wait_until(lambda: {t.split(":")[0] for t in topics} <= set(admin.list_topics()),
+                       what="topics on the broker of its own")
+        finally:
+            admin.close()
+        wait_until_assignable(broker.port, topics)
+        ours = Server(directory, topics=topics, config=config).start()
+        try:
+            yield broker.port, ours.port
+        finally:
+            ours.stop()
+    finally:
+        broker.stop()
 
 
 def kafka_tools() -> tuple[str, str]:

@@ -77,9 +77,10 @@ def formed(g, v=5, who="m", conn="a", **kw):
 
 
 def commit_body(g, *, gen=-1, member="", inst=None, topic="orders", partition=0, offset=7,
-                metadata="", epoch=-1):
+                metadata="", epoch=-1, retention=-1):
+    """``retention``: versions 2-4's ``retention_time_ms`` (kio's ``retention_time``)."""
     return dict(group_id=g, generation_id_or_member_epoch=gen, generation_id=gen,
-                member_id=member, group_instance_id=inst, retention_time=-1,
+                member_id=member, group_instance_id=inst, retention_time=retention,
                 topics=[dict(name=topic, partitions=[dict(
                     partition_index=partition, committed_offset=offset,
                     committed_leader_epoch=epoch, committed_metadata=metadata,

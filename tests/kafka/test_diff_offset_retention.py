@@ -1,0 +1,81 @@
+"""Apache Kafka as the judge of OffsetCommit v2-4's ``retention_time_ms``: an offset committed
+with one expires at commit time + it, by the pre-KIP-211 rule, where the retention pass may
+expire its group's offsets at all. Both targets run the pass every half second
+(``RETENTION_CHECK``), a pair of their own: the pass deletes any group Empty without
+offsets, such as one between a KIP-394 JoinGroup and its member's second, which would make
+the shared pair's cases race with it. Each case waits for an expiry it expects with a
+``Poll``, and reads what stayed afterwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.kafka_broker import separate_targets
+from support.kafka_diff import Poll, compare
+from support.kafka_steps import commit, describe, fetch, fetch_body, formed, leave, ref
+
+OLD_COMMIT_VERSIONS = (2, 3, 4)
+TOPICS = ["orders:4", "events:2"]
+RETENTION_CHECK = "offsets.retention.check.interval.ms"
+
+
+@pytest.fixture(scope="module")
+def targets(kafka_broker, tmp_path_factory):
+    """``(kafka port, offsetlog port)`` with the retention pass every half second."""
+    with separate_targets(str(tmp_path_factory.mktemp("retention") / "store"), TOPICS,
+                          extra={RETENTION_CHECK: 500}, config=[f"{RETENTION_CHECK}=500"]
+                          ) as ports:
+        yield ports
+
+
+def _offsets(answer) -> dict:
+    """``{(topic, partition): committed offset}`` of an OffsetFetch v5 answer."""
+    return {(t.name, int(p.partition_index)): int(p.committed_offset)
+            for t in answer.topics for p in t.partitions}
+
+
+def until_gone(g, topic, partition, topics):
+    """OffsetFetch v5 of ``topics`` until ``(topic, partition)`` has no offset."""
+    return Poll(9, 5, fetch_body(g, topics),
+                until=lambda r: _offsets(r)[(topic, partition)] == -1, timeout=30)
+
+
+@pytest.mark.parametrize("v", OLD_COMMIT_VERSIONS)
+def test_a_standalone_commit_expires_by_its_own_retention_time(targets, gid, v):
+    """Retention 0 and a negative one (both a time already past) expire at the next pass;
+    an hour's and none (-1: the broker's seven days) stay."""
+    topics = (("orders", [0, 1, 2, 3]),)
+    steps = [commit(gid, v, partition=0, offset=10, retention=0),
+             commit(gid, v, partition=1, offset=11, retention=-5_000),
+             commit(gid, v, partition=2, offset=12, retention=3_600_000),
+             commit(gid, v, partition=3, offset=13),
+             until_gone(gid, "orders", 0, topics),
+             until_gone(gid, "orders", 1, topics),
+             fetch(gid, 5, topics=topics)]
+    kafka = compare(*targets, steps)
+    offsets = {p["partition_index"]: p["committed_offset"]
+               for p in kafka[-1]["topics"][0]["partitions"]}
+    assert offsets == {0: -1, 1: -1, 2: 12, 3: 13}
+
+
+@pytest.mark.parametrize("v", OLD_COMMIT_VERSIONS)
+def test_a_stable_groups_subscribed_offsets_wait_until_it_is_empty(targets, gid, v):
+    """A Stable consumer group (subscribed to "orders" alone) loses at once the offset of
+    a topic no member subscribes to, keeps the subscribed one while Stable, and loses it
+    once its member left: then the group, empty and offset-less, is deleted too."""
+    topics = (("orders", [0]), ("events", [0]))
+    member = dict(gen=ref("m_gen"), member=ref("m"), retention=0)
+    steps = formed(gid, 5) + [
+        commit(gid, v, topic="orders", offset=20, **member),
+        commit(gid, v, topic="events", offset=21, **member),
+        until_gone(gid, "events", 0, topics),
+        fetch(gid, 5, topics=topics),
+        leave(gid, 3),
+        until_gone(gid, "orders", 0, topics),
+        Poll(15, 5, dict(groups=[gid], include_authorized_operations=False),
+             until=lambda r: str(r.groups[0].group_state) == "Dead", timeout=30),
+        describe(gid, 5)]
+    kafka = compare(*targets, steps)
+    stable = {t["name"]: t["partitions"][0]["committed_offset"]
+              for t in kafka[len(formed(gid, 5)) + 3]["topics"]}
+    assert stable == {"orders": 20, "events": -1}
