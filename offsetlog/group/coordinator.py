@@ -42,7 +42,7 @@ records of one Result are one batch for that partition. States and transitions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from offsetlog.errors import InvalidGroupIdError, RebalanceInProgressError, UnknownMemberIdError
 from offsetlog.group.arguments import (
@@ -389,7 +389,8 @@ class GroupCoordinator(RebalanceEngine):
 
     def expire_offsets(self, offsets: Mapping[str, Mapping[tuple[str, int], tuple]], *,
                        now_ms: int, retention_ms: int,
-                       pending: Mapping[str, set] | None = None) -> Result:
+                       pending: Mapping[str, set] | None = None,
+                       others: Callable[[str], RetentionView | None] | None = None) -> Result:
         """The retention pass for this log partition (KIP-211 rules: ``offsetlog.group.expiry``).
 
         :param offsets: group -> ``(topic, partition)`` -> table entry, i.e. the partition
@@ -397,6 +398,9 @@ class GroupCoordinator(RebalanceEngine):
         :param pending: group -> the ``(topic, partition)``s with pending transactional
             offsets (a set, or a mapping keyed by them, e.g. ``table.txn.keys``): those keys
             never expire, and a group with any is never deleted (Kafka's rule)
+        :param others: the view of a group this coordinator does not hold, or None for none
+            (the partition's consumer-protocol groups: ``Migration.expire_offsets``); a group
+            neither holds is standalone
         :return: a Result whose records tombstone the expired offsets and, for every group left
             Empty without offsets, its group metadata (the group is dropped: Dead)
         """
@@ -405,7 +409,11 @@ class GroupCoordinator(RebalanceEngine):
         out, now = self._begin(now_ms, request=False, fire=False)
         for gid in sorted(set(offsets) | set(self._groups)):
             entries = offsets.get(gid, {})
-            view = self.retention_view(gid)
+            view = None
+            if others is not None and gid not in self._groups:
+                view = others(gid)
+            if view is None:
+                view = self.retention_view(gid)
             open_tps = pending.get(gid) if pending else None
             gone = expired_offsets(view, entries, now, retention_ms)
             if open_tps:

@@ -63,6 +63,13 @@ class RetentionView:
                    group.subscribed_topics())
 
     @classmethod
+    def of_consumer_group(cls, subscribed_topics: Iterable[str]) -> "RetentionView":
+        """A consumer-protocol (KIP-848) group, in any state: Kafka's rule for those is a
+        Stable classic consumer group's, offsets of topics no member subscribes to expiring
+        ``retention_ms`` after their last commit (an Empty group subscribes to none)."""
+        return cls(STABLE, CONSUMER, None, frozenset(subscribed_topics))
+
+    @classmethod
     def of_value(cls, value: dict | None) -> "RetentionView":
         """The view of a group as its GROUP_METADATA value (None: no metadata) describes it."""
         if value is None:

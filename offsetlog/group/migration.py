@@ -51,13 +51,19 @@ from offsetlog.group.consumer.member import STABLE, ClassicMetadata, ConsumerMem
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from offsetlog.group.coordinator import GroupCoordinator
 from offsetlog.group.errors import GroupIdNotFoundError
+from offsetlog.group.expiry import RetentionView
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member
 from offsetlog.group.responses import MemberIdentity, Result
 from offsetlog.group.schema import group_value
 from offsetlog.group.state import EMPTY
 from offsetlog.group.state import STABLE as CLASSIC_STABLE
-from offsetlog.log.records import CONSUMER_GROUP_KINDS, consumer_group_record, group_metadata
+from offsetlog.log.records import (
+    CONSUMER_GROUP_KINDS,
+    OFFSET_COMMIT,
+    consumer_group_record,
+    group_metadata,
+)
 
 
 def log_records(records: Iterable[tuple], start: int = 0) -> list:
@@ -296,3 +302,39 @@ class Migration:
             self.consumer, group, request_id=out.request_id, members=idents, records=records))
         return self._finish(out, records)
 
+
+    # -- retention -----------------------------------------------------------------------
+
+    def expire_offsets(self, offsets: Mapping[str, Mapping[tuple[str, int], tuple]], *,
+                       now_ms: int, retention_ms: int,
+                       pending: Mapping[str, set] | None = None) -> Result:
+        """The retention pass of the partition's groups of both kinds
+        (``GroupCoordinator.expire_offsets``'s arguments). A consumer group's offsets of
+        topics no member subscribes to expire ``retention_ms`` after their last commit, in
+        any state (``RetentionView.of_consumer_group``: Kafka's ``ConsumerGroup``); an Empty
+        consumer group left without offsets, and without pending transactional ones, is
+        deleted (its tombstones: Kafka's ``maybeDeleteGroup``). No deadline fires here (the
+        caller keeps only the records), of either coordinator."""
+        consumer = self.consumer
+
+        def view(group_id: str) -> RetentionView | None:
+            group = consumer.group(group_id)
+            return None if group is None else RetentionView.of_consumer_group(
+                group.subscribed_topics())
+
+        out = self.classic.expire_offsets(offsets, now_ms=now_ms, retention_ms=retention_ms,
+                                          pending=pending, others=view)
+        expired: dict[str, int] = {}
+        for record in out.records:
+            if record[1] == OFFSET_COMMIT and record[4] is None:
+                expired[record[3][0]] = expired.get(record[3][0], 0) + 1
+        tombstones: list = []
+        for group_id, group in sorted(consumer.groups.items()):
+            left = len(offsets.get(group_id, ())) - expired.get(group_id, 0)
+            if group.members or left or (pending and pending.get(group_id)):
+                continue
+            tombstones.extend(group_tombstones(group))
+            consumer.drop(group_id)
+        if tombstones:
+            out.records = _renumbered(out.records + log_records(tombstones))
+        return out

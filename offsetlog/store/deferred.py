@@ -15,6 +15,7 @@ from typing import Callable
 from offsetlog.errors import TopicAlreadyExistsError
 from offsetlog.group import GroupCoordinator
 from offsetlog.group.errors import GroupIdNotFoundError
+from offsetlog.group.migration import Migration
 from offsetlog.log import records as rec
 from offsetlog.table import OffsetTable
 from offsetlog.types import TopicPartition
@@ -51,14 +52,15 @@ def group_delete(coordinator: GroupCoordinator, group_id: str, now_ms: int) -> P
     return tombstones
 
 
-def expiry(coordinator: GroupCoordinator, now_ms: int, retention_ms: int) -> Producer:
-    """The retention pass of one partition (KIP-211): standalone groups expire from their
-    commits; managed groups by state (Empty since when, subscribed topics), and emptied
-    groups are deleted. Keys with pending transactional offsets, and groups holding any, are
-    left alone until their transactions complete."""
+def expiry(groups: Migration, now_ms: int, retention_ms: int) -> Producer:
+    """The retention pass of one partition (KIP-211), over ``groups``, its classic and its
+    consumer-protocol groups: standalone groups expire from their commits; classic groups by
+    state (Empty since when, subscribed topics), consumer groups by their subscribed topics;
+    emptied groups are deleted. Keys with pending transactional offsets, and groups holding
+    any, are left alone until their transactions complete."""
     def expire(table: OffsetTable) -> tuple:
-        result = coordinator.expire_offsets(table.offsets, now_ms=now_ms,
-                                            retention_ms=retention_ms, pending=table.txn.keys)
+        result = groups.expire_offsets(table.offsets, now_ms=now_ms,
+                                       retention_ms=retention_ms, pending=table.txn.keys)
         return tuple(result.records)
     return expire
 

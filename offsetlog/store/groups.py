@@ -71,6 +71,11 @@ class Groups(StorePart):
         #: has the group, and groups change protocol (offsetlog.group.migration)
         self._migrations = self.consumer.migrations
 
+    def migration(self, part: PartitionWriter) -> Migration:
+        """``part``'s classic and consumer-protocol coordinators, linked (the retention
+        pass judges the groups of both)."""
+        return self._migrations[part.index]
+
     def _part_of(self, group_id: str) -> PartitionWriter:
         return self._parts[partition_for(check_group_id(group_id), len(self._parts))]
 

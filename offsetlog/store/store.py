@@ -416,7 +416,8 @@ class OffsetStore(GroupAndTransactionCalls):
         for part in self._parts:
             if not part.table.offsets:
                 continue
-            item = QueueItem(None, now, deferred=deferred.expiry(part.coordinator, now, retention))
+            item = QueueItem(None, now, deferred=deferred.expiry(
+                self._groups.migration(part), now, retention))
             self._writer.submit_sync(part, item, None)
             total += sum(1 for r in item.records or () if r[1] == rec.OFFSET_COMMIT)
         if total:
