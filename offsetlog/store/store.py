@@ -414,8 +414,9 @@ class OffsetStore(GroupAndTransactionCalls):
         retention = self.config.retention_ms
         total = 0
         for part in self._parts:
-            if not part.table.offsets:
-                continue
+            table = part.table
+            if not (table.offsets or table.group_metadata or table.consumer_groups):
+                continue  # (nothing to expire, no group to delete: no item in its queue)
             item = QueueItem(None, now, deferred=deferred.expiry(
                 self._groups.migration(part), now, retention))
             self._writer.submit_sync(part, item, None)

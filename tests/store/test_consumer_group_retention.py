@@ -88,3 +88,12 @@ def test_an_empty_group_expires_by_commit_time_and_is_then_deleted(store_dir, cl
     with open_store(store_dir, clock=clock, partitions=1) as s:
         assert s.consumer_groups.describe("g") is None  # the tombstones hold on reopen
         assert s.groups() == []
+
+
+def test_an_empty_group_that_never_committed_is_deleted_at_the_next_pass(store_dir, clock):
+    """Even in a log partition holding no offset at all, where the pass once did nothing."""
+    with open_store(store_dir, clock=clock, partitions=1, retention_ms=RETENTION) as s:
+        Member(s).leave()
+        assert s.consumer_groups.describe("g").state() == "Empty"
+        assert s.expire_offsets() == 0
+        assert s.consumer_groups.describe("g") is None
