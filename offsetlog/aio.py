@@ -102,9 +102,11 @@ class AsyncOffsetStore:
                      member_id: str = "", group_instance_id: str | None = None,
                      retention_time_ms: int | None = None) -> None:
         """Commit and wait until durable per the fsync policy (``commit_sync`` semantics)."""
+        # (the keyword only when given: a call with it takes the store's Python path)
+        extra = {} if retention_time_ms is None else {"retention_time_ms": retention_time_ms}
         fut = self.store.commit_async(group_id, offsets, generation_id=generation_id,
                                       member_id=member_id, group_instance_id=group_instance_id,
-                                      retention_time_ms=retention_time_ms)
+                                      **extra)
         await asyncio.wrap_future(fut)
 
     #: the sync store's names for the same call

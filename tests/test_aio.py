@@ -186,3 +186,15 @@ def test_groups_and_transactions_awaited(store_dir, clock):
             assert s.stats() and s.partition_of("g") in range(s.partitions)
 
     asyncio.run(main())
+
+
+def test_commit_with_a_retention_time_of_its_own(store_dir, clock):
+    async def main():
+        async with await AsyncOffsetStore.open(store_dir, clock=clock, retention_ms=86_400_000,
+                                               retention_check_interval_ms=0) as s:
+            await s.commit("g", {TP: 1}, retention_time_ms=60_000)
+            await s.commit("h", {TP: 2})
+            clock.advance(60_000)
+            assert await s.expire_offsets() == 1
+            assert await s.fetch("g") == {} and await s.fetch("h") == {TP: OffsetAndMetadata(2)}
+    asyncio.run(main())
