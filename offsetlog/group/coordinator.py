@@ -390,7 +390,8 @@ class GroupCoordinator(RebalanceEngine):
     def expire_offsets(self, offsets: Mapping[str, Mapping[tuple[str, int], tuple]], *,
                        now_ms: int, retention_ms: int,
                        pending: Mapping[str, set] | None = None,
-                       others: Callable[[str], RetentionView | None] | None = None) -> Result:
+                       others: Callable[[str], RetentionView | None] | None = None,
+                       delete_groups: bool = True) -> Result:
         """The retention pass for this log partition (KIP-211 rules: ``offsetlog.group.expiry``).
 
         :param offsets: group -> ``(topic, partition)`` -> table entry, i.e. the partition
@@ -401,6 +402,9 @@ class GroupCoordinator(RebalanceEngine):
         :param others: the view of a group this coordinator does not hold, or None for none
             (the partition's consumer-protocol groups: ``Migration.expire_offsets``); a group
             neither holds is standalone
+        :param delete_groups: False: expire offsets only, and delete no emptied group (the
+            store's pass when calls already computed are queued behind it, whose records
+            would land after the group's tombstone)
         :return: a Result whose records tombstone the expired offsets and, for every group left
             Empty without offsets, its group metadata (the group is dropped: Dead)
         """
@@ -421,7 +425,7 @@ class GroupCoordinator(RebalanceEngine):
             for topic, partition in gone:
                 out.records.append(offset_tombstone(len(out.records), gid, topic, partition))
             group = self._groups.get(gid)
-            if (group is not None and not open_tps
+            if (delete_groups and group is not None and not open_tps
                     and should_delete_group(view, len(entries) - len(gone))):
                 self._delete(group, now, out)
         return out

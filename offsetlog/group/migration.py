@@ -307,7 +307,8 @@ class Migration:
 
     def expire_offsets(self, offsets: Mapping[str, Mapping[tuple[str, int], tuple]], *,
                        now_ms: int, retention_ms: int,
-                       pending: Mapping[str, set] | None = None) -> Result:
+                       pending: Mapping[str, set] | None = None,
+                       delete_groups: bool = True) -> Result:
         """The retention pass of the partition's groups of both kinds
         (``GroupCoordinator.expire_offsets``'s arguments). A consumer group's offsets of
         topics no member subscribes to expire ``retention_ms`` after their last commit, in
@@ -323,7 +324,10 @@ class Migration:
                 group.subscribed_topics())
 
         out = self.classic.expire_offsets(offsets, now_ms=now_ms, retention_ms=retention_ms,
-                                          pending=pending, others=view)
+                                          pending=pending, others=view,
+                                          delete_groups=delete_groups)
+        if not delete_groups:
+            return out
         expired: dict[str, int] = {}
         for record in out.records:
             if record[1] == OFFSET_COMMIT and record[4] is None:

@@ -52,15 +52,24 @@ def group_delete(coordinator: GroupCoordinator, group_id: str, now_ms: int) -> P
     return tombstones
 
 
-def expiry(groups: Migration, now_ms: int, retention_ms: int) -> Producer:
+def expiry(groups: Migration, now_ms: int, retention_ms: int,
+           queued_behind: Callable[[], bool]) -> Producer:
     """The retention pass of one partition (KIP-211), over ``groups``, its classic and its
     consumer-protocol groups: standalone groups expire from their commits; classic groups by
     state (Empty since when, subscribed topics), consumer groups by their subscribed topics;
     emptied groups are deleted. Keys with pending transactional offsets, and groups holding
-    any, are left alone until their transactions complete."""
+    any, are left alone until their transactions complete.
+
+    The coordinators have already computed every call queued behind the pass, and their
+    records are still to be written, after the pass's. So while ``queued_behind()``, no
+    group is deleted (the next pass does it): the leave that emptied a group could otherwise
+    write its record after the group's tombstone, and a replay bring the group back that the
+    live coordinator had dropped. An offset's tombstone is safe either way: a commit queued
+    behind it is newer."""
     def expire(table: OffsetTable) -> tuple:
         result = groups.expire_offsets(table.offsets, now_ms=now_ms,
-                                       retention_ms=retention_ms, pending=table.txn.keys)
+                                       retention_ms=retention_ms, pending=table.txn.keys,
+                                       delete_groups=not queued_behind())
         return tuple(result.records)
     return expire
 

@@ -418,7 +418,8 @@ class OffsetStore(GroupAndTransactionCalls):
             if not (table.offsets or table.group_metadata or table.consumer_groups):
                 continue  # (nothing to expire, no group to delete: no item in its queue)
             item = QueueItem(None, now, deferred=deferred.expiry(
-                self._groups.migration(part), now, retention))
+                self._groups.migration(part), now, retention,
+                lambda p=part: bool(p.queue)))  # (called with part.lock held)
             self._writer.submit_sync(part, item, None)
             total += sum(1 for r in item.records or () if r[1] == rec.OFFSET_COMMIT)
         if total:

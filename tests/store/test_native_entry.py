@@ -188,7 +188,7 @@ def _outcome(call):
     outcome once resolved)."""
     try:
         result = call()
-    except TypeError as e:  # (argument binding: worded by CPython or by PyO3)
+    except TypeError:  # (argument binding: worded by CPython or by PyO3)
         return ("raised", TypeError)
     except Exception as e:  # noqa: BLE001 - the outcome itself is what is compared
         return ("raised", type(e), str(e))
