@@ -47,7 +47,8 @@ def _request(version, group, generation, member, instance, topic_list, correlati
 class KioCannotTell(Exception):
     """kio reads ``retention_time_ms`` (versions 2-4) as a ``timedelta``, which cannot hold
     every int64 Kafka accepts there (the native decoder reads them all:
-    ``test_any_retention_time_is_read``), so such a frame says nothing about the two."""
+    ``test_any_retention_time_is_read``), and a boolean only as 0 or 1: such a frame says
+    nothing about the two."""
 
 
 def _kio_fields(data: bytes):
@@ -293,6 +294,12 @@ def _kio_fetch(data: bytes):
     try:
         header = read_header(data, flexible=version >= 6)
         body, size = entity_reader(load_request_schema(9, version))(data, header.body_at)
+    except ValueError as e:
+        if "boolean" in str(e):
+            # kio takes only 0 and 1 for ``require_stable``; Kafka's reader (and the crate)
+            # any byte, non-zero being true: such a frame says nothing about the two
+            raise KioCannotTell from e
+        return None
     except Exception:
         return None
     if header.body_at + size != len(data):
