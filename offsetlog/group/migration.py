@@ -50,7 +50,11 @@ from offsetlog.group.consumer.group import (
 from offsetlog.group.consumer.member import STABLE, ClassicMetadata, ConsumerMember
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from offsetlog.group.coordinator import GroupCoordinator
-from offsetlog.group.errors import GroupIdNotFoundError
+from offsetlog.group.errors import (
+    GroupIdNotFoundError,
+    GroupSubscribedToTopicError,
+    NonEmptyGroupError,
+)
 from offsetlog.group.expiry import RetentionView
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member
@@ -341,4 +345,49 @@ class Migration:
             consumer.drop(group_id)
         if tombstones:
             out.records = _renumbered(out.records + log_records(tombstones))
+        return out
+
+    # -- deletes (OffsetDelete, DeleteGroups) --------------------------------------------
+
+    def check_offset_delete(self, group_id: str, partitions: Iterable) -> None:
+        """Kafka's OffsetDelete rule (KIP-496) for whichever coordinator has ``group_id``: a
+        consumer group refuses the partitions of topics a member subscribes to (by name or a
+        regex's resolution), in any state (an Empty one subscribes to none); a classic group
+        as ``GroupCoordinator.check_offset_delete``.
+
+        :raises GroupSubscribedToTopicError: a requested topic is subscribed; nothing deleted
+        :raises NonEmptyGroupError: a classic group with members, not a consumer group
+        """
+        group = self.consumer.group(group_id)
+        if group is None:
+            self.classic.check_offset_delete(group_id, partitions)
+            return
+        topics = group.subscribed_topics()
+        busy = sorted(tp for tp in partitions if tp[0] in topics)
+        if busy:
+            raise GroupSubscribedToTopicError(
+                f"group {group_id!r} subscribes to {sorted({tp[0] for tp in busy})}; their "
+                "offsets can be deleted once no member subscribes to them", partitions=busy)
+
+    def delete_group(self, group_id: str, *, now_ms: int, logged_members: bool) -> Result:
+        """Delete ``group_id``, Empty, whichever coordinator has it: the records of a
+        consumer group tombstoned (``group_tombstones``), a classic group's GROUP_METADATA
+        (``GroupCoordinator.delete_group``); the caller tombstones its offsets.
+
+        ``logged_members``: the log as written so far still holds members of the group. The
+        caller runs at the head of the partition's queue, where calls queued behind it are
+        already computed: a group their records empty is not Empty yet at this point of the
+        log, and deleting it would put its tombstones before them.
+
+        :raises NonEmptyGroupError: the group has members (here or in the log so far)
+        """
+        group = self.consumer.group(group_id)
+        if (group is not None and group.members) or logged_members:
+            raise NonEmptyGroupError(f"group {group_id!r} has members; it can be deleted once "
+                                     "they have left")
+        if group is None:
+            return self.classic.delete_group(group_id, now_ms=now_ms)
+        self.consumer.drop(group_id)
+        out = Result()
+        out.records = log_records(group_tombstones(group))
         return out

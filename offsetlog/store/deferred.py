@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Callable
 
 from offsetlog.errors import TopicAlreadyExistsError
-from offsetlog.group import GroupCoordinator
 from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.group.migration import Migration
 from offsetlog.log import records as rec
@@ -23,12 +22,13 @@ from offsetlog.types import TopicPartition
 Producer = Callable[[OffsetTable], tuple]
 
 
-def offset_deletes(coordinator: GroupCoordinator, group_id: str,
+def offset_deletes(groups: Migration, group_id: str,
                    partitions: list[TopicPartition]) -> Producer:
     """Tombstones for ``group_id``'s committed (or pending) offsets of ``partitions``, under
-    Kafka's OffsetDelete rule (KIP-496), checked against the group as of the item's turn."""
+    Kafka's OffsetDelete rule (KIP-496), checked against the group (classic or consumer
+    protocol: ``groups``, the partition's ``Migration``) as of the item's turn."""
     def tombstones(table: OffsetTable) -> tuple:
-        coordinator.check_offset_delete(group_id, partitions)
+        groups.check_offset_delete(group_id, partitions)
         # A tombstone also drops the key's pending transactional offsets.
         present = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
         return tuple(rec.offset_tombstone(i, group_id, t, p)
@@ -36,12 +36,15 @@ def offset_deletes(coordinator: GroupCoordinator, group_id: str,
     return tombstones
 
 
-def group_delete(coordinator: GroupCoordinator, group_id: str, now_ms: int) -> Producer:
-    """Tombstones for every offset of ``group_id`` and its group metadata; the coordinator
-    refuses (``NonEmptyGroupError``) while the group has members, and a group the partition
-    has neither offsets nor metadata of is ``GroupIdNotFoundError`` (Kafka's answer)."""
+def group_delete(groups: Migration, group_id: str, now_ms: int) -> Producer:
+    """Tombstones for every offset of ``group_id`` and its group's records (classic or
+    consumer protocol: ``groups``, the partition's ``Migration``); refused
+    (``NonEmptyGroupError``) while the group has members, in the coordinator or in the log as
+    written up to this item, and a group the partition has neither offsets nor records of is
+    ``GroupIdNotFoundError`` (Kafka's answer)."""
     def tombstones(table: OffsetTable) -> tuple:
-        result = coordinator.delete_group(group_id, now_ms=now_ms)
+        result = groups.delete_group(group_id, now_ms=now_ms,
+                                     logged_members=_logged_members(table, group_id))
         # QueueItem transactional offsets go too: a tombstone drops them (docs/TRANSACTIONS.md)
         keys = set(table.offsets.get(group_id, {})) | table.txn.pending_partitions(group_id)
         out = [rec.offset_tombstone(i, group_id, t, p) for i, (t, p) in enumerate(sorted(keys))]
@@ -50,6 +53,16 @@ def group_delete(coordinator: GroupCoordinator, group_id: str, now_ms: int) -> P
             raise GroupIdNotFoundError(f"group {group_id!r} does not exist")
         return tuple(out)
     return tombstones
+
+
+def _logged_members(table: OffsetTable, group_id: str) -> bool:
+    """Whether the table (the log as applied so far) holds members of ``group_id``: in its
+    classic GROUP_METADATA value, or as consumer-protocol member records."""
+    value = table.group_metadata.get(group_id)
+    if value is not None and value.get("members"):
+        return True
+    return any(g == group_id and member is not None
+               for _, g, member in table.consumer_groups)
 
 
 def expiry(groups: Migration, now_ms: int, retention_ms: int,

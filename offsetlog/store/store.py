@@ -371,8 +371,9 @@ class OffsetStore(GroupAndTransactionCalls):
     def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
         """Tombstone the committed offsets of ``partitions`` (those that exist) in one batch.
 
-        For a group the coordinator manages, Kafka's OffsetDelete rule applies (KIP-496), to
-        the whole call: nothing is deleted if members subscribe to a requested topic.
+        For a group a coordinator manages (classic or consumer protocol), Kafka's OffsetDelete
+        rule applies (KIP-496), to the whole call: nothing is deleted if members subscribe to
+        a requested topic.
 
         :raises GroupSubscribedToTopicError: members of the group subscribe to a requested
             topic (``.partitions`` lists them)
@@ -381,8 +382,8 @@ class OffsetStore(GroupAndTransactionCalls):
         self._check_open()
         check_group_id(group_id)
         tps = sorted(set(check_partition_list(partitions)))
-        coordinator = self._parts[self.partition_of(group_id)].coordinator
-        self._run_deferred(group_id, deferred.offset_deletes(coordinator, group_id, tps),
+        groups = self._groups.migration(self._parts[self.partition_of(group_id)])
+        self._run_deferred(group_id, deferred.offset_deletes(groups, group_id, tps),
                            self._clock())
 
     def delete_group(self, group_id: str) -> None:
@@ -394,8 +395,8 @@ class OffsetStore(GroupAndTransactionCalls):
         self._check_open()
         check_group_id(group_id)
         now = self._clock()
-        coordinator = self._parts[self.partition_of(group_id)].coordinator
-        self._run_deferred(group_id, deferred.group_delete(coordinator, group_id, now), now)
+        groups = self._groups.migration(self._parts[self.partition_of(group_id)])
+        self._run_deferred(group_id, deferred.group_delete(groups, group_id, now), now)
 
     def _run_deferred(self, group_id: str, producer, now: int):
         part = self._parts[partition_for(group_id, self._partitions)]

@@ -217,3 +217,32 @@ def test_the_heartbeat_interval_answered(targets, gid):
         return [[x["error_code"], x["heartbeat_interval"]] for x in answers]
     compare(*targets, steps, view=view, known={"1.1": (5_000, 250), "2.1": (5_000, 250)},
             check=lambda k: k == [["NONE", 5_000]] * 3 or pytest.fail(repr(k)))
+
+
+def test_delete_groups_and_offset_delete_of_a_consumer_group(targets, gid):
+    """DeleteGroups refuses a consumer group with a member (NON_EMPTY_GROUP) and OffsetDelete
+    a topic it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC); once the member left, the group
+    is deleted, offsets and all."""
+    a = f"{gid}-a"
+    commit = Req(COMMIT, 9, dict(group_id=gid, generation_id_or_member_epoch=lambda c: c["e"],
+                                 member_id=a, group_instance_id=None, topics=[dict(
+                                     name="orders", partitions=[dict(
+                                         partition_index=0, committed_offset=5,
+                                         committed_leader_epoch=-1, committed_metadata="")])]))
+    delete_group = Req(42, 2, dict(groups_names=[gid]))
+    delete_offset = Req(47, 0, dict(group_id=gid, topics=[dict(
+        name="orders", partitions=[dict(partition_index=0)])]))
+    fetch = Req(FETCH, 9, dict(require_stable=False, groups=[dict(
+        group_id=gid, member_id=None, member_epoch=-1,
+        topics=[dict(name="orders", partition_indexes=[0])])]))
+    steps = [hb(gid, a, 0, join=True, save=epoch_of("e")), commit, delete_group,
+             delete_offset, fetch, hb(gid, a, -1), delete_group, describe(gid), fetch]
+    heartbeats = (0, 5)  # (their error codes only: Kafka's epochs differ, see ``codes``)
+    compare(*targets, steps, view=lambda answers: [
+        a["error_code"] if i in heartbeats else a for i, a in enumerate(answers)],
+        check=check(_2__results__0__error_code="NON_EMPTY_GROUP",
+                    _3__topics__0__partitions__0__error_code="GROUP_SUBSCRIBED_TO_TOPIC",
+                    _4__groups__0__topics__0__partitions__0__committed_offset=5,
+                    _6__results__0__error_code="NONE",
+                    _7__groups__0__error_code="GROUP_ID_NOT_FOUND",
+                    _8__groups__0__topics__0__partitions__0__committed_offset=-1))

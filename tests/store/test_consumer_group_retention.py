@@ -9,36 +9,11 @@ offsets of the very topics it was consuming."""
 from __future__ import annotations
 
 from offsetlog import OffsetAndMetadata, TopicPartition
+from support.embedded_consumer import BEAT, Member
 from support.stores import open_store
 
 RETENTION = 60_000
-BEAT = 5_000  # within the default session (45 s)
-TOPICS = {"t": 4, "u": 2}
 T0, U0 = TopicPartition("t", 0), TopicPartition("u", 0)
-
-
-class Member:
-    """One consumer-protocol member of group "g", subscribed to "t", heartbeating."""
-
-    def __init__(self, store, member_id="a"):
-        self.store, self.member_id = store, member_id
-        r = self._beat(0, owned=frozenset(), rebalance_timeout_ms=30_000,
-                       subscribed_topic_names=["t"])
-        self.epoch, self.owned = r.member_epoch, r.assignment
-
-    def _beat(self, epoch, **kw):
-        return self.store.consumer_groups.heartbeat(
-            "g", topics=TOPICS, member_id=self.member_id, member_epoch=epoch,
-            **kw).result(timeout=10)
-
-    def beat(self):
-        r = self._beat(self.epoch, owned=self.owned)
-        assert r.error is None
-        self.epoch = r.member_epoch if r.member_epoch is not None else self.epoch
-        self.owned = r.assignment if r.assignment is not None else self.owned
-
-    def leave(self):
-        assert self._beat(-1).member_epoch == -1
 
 
 def _live_for(member, clock, ms):

@@ -18,6 +18,7 @@ import pytest
 
 from offsetlog import TopicPartition
 from offsetlog.group.consumer_protocol import encode_subscription
+from offsetlog.group.errors import NonEmptyGroupError
 from offsetlog.log import segment
 from offsetlog.store import groups as store_groups
 from support.groups import form_group
@@ -80,7 +81,57 @@ def _describe(store):
     return None if d is None else (d.state, d.generation)
 
 
-@pytest.mark.skipif(segment._write_dsync is None, reason="no pwritev/RWF_DSYNC here")
+needs_dsync = pytest.mark.skipif(segment._write_dsync is None,
+                                 reason="no pwritev/RWF_DSYNC here")
+
+
+def _behind_a_held_round(s, monkeypatch, first, then):
+    """Hold a round's write, queue ``first`` (run in a thread; its outcome returned) behind
+    it, then compute ``then()`` (queued behind ``first``), and let the write go."""
+    held = HeldWrite(segment._write_dsync)
+    monkeypatch.setattr(segment, "_write_dsync", held)
+    writer = threading.Thread(target=s.commit_sync, args=("solo", {TP: 1}))
+    writer.start()
+    assert held.started.wait(10)
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append(first())
+        except Exception as e:  # noqa: BLE001 - the outcome is what the test reads
+            outcome.append(e)
+    queued = threading.Thread(target=run)
+    queued.start()
+    while not s._parts[0].queue:  # ``first``, queued behind the held round
+        time.sleep(0.001)
+    later = then()
+    held.go.set()
+    writer.join(10)
+    queued.join(10)
+    return outcome[0], later
+
+
+@needs_dsync
+def test_a_delete_queued_before_the_last_members_leave_finds_the_group_not_empty(
+        store_dir, clock, monkeypatch):
+    """A delete_group queued before the leave that empties the group comes before it in the
+    log: there the group has a member, and the delete is refused, as at that point."""
+    with open_store(store_dir, clock=clock, partitions=1,
+                    group_config=counted_group_config(initial_rebalance_delay_ms=0)) as s:
+        gen, (member,) = form_group(s, clock, group="left")
+        outcome, leaving = _behind_a_held_round(
+            s, monkeypatch, lambda: s.delete_group("left"),
+            lambda: s.leave_group("left", member_id=member))
+        assert isinstance(outcome, NonEmptyGroupError)
+        assert leaving.result(10).error is None
+        assert _describe(s) == ("Empty", gen + 1)
+        s.delete_group("left")
+        assert _describe(s) is None
+    with open_store(store_dir, clock=clock, partitions=1) as s:
+        assert _describe(s) is None
+
+
+@needs_dsync
 def test_a_group_emptied_by_a_call_queued_behind_the_pass_is_deleted_by_the_next(
         store_dir, clock, monkeypatch):
     """The pass judges the groups as the coordinator has them, the calls queued behind it
@@ -90,20 +141,8 @@ def test_a_group_emptied_by_a_call_queued_behind_the_pass_is_deleted_by_the_next
     with open_store(store_dir, clock=clock, partitions=1, retention_ms=1,
                     group_config=counted_group_config(initial_rebalance_delay_ms=0)) as s:
         gen, (member,) = form_group(s, clock, group="left")
-        held = HeldWrite(segment._write_dsync)
-        monkeypatch.setattr(segment, "_write_dsync", held)
-        writer = threading.Thread(target=s.commit_sync, args=("solo", {TP: 1}))
-        writer.start()
-        assert held.started.wait(10)
-        part = s._parts[0]
-        passing = threading.Thread(target=s.expire_offsets)
-        passing.start()
-        while len(part.queue) < 1:  # the pass, queued behind the held round
-            time.sleep(0.001)
-        leaving = s.leave_group("left", member_id=member)  # computed now, queued behind
-        held.go.set()
-        writer.join(10)
-        passing.join(10)
+        _, leaving = _behind_a_held_round(s, monkeypatch, s.expire_offsets,
+                                          lambda: s.leave_group("left", member_id=member))
         assert leaving.result(10).error is None
         assert _describe(s) == ("Empty", gen + 1)  # not deleted by that pass
         s.expire_offsets()  # nothing queued behind this one
