@@ -108,7 +108,8 @@ def delete_groups(ctx: Context, call: Call, now_ms: int):
     deletable = authz.allowed_names(ctx, call, authz.DELETE, authz.GROUP, names)
 
     def delete() -> list[dict]:
-        known = {g for g, _, _ in store.list_groups()}
+        known = ({g for g, _, _ in store.list_groups()}
+                 | {g for g, _ in store.consumer_groups.group_ids()})  # (KIP-848 groups too)
         out = []
         for gid in names:
             try:

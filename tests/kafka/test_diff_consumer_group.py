@@ -246,3 +246,13 @@ def test_delete_groups_and_offset_delete_of_a_consumer_group(targets, gid):
                     _6__results__0__error_code="NONE",
                     _7__groups__0__error_code="GROUP_ID_NOT_FOUND",
                     _8__groups__0__topics__0__partitions__0__committed_offset=-1))
+
+
+def test_delete_groups_of_an_empty_consumer_group_that_never_committed(targets, gid):
+    a = f"{gid}-a"
+    steps = [hb(gid, a, 0, join=True), hb(gid, a, -1), Req(42, 2, dict(groups_names=[gid])),
+             describe(gid)]
+    compare(*targets, steps, view=lambda answers: [
+        a["error_code"] if i < 2 else a for i, a in enumerate(answers)],
+        check=check(_2__results__0__error_code="NONE",
+                    _3__groups__0__error_code="GROUP_ID_NOT_FOUND"))
