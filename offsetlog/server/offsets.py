@@ -127,6 +127,13 @@ def partition_answers(topics, codes: dict, default: int) -> list[dict]:
             for name, parts in answer_order(indexes, codes, default)]
 
 
+def group_exists(store, group_id: str) -> bool:
+    """Whether the store has ``group_id``: a classic group, one with offsets, or a
+    consumer-protocol (KIP-848) group, which may have neither of those."""
+    return (group_id in {g for g, _, _ in store.list_groups()}
+            or group_id in dict(store.consumer_groups.group_ids()))
+
+
 def group_error(ctx: Context, group_id: str) -> int:
     try:
         check_group_id(group_id)
@@ -268,7 +275,7 @@ def offset_delete(ctx: Context, call: Call, now_ms: int):
     store = ctx.store
 
     def delete() -> int:
-        if b.group_id not in {g for g, _, _ in store.list_groups()}:
+        if not group_exists(store, b.group_id):
             return E.GROUP_ID_NOT_FOUND
         todo = list(wanted)
         while True:  # Kafka deletes what it may and answers the rest per partition

@@ -248,11 +248,14 @@ def test_delete_groups_and_offset_delete_of_a_consumer_group(targets, gid):
                     _8__groups__0__topics__0__partitions__0__committed_offset=-1))
 
 
-def test_delete_groups_of_an_empty_consumer_group_that_never_committed(targets, gid):
+def test_deletes_of_a_consumer_group_that_never_committed(targets, gid):
     a = f"{gid}-a"
-    steps = [hb(gid, a, 0, join=True), hb(gid, a, -1), Req(42, 2, dict(groups_names=[gid])),
-             describe(gid)]
+    delete_offset = Req(47, 0, dict(group_id=gid, topics=[dict(
+        name="orders", partitions=[dict(partition_index=0)])]))
+    steps = [hb(gid, a, 0, join=True), delete_offset, hb(gid, a, -1), delete_offset,
+             Req(42, 2, dict(groups_names=[gid])), describe(gid)]
     compare(*targets, steps, view=lambda answers: [
-        a["error_code"] if i < 2 else a for i, a in enumerate(answers)],
-        check=check(_2__results__0__error_code="NONE",
-                    _3__groups__0__error_code="GROUP_ID_NOT_FOUND"))
+        a["error_code"] if i in (0, 2) else a for i, a in enumerate(answers)],
+        check=check(_1__topics__0__partitions__0__error_code="GROUP_SUBSCRIBED_TO_TOPIC",
+                    _3__error_code="NONE", _4__results__0__error_code="NONE",
+                    _5__groups__0__error_code="GROUP_ID_NOT_FOUND"))
