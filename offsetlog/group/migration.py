@@ -306,7 +306,6 @@ class Migration:
             self.consumer, group, request_id=out.request_id, members=idents, records=records))
         return self._finish(out, records)
 
-
     # -- retention -----------------------------------------------------------------------
 
     def expire_offsets(self, offsets: Mapping[str, Mapping[tuple[str, int], tuple]], *,

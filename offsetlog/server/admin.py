@@ -12,7 +12,7 @@ from offsetlog.errors import OffsetlogError
 from offsetlog.server import authz
 from offsetlog.server import errors as E
 from offsetlog.server.context import Call, Context
-from offsetlog.server.offsets import group_exists
+from offsetlog.server.offsets import known_groups
 from offsetlog.server.work import run_blocking
 from offsetlog.validation import check_group_id
 
@@ -109,6 +109,7 @@ def delete_groups(ctx: Context, call: Call, now_ms: int):
     deletable = authz.allowed_names(ctx, call, authz.DELETE, authz.GROUP, names)
 
     def delete() -> list[dict]:
+        known = known_groups(store)
         out = []
         for gid in names:
             try:
@@ -116,7 +117,7 @@ def delete_groups(ctx: Context, call: Call, now_ms: int):
                     out.append(dict(group_id=gid, error_code=E.GROUP_AUTHORIZATION_FAILED))
                     continue
                 check_group_id(gid)
-                if not group_exists(store, gid):
+                if gid not in known:
                     code = E.GROUP_ID_NOT_FOUND
                 else:
                     store.delete_group(gid)  # NonEmptyGroupError while it has members

@@ -127,11 +127,11 @@ def partition_answers(topics, codes: dict, default: int) -> list[dict]:
             for name, parts in answer_order(indexes, codes, default)]
 
 
-def group_exists(store, group_id: str) -> bool:
-    """Whether the store has ``group_id``: a classic group, one with offsets, or a
-    consumer-protocol (KIP-848) group, which may have neither of those."""
-    return (group_id in {g for g, _, _ in store.list_groups()}
-            or group_id in dict(store.consumer_groups.group_ids()))
+def known_groups(store) -> set[str]:
+    """The store's groups: classic groups, groups with offsets, and consumer-protocol
+    (KIP-848) groups, which may have neither of those."""
+    return ({g for g, _, _ in store.list_groups()}
+            | {g for g, _ in store.consumer_groups.group_ids()})
 
 
 def group_error(ctx: Context, group_id: str) -> int:
@@ -275,7 +275,7 @@ def offset_delete(ctx: Context, call: Call, now_ms: int):
     store = ctx.store
 
     def delete() -> int:
-        if not group_exists(store, b.group_id):
+        if b.group_id not in known_groups(store):
             return E.GROUP_ID_NOT_FOUND
         todo = list(wanted)
         while True:  # Kafka deletes what it may and answers the rest per partition
