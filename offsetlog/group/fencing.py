@@ -120,9 +120,18 @@ def check_offset_delete(group: Group | None, group_id: str, partitions) -> None:
         raise NonEmptyGroupError(f"group {group_id!r} is {group.state} and not a consumer "
                                  "group; its offsets can be deleted once it is empty")
     topics = group.subscribed_topics() or frozenset()  # unknown: nothing counts, as Kafka
+    check_unsubscribed(f"group {group_id!r} is {group.state} and", topics, partitions)
+
+
+def check_unsubscribed(group: str, topics, partitions) -> None:
+    """Refuse an OffsetDelete of ``partitions`` if any is of one of ``topics``, the topics
+    the group's members subscribe to; ``group`` names the group in the message. Shared by
+    classic consumer groups (above) and KIP-848 consumer groups (``Migration``).
+
+    :raises GroupSubscribedToTopicError: naming every such partition
+    """
     busy = sorted(tp for tp in partitions if tp[0] in topics)
     if busy:
         raise GroupSubscribedToTopicError(
-            f"group {group_id!r} is {group.state} and subscribes to "
-            f"{sorted({tp[0] for tp in busy})}; their offsets can be deleted once no "
-            "member subscribes to them", partitions=busy)
+            f"{group} subscribes to {sorted({tp[0] for tp in busy})}; their offsets can be "
+            "deleted once no member subscribes to them", partitions=busy)

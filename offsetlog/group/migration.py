@@ -50,12 +50,9 @@ from offsetlog.group.consumer.group import (
 from offsetlog.group.consumer.member import STABLE, ClassicMetadata, ConsumerMember
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from offsetlog.group.coordinator import GroupCoordinator
-from offsetlog.group.errors import (
-    GroupIdNotFoundError,
-    GroupSubscribedToTopicError,
-    NonEmptyGroupError,
-)
+from offsetlog.group.errors import GroupIdNotFoundError, NonEmptyGroupError
 from offsetlog.group.expiry import RetentionView
+from offsetlog.group.fencing import check_unsubscribed
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member
 from offsetlog.group.responses import MemberIdentity, Result
@@ -361,12 +358,7 @@ class Migration:
         if group is None:
             self.classic.check_offset_delete(group_id, partitions)
             return
-        topics = group.subscribed_topics()
-        busy = sorted(tp for tp in partitions if tp[0] in topics)
-        if busy:
-            raise GroupSubscribedToTopicError(
-                f"group {group_id!r} subscribes to {sorted({tp[0] for tp in busy})}; their "
-                "offsets can be deleted once no member subscribes to them", partitions=busy)
+        check_unsubscribed(f"group {group_id!r}", group.subscribed_topics(), partitions)
 
     def delete_group(self, group_id: str, *, now_ms: int, logged_members: bool) -> Result:
         """Delete ``group_id``, Empty, whichever coordinator has it: the records of a
