@@ -37,12 +37,13 @@ written to the log", says what is written when, and why not every membership cha
 
 One coordinator serves the groups of one log partition (Kafka's coordinator shard): the
 records of one Result are one batch for that partition. States and transitions:
-``offsetlog.group.state``; fencing: ``fencing``; retention: ``expiry``.
+``offsetlog.group.state``; fencing: ``fencing``; retention: ``expiry``; the retention
+pass, DeleteGroups and OffsetDelete: ``cleanup``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from offsetlog.errors import InvalidGroupIdError, RebalanceInProgressError, UnknownMemberIdError
 from offsetlog.group.arguments import (
@@ -52,21 +53,12 @@ from offsetlog.group.arguments import (
     check_protocols,
     check_str,
 )
-from offsetlog.group.errors import (
-    CoordinatorNotAvailableError,
-    InconsistentGroupProtocolError,
-    NonEmptyGroupError,
-)
-from offsetlog.group.expiry import STANDALONE, RetentionView, expired_offsets, should_delete_group
-from offsetlog.group.fencing import (
-    check_generation,
-    check_member,
-    check_offset_commit,
-    check_offset_delete,
-)
+from offsetlog.group.cleanup import GroupCleanup
+from offsetlog.group.errors import CoordinatorNotAvailableError, InconsistentGroupProtocolError
+from offsetlog.group.fencing import check_generation, check_member, check_offset_commit
 from offsetlog.group.group import Group
 from offsetlog.group.member import Member
-from offsetlog.group.rebalance import JoinRequest, RebalanceEngine
+from offsetlog.group.rebalance import JoinRequest
 from offsetlog.group.responses import (
     GroupDescription,
     HeartbeatResponse,
@@ -87,16 +79,10 @@ from offsetlog.group.state import (
     check_transition,
 )
 from offsetlog.group.timers import TIMER_PENDING, TIMER_SESSION
-from offsetlog.log.records import (
-    GROUP_METADATA,
-    OFFSET_COMMIT,
-    Record,
-    check_version,
-    offset_tombstone,
-)
+from offsetlog.log.records import GROUP_METADATA, OFFSET_COMMIT, Record, check_version
 
 
-class GroupCoordinator(RebalanceEngine):
+class GroupCoordinator(GroupCleanup):
     """Join, sync, heartbeat, leave, commit fencing and retention for the groups of one log
     partition. See the module docstring for the rules of the game.
 
@@ -380,95 +366,6 @@ class GroupCoordinator(RebalanceEngine):
                 self._touch(group, member, now)
         if error is not None:
             raise error
-
-    def retention_view(self, group_id: str) -> RetentionView:
-        """What retention needs to know about ``group_id`` (``STANDALONE`` if it has no group
-        metadata)."""
-        group = self._groups.get(group_id)
-        return STANDALONE if group is None else RetentionView.of_group(group)
-
-    def expire_offsets(self, offsets: Mapping[str, Mapping[tuple[str, int], tuple]], *,
-                       now_ms: int, retention_ms: int,
-                       pending: Mapping[str, set] | None = None,
-                       others: Callable[[str], RetentionView | None] | None = None,
-                       delete_groups: bool = True) -> Result:
-        """The retention pass for this log partition (KIP-211 rules: ``offsetlog.group.expiry``).
-
-        :param offsets: group -> ``(topic, partition)`` -> table entry, i.e. the partition
-            table's ``offsets``
-        :param pending: group -> the ``(topic, partition)``s with pending transactional
-            offsets (a set, or a mapping keyed by them, e.g. ``table.txn.keys``): those keys
-            never expire, and a group with any is never deleted (Kafka's rule)
-        :param others: the view of a group this coordinator does not hold, or None for none
-            (the partition's consumer-protocol groups: ``Migration.expire_offsets``); a group
-            neither holds is standalone
-        :param delete_groups: False: expire offsets only, and delete no emptied group (the
-            store's pass when calls already computed are queued behind it, whose records
-            would land after the group's tombstone)
-        :return: a Result whose records tombstone the expired offsets and, for every group left
-            Empty without offsets, its group metadata (the group is dropped: Dead)
-        """
-        check_int("retention_ms", retention_ms)
-        # (no deadline fires: the store's retention pass keeps only this Result's records)
-        out, now = self._begin(now_ms, request=False, fire=False)
-        for gid in sorted(set(offsets) | set(self._groups)):
-            entries = offsets.get(gid, {})
-            view = None
-            if others is not None and gid not in self._groups:
-                view = others(gid)
-            if view is None:
-                view = self.retention_view(gid)
-            open_tps = pending.get(gid) if pending else None
-            gone = expired_offsets(view, entries, now, retention_ms)
-            if open_tps:
-                gone = [tp for tp in gone if tp not in open_tps]
-            for topic, partition in gone:
-                out.records.append(offset_tombstone(len(out.records), gid, topic, partition))
-            group = self._groups.get(gid)
-            if (delete_groups and group is not None and not open_tps
-                    and should_delete_group(view, len(entries) - len(gone))):
-                self._delete(group, now, out)
-        return out
-
-    def delete_group(self, group_id: str, *, now_ms: int) -> Result:
-        """Delete an Empty group: a GROUP_METADATA tombstone (the caller tombstones its offsets).
-
-        A group the coordinator does not know (standalone, or already gone) gives an empty
-        Result.
-
-        :raises NonEmptyGroupError: the group has members or is rebalancing
-        """
-        check_str("group_id", group_id)
-        # (no deadline fires: the store's delete keeps only this Result's records)
-        out, now = self._begin(now_ms, request=False, fire=False)
-        group = self._groups.get(group_id)
-        if group is None:
-            return out
-        if group.state is not EMPTY:
-            raise NonEmptyGroupError(f"group {group_id!r} is {group.state}; it can be deleted "
-                                     "once its members have left")
-        self._delete(group, now, out)
-        return out
-
-    def check_offset_delete(self, group_id: str, partitions: Iterable) -> None:
-        """Kafka's OffsetDelete rule (KIP-496): an unmanaged or Empty group's offsets can all
-        be deleted; a consumer group with members refuses the partitions of topics they
-        subscribe to; any other group with members refuses the request. offsetlog refuses the
-        whole call where Kafka answers per partition (as for commits: all or nothing).
-
-        :raises GroupSubscribedToTopicError: a requested topic is subscribed; nothing deleted
-        :raises NonEmptyGroupError: the group has members and is not a consumer group
-        """
-        check_offset_delete(self._groups.get(group_id), group_id, partitions)
-
-    def _delete(self, group: Group, now: int, out: Result) -> None:
-        group.transition_to(DEAD, now)
-        self._forget(group.group_id)
-        # Every GROUP_METADATA record is written at generation 1 or later (the first is the
-        # end of the first join phase), and a loaded group carries its record's generation:
-        # generation 0 means nothing of the group is in the log, so it needs no tombstone.
-        if group.generation > 0:
-            self._record(out, group.group_id, None)
 
     # -- loading -------------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from offsetlog.group.cleanup import ExpiryResult
 from offsetlog.group.consumer import classic as classic_members
 from offsetlog.group.consumer.coordinator import ConsumerGroupCoordinator, ConsumerResult
 from offsetlog.group.consumer.group import (
@@ -59,12 +60,7 @@ from offsetlog.group.responses import MemberIdentity, Result
 from offsetlog.group.schema import group_value
 from offsetlog.group.state import EMPTY
 from offsetlog.group.state import STABLE as CLASSIC_STABLE
-from offsetlog.log.records import (
-    CONSUMER_GROUP_KINDS,
-    OFFSET_COMMIT,
-    consumer_group_record,
-    group_metadata,
-)
+from offsetlog.log.records import CONSUMER_GROUP_KINDS, consumer_group_record, group_metadata
 
 
 def log_records(records: Iterable[tuple], start: int = 0) -> list:
@@ -308,7 +304,7 @@ class Migration:
     def expire_offsets(self, offsets: Mapping[str, Mapping[tuple[str, int], tuple]], *,
                        now_ms: int, retention_ms: int,
                        pending: Mapping[str, set] | None = None,
-                       delete_groups: bool = True) -> Result:
+                       delete_groups: bool = True) -> ExpiryResult:
         """The retention pass of the partition's groups of both kinds
         (``GroupCoordinator.expire_offsets``'s arguments). A consumer group's offsets of
         topics no member subscribes to expire ``retention_ms`` after their last commit, in
@@ -328,13 +324,9 @@ class Migration:
                                           delete_groups=delete_groups)
         if not delete_groups:
             return out
-        expired: dict[str, int] = {}
-        for record in out.records:
-            if record[1] == OFFSET_COMMIT and record[4] is None:
-                expired[record[3][0]] = expired.get(record[3][0], 0) + 1
         tombstones: list = []
         for group_id, group in sorted(consumer.groups.items()):
-            left = len(offsets.get(group_id, ())) - expired.get(group_id, 0)
+            left = out.remaining.get(group_id, 0)
             if group.members or left or (pending and pending.get(group_id)):
                 continue
             tombstones.extend(group_tombstones(group))
