@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 BENCH_ARGS ?=
 # the native core's crate (native/): the package's build compiles it into offsetlog.log._native
-NATIVE := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
+NATIVE := native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs native/src/*/*.rs)
 # rustup's default place, for shells whose PATH lacks it
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 

@@ -140,7 +140,7 @@ def sync_group(ctx: Context, call: Call, now_ms: int):
 
 class HeartbeatFields(NamedTuple):
     """A Heartbeat request as the native codec decodes it (a ``Call``'s body): Heartbeat is
-    decoded and answered by the native core's codec only (native/src/wire_codec.rs)."""
+    decoded and answered by the native core's codec only (native/src/wire_codec/)."""
 
     group_id: str
     generation_id: int

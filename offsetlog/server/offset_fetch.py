@@ -1,6 +1,6 @@
 """OffsetFetch: each group's committed offsets, as Kafka answers them.
 
-A request is decoded by the native core's codec (native/src/wire_codec.rs) into
+A request is decoded by the native core's codec (native/src/wire_codec/) into
 ``OffsetFetchFields``, its groups in one shape for every version (before v8, the request's
 one group), and answered through it; on a host where the native allocator cannot reserve what
 a hostile frame may claim (``offsets.NATIVE_ARRAY_CODECS``), kio decodes and encodes it

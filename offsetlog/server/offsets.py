@@ -24,7 +24,7 @@ from offsetlog.types import OffsetAndMetadata, TopicPartition
 from offsetlog.validation import check_group_id, utf16_length
 
 #: The hot messages with arrays (OffsetCommit, TxnOffsetCommit, OffsetFetch) are decoded and
-#: answered by the native core's codec (the `kafka-protocol` crate: native/src/wire_codec.rs)
+#: answered by the native core's codec (the `kafka-protocol` crate: native/src/wire_codec/)
 #: on every connection, unless this host cannot reserve what a hostile frame's claimed
 #: arrays may ask of it (native/src/huge_alloc.rs): then by kio
 NATIVE_ARRAY_CODECS = _native.wire_decode_safe()

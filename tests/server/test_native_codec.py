@@ -1,4 +1,4 @@
-"""The native codec's decoders (the `kafka-protocol` crate, native/src/wire_codec.rs) of
+"""The native codec's decoders (the `kafka-protocol` crate, native/src/wire_codec/) of
 OffsetCommit and Heartbeat against kio's, an independent decoder of the same schemas: the same
 fields for every version and every request hypothesis makes, and for mutated and truncated
 frames either the same fields or a refusal that sends the frame to the Python path (which
