@@ -74,12 +74,16 @@ def test_every_package_folder_is_listed_in_pyproject():
                 rel = os.path.relpath(dirpath, os.path.join(REPO, top))
                 found.add(mapped[top] + ("" if rel == "." else "." + rel.replace(os.sep, ".")))
     assert found == listed
+
+
 def test_no_module_is_over_600_lines():
+    """The product's modules, Python and the native crate's Rust, stay under 600 lines: one
+    that grows past is split by responsibility."""
     long = {}
-    for top in ("offsetlog", "compaction", "recovery", "bench"):
+    for top in ("offsetlog", "compaction", "recovery", "bench", "native/src"):
         for dirpath, _, filenames in os.walk(os.path.join(REPO, top)):
             for name in filenames:
-                if name.endswith(".py"):
+                if name.endswith((".py", ".rs")):
                     path = os.path.join(dirpath, name)
                     with open(path) as f:
                         n = sum(1 for _ in f)

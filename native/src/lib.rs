@@ -31,6 +31,7 @@ mod key_cache;
 mod lone;
 mod part_lock;
 mod route;
+mod route_wire;
 pub mod msgpack;
 mod scan;
 mod snapshot;

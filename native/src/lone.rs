@@ -101,7 +101,7 @@ pub(crate) enum Check<'a, 'py> {
         member: &'a Member<'a>,
         now: i64,
     },
-    /// a transaction's offsets (`route::commit_txn`): declined unless the store's board of
+    /// a transaction's offsets (`route_wire::commit_txn`): declined unless the store's board of
     /// open transactions holds the producer with the group's log partition in its
     /// transaction (`txn_board`), then the group's check for a transactional commit
     Txn(&'a Txn<'a, 'py>),

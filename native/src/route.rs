@@ -15,7 +15,8 @@
 //! call (a transaction's, longer metadata, an argument that
 //! is wrong, a store closing or failed) is left untouched to `CommitRouter.check` and the
 //! Python path, which is where its errors are raised: the entries return False or None
-//! before changing anything but the route and key caches.
+//! before changing anything but the route and key caches. The wire server enters the same
+//! way through `route_wire`.
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -150,7 +151,7 @@ impl Route {
 pub struct RouterState {
     /// group -> its `Route`; a cache (`CommitRouter.route` fills and bounds it)
     #[pyo3(get)]
-    routes: Py<PyDict>,
+    pub(crate) routes: Py<PyDict>,
     /// record keys shared by commits of one key (`records.offset_commit_fields`); `_setup`
     /// makes it
     #[pyo3(get, name = "_keys")]
@@ -158,28 +159,28 @@ pub struct RouterState {
     /// the store is closed: no call is taken here (the Python path raises), and no steady
     /// board passes anything (`closed`'s setter tells them)
     #[pyo3(get)]
-    closed: bool,
+    pub(crate) closed: bool,
     writer: Option<Py<PyAny>>,
-    clock: Option<Py<PyAny>>,
+    pub(crate) clock: Option<Py<PyAny>>,
     /// `clock` is `clock_ms`: read here without a call
-    native_clock: bool,
+    pub(crate) native_clock: bool,
     limits: commits::PlainLimits,
     max_call_bytes: usize,
     yield_at: i64,
     /// the store's steady boards (`_set_steady`)
-    steady: Option<steady::Shared>,
+    pub(crate) steady: Option<steady::Shared>,
     /// the store's board of open transactions (`_set_txn_board`)
-    txn: Option<txn_board::Shared>,
+    pub(crate) txn: Option<txn_board::Shared>,
 }
 
 /// The usual call's route, record fields, their size bound and time, and the store's
 /// `GroupCommitter` and `yield_at` (`_setup`'s)
-struct Usual<'py> {
-    route: Bound<'py, Route>,
+pub(crate) struct Usual<'py> {
+    pub(crate) route: Bound<'py, Route>,
     /// the flat `(key, offset, timestamp)` triples (`commits::plain_fields`)
     fields: Vec<Bound<'py, PyAny>>,
     nbytes: usize,
-    now: i64,
+    pub(crate) now: i64,
     writer: Bound<'py, PyAny>,
     yield_at: i64,
 }
@@ -443,7 +444,7 @@ fn entry<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>, look_
 /// The store's clock read: the time and the object it gave (an int made here for
 /// `clock_ms`, `native`, read without a call), or None for a clock of another type (the
 /// Python path's, which reads the clock again).
-fn read_clock<'py>(clock: &Bound<'py, PyAny>, native: bool)
+pub(crate) fn read_clock<'py>(clock: &Bound<'py, PyAny>, native: bool)
                    -> PyResult<Option<(i64, Bound<'py, PyAny>)>> {
     if native {
         let now = now_ms();
@@ -451,21 +452,6 @@ fn read_clock<'py>(clock: &Bound<'py, PyAny>, native: bool)
     }
     let stamp = clock.call0()?;
     Ok(stamp.extract::<i64>().ok().map(|now| (now, stamp)))
-}
-
-/// The cached route of `group` on an open store, or None: a group the store has not routed
-/// lately, so whose name it has not checked (the Python path checks it), or a closed store.
-/// (The wire's plain OffsetFetch, `wire_fetch`: a read, so no clock.)
-pub(crate) fn cached_route<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>)
-                                -> PyResult<Option<Bound<'py, Route>>> {
-    let routes = {
-        let s = slf.borrow();
-        if s.closed {
-            return Ok(None);
-        }
-        s.routes.clone_ref(slf.py()).into_bound(slf.py())
-    };
-    Ok(routes.get_item(group)?.and_then(|route| route.cast_into::<Route>().ok()))
 }
 
 /// A member's place in its group, as an OffsetCommit names it: generation (a KIP-848
@@ -486,35 +472,10 @@ impl Member<'_> {
 /// `offsetlog.store.routing.fencing`, looked up once
 static FENCING: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
 
-/// The wire's plain OffsetCommit (`wire_conn`): `entries` (`wire_conn::Entry`'s, in request
-/// order, no partition twice) committed for `group` as `OffsetStore.commit_sync`
-/// commits them (the lone commit, the group's check in its lock hold: the route's standalone
-/// check natively for a simple consumer, else `routing.fencing`'s, the coordinator's
-/// `validate_offset_commit` or a KIP-848 member's epoch): true. False, with nothing done,
-/// when it is not one here: the group's route is not cached (so its name was never checked:
-/// the Python path checks it), the store is closed, an entry is not plain, the call is too
-/// large. Raises what the commit raises (fencing first).
-pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
-                           entries: &[WireEntry<'_>], member: &Member<'_>)
-                           -> PyResult<bool> {
-    let py = slf.py();
-    let Some(call) = plain_call(slf, group, entries, false)? else { return Ok(false) };
-    let none = py.None().into_bound(py); // (no timeout: a wire commit waits as Kafka's does)
-    if member.standalone() {
-        let route = call.route.clone();
-        commit_lone(slf, call, &none, lone::Check::Standalone(route.get()))?;
-    } else {
-        let part = call.route.get().part.clone_ref(py).into_bound(py);
-        let now = call.now;
-        commit_lone(slf, call, &none, lone::Check::Member { part: &part, group, member, now })?;
-    }
-    Ok(true)
-}
-
 /// The wire's plain `entries` of `group` as the usual call (route, record fields, size bound,
 /// time), or None where `entry` or `Entry::with` says so (a route not cached unless
 /// `look_up`).
-fn plain_call<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>,
+pub(crate) fn plain_call<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, PyString>,
                    entries: &[WireEntry<'_>], look_up: bool) -> PyResult<Option<Usual<'py>>> {
     let Some(at) = entry(slf, group, look_up)? else { return Ok(None) };
     let fields = commits::plain_fields_of(slf.py(), group, entries, &at.stamp, Some(at.keys.get()),
@@ -536,64 +497,10 @@ pub(crate) fn fencing<'py>(part: &Bound<'py, PartitionState>, group: &Bound<'py,
                             now, transactional))
 }
 
-/// The wire's TxnOffsetCommit: `entries` (as `commit_plain` takes them) of `group`, written
-/// pending in the open transaction of `transactional_id`'s producer `producer` (its id and
-/// epoch), as the store's `Transaction.commit_offsets` writes them (the lone commit, its
-/// checks in its lock hold: the board of open transactions, then the group's check for a
-/// transactional commit): true. False, with nothing done, when it is not one here: what
-/// `commit_plain` leaves to the Python path but a group not routed lately, and a producer
-/// the board does not hold in an open transaction with the group's log partition (the
-/// store's handle decides, with its errors). Raises what the commit raises (a bad group
-/// id, the group's fencing).
-pub(crate) fn commit_txn(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
-                         entries: &[WireEntry<'_>], member: &Member<'_>,
-                         transactional_id: &str, producer: (i64, i16)) -> PyResult<bool> {
-    let py = slf.py();
-    let Some(board) = slf.borrow().txn.clone() else { return Ok(false) };
-    // (a group not routed lately is routed here: its name checked, a bad one raising what
-    // the Python handler answers first; AddOffsetsToTxn does not route the group it adds)
-    let Some(call) = plain_call(slf, group, entries, true)? else { return Ok(false) };
-    let route = call.route.clone();
-    let route = route.get();
-    let part = route.part.clone_ref(py).into_bound(py);
-    let txn = lone::Txn { board: &board, transactional_id, producer_id: producer.0,
-                          producer_epoch: producer.1, partition: route.partition, route,
-                          part: &part, group, member, now: call.now };
-    commit_lone(slf, call, &py.None().into_bound(py), lone::Check::Txn(&txn))
-}
-
-/// The wire's Heartbeat of `member` in `group` at the store's clock's time, answered with no
-/// error if the store's steady boards (`steady`) pass it: true, and the heartbeat stamped for
-/// the coordinator. False, with nothing done, for any other (the Python path answers it): a
-/// closed store, a clock that is not a number, a member the boards do not hold as it is
-/// named. (The request loop passes a steady member's Heartbeat without the GIL where the
-/// clock is `clock_ms`: `steady_without_gil`; this is the way with any other clock.)
-pub(crate) fn steady_heartbeat(slf: &Bound<'_, RouterState>, group: &str, member: &Member<'_>)
-                               -> PyResult<bool> {
-    let py = slf.py();
-    let (steady, clock, native_clock) = {
-        let s = slf.borrow();
-        let Some(steady) = s.steady.clone() else { return Ok(false) };
-        let Some(clock) = &s.clock else { return Ok(false) };
-        (steady, clock.clone_ref(py).into_bound(py), s.native_clock)
-    };
-    let Some((now, _)) = read_clock(&clock, native_clock)? else { return Ok(false) };
-    let passed = steady::lock(&steady).check(group, member.member_id, member.generation,
-                                             member.instance, now);
-    Ok(passed)
-}
-
-/// The store's steady boards, if its clock is `clock_ms` (read without the GIL): what the
-/// request loop checks a Heartbeat against without the GIL, at `now_ms()`.
-pub(crate) fn steady_without_gil(slf: &Bound<'_, RouterState>) -> Option<steady::Shared> {
-    let s = slf.borrow();
-    if s.native_clock { s.steady.clone() } else { None }
-}
-
 /// The usual call, committed by the lone commit (which waits for it to be durable, or for
 /// `timeout`, None or seconds, if it has to queue) under `check`, run in its lock hold: true;
 /// false when the check declined it (nothing done).
-fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, timeout: &Bound<'_, PyAny>,
+pub(crate) fn commit_lone(slf: &Bound<'_, RouterState>, call: Usual<'_>, timeout: &Bound<'_, PyAny>,
                check: lone::Check<'_, '_>) -> PyResult<bool> {
     let py = slf.py();
     let nbytes = PyInt::new(py, call.nbytes as u64);

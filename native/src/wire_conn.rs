@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::route::{self, RouterState};
+use crate::route_wire;
 use crate::steady;
 use crate::wire_codec::{self, OffsetCommit};
 use crate::wire_fetch;
@@ -180,7 +181,7 @@ fn serve_connection(py: Python<'_>, fd: i32, idle_ms: i64, limit: i64, conn: &Bo
                     hot: bool, router: Option<Bound<'_, RouterState>>,
                     topics: Option<Bound<'_, PyAny>>) -> PyResult<String> {
     // (the steady boards a Heartbeat is checked against without the GIL, when hot)
-    let steady = if hot { router.as_ref().and_then(route::steady_without_gil) } else { None };
+    let steady = if hot { router.as_ref().and_then(route_wire::steady_without_gil) } else { None };
     let plain = router.zip(topics);
     let idle = Duration::from_millis(u64::try_from(idle_ms).map_err(|_| PyValueError::new_err("idle_ms < 0"))?);
     let mut buf: Vec<u8> = Vec::with_capacity(RECV_SIZE);
@@ -342,7 +343,7 @@ fn handle(py: Python<'_>, conn: &Bound<'_, PyAny>, frame: &[u8], commit: Option<
                 // a steady member's: answered with no Python call (`steady`)
                 let member = route::Member { generation: h.generation, member_id: &h.member_id,
                                              instance: h.group_instance_id.as_deref() };
-                if route::steady_heartbeat(router, &h.group_id, &member)? {
+                if route_wire::steady_heartbeat(router, &h.group_id, &member)? {
                     return wire_codec::encode_heartbeat_response(h.correlation_id, h.version, 0)
                         .map(Answer::Bytes)
                         .map_err(PyValueError::new_err);
@@ -391,7 +392,7 @@ fn offset_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, c: OffsetCommit) -> Py
 /// A plain OffsetCommit (every partition of a known topic, an offset >= 0, metadata the
 /// store's limit surely holds, none twice, no retention time of its own; a simple consumer's
 /// or a member's) committed through the
-/// store's native entry (`route::commit_plain`), with no Python call but a member's check
+/// store's native entry (`route_wire::commit_plain`), with no Python call but a member's check
 /// (the coordinator's, under the partition lock): the answer. None, with nothing done, for
 /// any other request, or one the entry does not take (a group whose name the store has not
 /// checked yet, a closed store): `offset_commit`'s Python path answers it. The checks
@@ -407,7 +408,7 @@ fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plai
     let group = PyString::new(py, &c.group_id);
     let member = route::Member { generation: c.generation, member_id: &c.member_id,
                                  instance: c.group_instance_id.as_deref() };
-    let code = match route::commit_plain(router, &group, &entries, &member) {
+    let code = match route_wire::commit_plain(router, &group, &entries, &member) {
         Ok(false) => return Ok(None),
         Ok(true) => 0,
         Err(error) => conn.call_method1(pyo3::intern!(py, "commit_error"),

@@ -4,7 +4,7 @@
 //! encoded by the schema-generated codec (`wire_codec`), with no Python call.
 //!
 //! Plain means: no `require_stable`, no KIP-848 member named (v9+), and every group one the
-//! store has routed lately (`route::cached_route`: its name was checked then) on an open
+//! store has routed lately (`route_wire::cached_route`: its name was checked then) on an open
 //! store. Anything else returns None before reading anything, and the Python handler
 //! (`offsetlog.server.offset_fetch`), the one that knows every rule, answers it.
 //! What is answered here is what that handler answers for the same request, byte for byte
@@ -14,7 +14,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
-use crate::route::{self, RouterState};
+use crate::route::RouterState;
+use crate::route_wire;
 use crate::state::{PartitionState, TableState};
 use crate::wire_codec::{self, Fetched, OffsetFetch};
 
@@ -34,7 +35,7 @@ pub(crate) fn plain_fetch(py: Python<'_>, router: &Bound<'_, RouterState>, f: &O
             return Ok(None);
         }
         let name = PyString::new(py, group);
-        let Some(route) = route::cached_route(router, &name)? else { return Ok(None) };
+        let Some(route) = route_wire::cached_route(router, &name)? else { return Ok(None) };
         routed.push((name, route));
     }
     let mut groups = Vec::with_capacity(f.groups.len());

@@ -3,7 +3,7 @@
 //! OffsetCommit's (`wire_conn::plain_entries`), a group the store has routed lately, and a
 //! producer the store's board of open transactions holds (`txn_board`) with the group's log
 //! partition already in its transaction. Its offsets are then written pending by the lone
-//! commit (`route::commit_txn`), with no Python call but the table's pending apply and, for a
+//! commit (`route_wire::commit_txn`), with no Python call but the table's pending apply and, for a
 //! member the steady board does not pass, the coordinator's check.
 //!
 //! Anything else returns None before anything is written, and the Python handler
@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::route;
+use crate::route_wire;
 use crate::wire_codec::{self, TxnOffsetCommit};
 use crate::wire_conn::{coded, plain_entries, Plain};
 
@@ -29,7 +30,7 @@ pub(crate) fn txn_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topic
     let member = route::Member { generation: t.generation, member_id: &t.member_id,
                                  instance: t.group_instance_id.as_deref() };
     let producer = (t.producer_id, t.producer_epoch);
-    let code = match route::commit_txn(router, &group, &entries, &member, &t.transactional_id,
+    let code = match route_wire::commit_txn(router, &group, &entries, &member, &t.transactional_id,
                                        producer) {
         Ok(false) => return Ok(None),
         Ok(true) => 0,
