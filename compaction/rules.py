@@ -6,13 +6,12 @@ two differ only in how they read records:
 
 * only closed segments are cleaned, and nothing at or after the first offset of a transaction
   still undecided in them (Kafka's last stable offset bounds cleaning the same way);
-* records have a compaction key (``compaction_key``): OFFSET_COMMIT by (group, topic,
+* records have a compaction key (``record_key``): OFFSET_COMMIT by (group, topic,
   partition), GROUP_METADATA by group, TRANSACTION_STATE by transactional id, TOPIC by
   topic name, the CONSUMER_GROUP_* records by type, group and (for the member records) member,
-  USER_SCRAM_CREDENTIAL by user and mechanism, ACL records by their seven binding fields
-  (these three ``record_key`` only: the Spark report's rows carry neither the member, the user
-  nor the binding, so it counts them as kept). Markers and unknown types have none and are
-  never dropped as superseded;
+  USER_SCRAM_CREDENTIAL by user and mechanism, ACL records by their seven binding fields (the
+  Spark report reads the key off a row's ``key_msgpack`` column). Markers and unknown types
+  have none and are never dropped as superseded;
 * a keyed record survives if it is the latest of its key in the range, by log offset, among
   records of plain batches and of committed transactions (``LatestScan``, pass 1); records of
   aborted transactions are all dropped;
@@ -49,22 +48,9 @@ from offsetlog.log.records import (
 Key = tuple
 
 
-def compaction_key(record_type: int, group: str | None, topic: str | None,
-                   partition: int | None, transactional_id: str | None) -> Key | None:
-    """The key a record competes for, or None for records never dropped as superseded."""
-    if record_type == OFFSET_COMMIT:
-        return (OFFSET_COMMIT, group, topic, partition)
-    if record_type == GROUP_METADATA:
-        return (GROUP_METADATA, group)
-    if record_type == TRANSACTION_STATE:
-        return (TRANSACTION_STATE, transactional_id)
-    if record_type == TOPIC:
-        return (TOPIC, topic)
-    return None
-
-
 def record_key(record) -> Key | None:
-    """``compaction_key`` of a decoded record (``offsetlog.log.records``)."""
+    """The key a decoded record (``offsetlog.log.records``) competes for, or None for records
+    never dropped as superseded (the list in the module doc)."""
     rtype, key = record[1], record[3]
     if rtype == OFFSET_COMMIT:
         return (OFFSET_COMMIT, *commit_key(record[2], key))
@@ -177,5 +163,5 @@ class LatestScan:
         return key is None or self.latest.get(key) == offset
 
 
-__all__ = ["Key", "LatestScan", "Transaction", "compaction_key", "horizon_passed",
-           "is_commit_marker", "record_key"]
+__all__ = ["Key", "LatestScan", "Transaction", "horizon_passed", "is_commit_marker",
+           "record_key"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from offsetlog.group.consumer import ConsumerGroup, ConsumerGroupCoordinator
-from offsetlog.store.consumer_groups import table_records
+from offsetlog.group.consumer.group import rebuild_groups
 from offsetlog.table.offset_table import OffsetTable
 
 COLUMNS = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "RACK", "STATE",
@@ -29,9 +29,7 @@ RIGHT = ("#PARTITIONS", "CURRENT-EPOCH", "TARGET-EPOCH", "GROUP-EPOCH")
 def consumer_groups(table: OffsetTable) -> dict[str, ConsumerGroup]:
     """The consumer-protocol groups of one log partition's table, as a reopened store's
     coordinator loads them."""
-    c = ConsumerGroupCoordinator()
-    c.replay(table_records(table), now_ms=0)
-    return c.groups
+    return rebuild_groups(table.consumer_groups)
 
 
 def assignment_string(tps: Iterable[tuple[str, int]]) -> str | None:

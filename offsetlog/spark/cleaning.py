@@ -8,23 +8,32 @@ reads them off rows instead of batches. What is *cleaned* is the caller's choice
 
 from __future__ import annotations
 
-from offsetlog.compaction.rules import LatestScan, Transaction, compaction_key, horizon_passed
+import msgpack
+
+from offsetlog.compaction.rules import LatestScan, Transaction, horizon_passed, record_key
 from offsetlog.log.format import Attribute
-from offsetlog.log.records import COMMIT, TRANSACTION_MARKER
+from offsetlog.log.records import COMMIT, OFFSET_COMMIT, TRANSACTION_MARKER
 from offsetlog.spark.segments import RECORD_COLUMNS
 
 _COLUMN = {name: i for i, (name, _) in enumerate(RECORD_COLUMNS)}
 _SEGMENT, _BATCH_POS, _BATCH_BASE, _BATCH_TS, _ATTRS, _PID, _LOG_OFFSET, _TYPE = (
     _COLUMN[c] for c in ("segment", "batch_position", "batch_base_offset", "batch_timestamp",
                          "attributes", "producer_id", "log_offset", "record_type_id"))
-_GROUP, _TOPIC, _PART, _TOMBSTONE, _RESULT, _TXN_ID = (
-    _COLUMN[c] for c in ("group", "topic", "partition", "tombstone", "transaction_result",
-                         "transactional_id"))
+_VERSION, _GROUP, _TOPIC, _PART, _TOMBSTONE, _RESULT, _KEY = (
+    _COLUMN[c] for c in ("record_version", "group", "topic", "partition", "tombstone",
+                         "transaction_result", "key_msgpack"))
 
 
 def row_key(row) -> tuple | None:
-    """``rules.compaction_key`` of a row."""
-    return compaction_key(row[_TYPE], row[_GROUP], row[_TOPIC], row[_PART], row[_TXN_ID])
+    """``rules.record_key`` of a row: an offset's from its columns (the bulk of the rows, read
+    without unpacking), any other record's from its key's msgpack bytes."""
+    rtype = row[_TYPE]
+    if rtype == OFFSET_COMMIT:
+        return (OFFSET_COMMIT, row[_GROUP], row[_TOPIC], row[_PART])
+    blob = row[_KEY]
+    if blob is None:
+        return None
+    return record_key((0, rtype, row[_VERSION], msgpack.unpackb(blob, raw=False), None))
 
 
 class CleaningCount:

@@ -8,7 +8,9 @@ Two tables:
     in the log, over the store's span: first to last commit timestamp of any group in the
     store, at least one minute), ``expiring_next_check`` (offsets the retention pass at
     ``now_ms + retention_check_interval_ms`` expires, by the coordinator's own KIP-211 rules,
-    ``offsetlog.group.expiry``, with the group's state from its latest GROUP_METADATA record).
+    ``offsetlog.group.expiry``, with the group's state from its latest GROUP_METADATA record,
+    or, for a KIP-848 consumer group, its members' subscriptions from its CONSUMER_GROUP_*
+    records, rebuilt as a reopened store rebuilds them).
 
 ``log_partitions``, one row per (store, log partition):
     ``segments``, ``records``, ``dead_records`` (superseded by a later record of the same key,
@@ -40,7 +42,7 @@ import time
 from typing import NamedTuple
 
 from offsetlog.log.naming import snapshot_dir, with_limits
-from offsetlog.log.records import GROUP_METADATA, OFFSET_COMMIT
+from offsetlog.log.records import CONSUMER_GROUP_TYPES, GROUP_METADATA, OFFSET_COMMIT
 from offsetlog.spark.segments import RECORD_COLUMNS
 from offsetlog.store.config import StoreConfig
 
@@ -74,6 +76,8 @@ class _Task(NamedTuple):
 
 
 _COLUMN = {name: i for i, (name, _) in enumerate(RECORD_COLUMNS)}
+#: the record types whose latest record the groups table reads
+_GROUP_TYPES = frozenset({OFFSET_COMMIT, GROUP_METADATA, *CONSUMER_GROUP_TYPES})
 _TYPE, _GROUP, _OFFSET, _EPOCH, _META, _COMMIT_TS, _EXPIRE_TS, _TOMBSTONE, _VALUE = (
     _COLUMN[c] for c in ("record_type_id", "group", "offset", "leader_epoch", "metadata",
                          "commit_timestamp", "expire_timestamp", "tombstone", "value_msgpack"))
@@ -81,9 +85,7 @@ _TYPE, _GROUP, _OFFSET, _EPOCH, _META, _COMMIT_TS, _EXPIRE_TS, _TOMBSTONE, _VALU
 
 def partition_report(task: _Task) -> dict:
     """Every number of one log partition and its groups (one Spark task)."""
-    import msgpack
 
-    from offsetlog.group.expiry import RetentionView, expired_offsets
     from offsetlog.recovery.swap import plan_swaps
     from offsetlog.spark.cleaning import CleaningCount, row_key
     from offsetlog.spark.segments import SegmentTask, segment_rows
@@ -95,7 +97,7 @@ def partition_report(task: _Task) -> dict:
     segments = plan_swaps(task.directory).segments
     active = segments[-1][0] if segments else None
     records = tombstones = 0
-    latest: dict = {}  # key -> row of its latest record (offsets and group metadata)
+    latest: dict = {}  # key -> row of its latest record (offsets and groups: _GROUP_TYPES)
     whole = CleaningCount(task.now_ms)  # the whole log: what compaction reclaims eventually
     closed = CleaningCount(task.now_ms, task.keep_from)  # what a cleaning now reclaims
     commits: dict[str, int] = {}
@@ -119,7 +121,7 @@ def partition_report(task: _Task) -> dict:
                             last_commit[g] = ts
                         first_ts = ts if first_ts is None else min(first_ts, ts)
                         last_ts = ts if last_ts is None else max(last_ts, ts)
-            if rtype in (OFFSET_COMMIT, GROUP_METADATA):
+            if rtype in _GROUP_TYPES:
                 latest[row_key(row)] = row
     dead = whole.result()[0]
     superseded, expired, undecided = closed.result()
@@ -134,29 +136,52 @@ def partition_report(task: _Task) -> dict:
                 closed.feed(row)
         superseded, expired, undecided = closed.result()
     reclaimable = superseded + expired
+    groups = [(task.store, task.log_partition, g, held, last_commit.get(g), commits.get(g, 0),
+               expiring) for g, held, expiring in _groups(latest, task)]
+    share = (lambda n: n / records) if records else (lambda n: 0.0)
+    partition = (task.store, task.log_partition, len(segments), records, dead, share(dead),
+                 tombstones, share(tombstones), reclaimable)
+    return {"store": task.store, "first_ts": first_ts, "last_ts": last_ts, "groups": groups,
+            "partition": partition}
+
+
+def _groups(latest: dict, task: _Task) -> list[tuple[str, int, int]]:
+    """(group, offsets held, offsets expiring at the next check) of every group of the log
+    partition, from ``latest``: the row of each offset's, group metadata's and consumer-group
+    record's latest record. A group is judged as the coordinator holds it: a KIP-848 consumer
+    group by its members' subscriptions (``RetentionView.of_consumer_group``), else by its
+    classic GROUP_METADATA (``RetentionView.of_value``; standalone without one)."""
+    import msgpack
+
+    from offsetlog.group.consumer.group import rebuild_groups
+    from offsetlog.group.expiry import RetentionView, expired_offsets
+
+    def value(row):
+        blob = row[_VALUE]
+        return None if blob is None else msgpack.unpackb(blob, raw=False)
+
     entries: dict[str, dict] = {}
     metadata: dict[str, dict | None] = {}
+    state: dict[tuple, dict] = {}  # the consumer groups' records, as the table keeps them
     for key, row in latest.items():
         if key[0] == OFFSET_COMMIT:
             group_entries = entries.setdefault(key[1], {})
             if not row[_TOMBSTONE]:
                 group_entries[(key[2], key[3])] = (row[_OFFSET], row[_META], row[_EPOCH],
                                                    row[_COMMIT_TS], row[_EXPIRE_TS])
-        else:
-            blob = row[_VALUE]
-            metadata[key[1]] = None if blob is None else msgpack.unpackb(blob, raw=False)
-    groups = []
-    for g in sorted(set(entries) | set(metadata)):
+        elif key[0] == GROUP_METADATA:
+            metadata[key[1]] = value(row)
+        elif not row[_TOMBSTONE]:
+            state[key] = value(row)
+    consumer = rebuild_groups(state)
+    out = []
+    for g in sorted(set(entries) | set(metadata) | set(consumer)):
         held = entries.get(g, {})
-        expiring = expired_offsets(RetentionView.of_value(metadata.get(g)), held,
-                                   task.check_ms, task.retention_ms) if held else []
-        groups.append((task.store, task.log_partition, g, len(held), last_commit.get(g),
-                       commits.get(g, 0), len(expiring)))
-    share = (lambda n: n / records) if records else (lambda n: 0.0)
-    partition = (task.store, task.log_partition, len(segments), records, dead, share(dead),
-                 tombstones, share(tombstones), reclaimable)
-    return {"store": task.store, "first_ts": first_ts, "last_ts": last_ts, "groups": groups,
-            "partition": partition}
+        view = (RetentionView.of_consumer_group(consumer[g].subscribed_topics())
+                if g in consumer else RetentionView.of_value(metadata.get(g)))
+        expiring = expired_offsets(view, held, task.check_ms, task.retention_ms) if held else []
+        out.append((g, len(held), len(expiring)))
+    return out
 
 
 def _plan(path: str, now: int, retention_ms: int, retention_check_interval_ms: int,

@@ -69,6 +69,9 @@ RECORD_COLUMNS = (
     ("transaction_result", "STRING"),  # TRANSACTION_MARKER: "commit" or "abort"
     ("value_msgpack", "BINARY"),  # the value's msgpack bytes, for records other than offsets
     ("transactional_id", "STRING"),  # TRANSACTION_STATE only: its key (the cleaner's key too)
+    # the key's msgpack bytes, for records other than offsets (as value_msgpack): what the
+    # cleaner keys the CONSUMER_GROUP_*, USER_SCRAM_CREDENTIAL and ACL records by
+    ("key_msgpack", "BINARY"),
 )
 
 PROBLEM_COLUMNS = (
@@ -210,12 +213,13 @@ def _row(store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, record, pack
     except ValueError:
         type_name = "UNKNOWN"
     topic = partition = offset = leader_epoch = metadata = commit_ts = expire_ts = None
-    result = blob = txn_id = None
+    result = blob = txn_id = key_blob = None
     if rtype == OFFSET_COMMIT:
         group, topic, partition = commit_key(version, key)
         if value is not None:
             offset, metadata, leader_epoch, commit_ts, expire_ts = commit_entry(version, value)
     else:
+        key_blob = packb(key, use_bin_type=True)
         key = key if isinstance(key, dict) else {}
         group = key.get("group")
     if rtype == TRANSACTION_STATE:
@@ -228,7 +232,7 @@ def _row(store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, record, pack
             result = value.get("result")
     return (store, lp, name, sbase, pos, base, ts, attrs, pid, pepoch, base + delta, type_name,
             rtype, version, group, topic, partition, offset, leader_epoch, metadata, commit_ts,
-            expire_ts, value is None, result, blob, txn_id)
+            expire_ts, value is None, result, blob, txn_id, key_blob)
 
 
 def segment_problems(task: SegmentTask) -> Iterator[tuple]:

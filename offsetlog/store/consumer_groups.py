@@ -17,39 +17,24 @@ from concurrent.futures import Future
 
 from offsetlog.errors import OffsetlogError
 from offsetlog.group.consumer import ConsumerGroup, ConsumerGroupConfig, ConsumerGroupCoordinator
+from offsetlog.group.consumer.group import state_records
 from offsetlog.group.migration import Migration
 from offsetlog.group.migration import log_records as migration_log_records
-from offsetlog.log.records import CONSUMER_GROUP_KINDS, CONSUMER_GROUP_TYPES
 from offsetlog.partitioner import partition_for
 from offsetlog.store import background
 from offsetlog.store.commit_queue import PartitionWriter, QueueItem
 from offsetlog.store.futures import running_future
 from offsetlog.store.part import StoreCore, StorePart
-from offsetlog.table.offset_table import OffsetTable
 from offsetlog.validation import check_group_id
 
 TIMER_INTERVAL_S = 0.05
 log = logging.getLogger("offsetlog.consumer_groups")
-_KIND_OF = {t: k for k, t in CONSUMER_GROUP_KINDS.items()}
 
 
 def log_records(records: Iterable[tuple]) -> list:
     """The coordinator's ``(kind, key, value)`` records as log records, deltas 0..n-1 (a
     classic group's GROUP_METADATA among them when a group changes protocol)."""
     return migration_log_records(records)
-
-
-def table_records(table: OffsetTable) -> list[tuple]:
-    """The table's consumer group state as coordinator records, in the order that rebuilds
-    each group (``offsetlog.group.consumer.group.group_records``)."""
-    order = {t: i for i, t in enumerate(CONSUMER_GROUP_TYPES)}
-    out = []
-    for (rtype, group, member), value in sorted(
-            table.consumer_groups.items(), key=lambda kv: (kv[0][1], order[kv[0][0]],
-                                                           kv[0][2] or "")):
-        key = (group,) if member is None else (group, member)
-        out.append((_KIND_OF[rtype], key, value))
-    return out
 
 
 class ConsumerGroups(StorePart):
@@ -65,7 +50,7 @@ class ConsumerGroups(StorePart):
         self.migrations: list[Migration] = []
         for part in self._parts:
             c = ConsumerGroupCoordinator(self.group_config)
-            c.replay(table_records(part.table), now_ms=now)
+            c.replay(state_records(part.table.consumer_groups), now_ms=now)
             self.coordinators.append(c)
             self.migrations.append(Migration(part.coordinator, c))
             part.consumer_coordinator = c  # commits' member-epoch checks (store/routing.py)

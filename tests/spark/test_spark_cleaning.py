@@ -1,14 +1,18 @@
 """The report's per-partition counts (offsetlog.spark.cleaning, through
 ``report.partition_report``, no Spark needed) against the cleaner itself: on random histories
 with transactions committed, aborted and left undecided, TRANSACTION_STATE tombstones,
-deletes and compactions, ``reclaimable_now`` equals what a real cleaning of a copy drops at the
-same time, and ``dead_records`` equals a plain count keyed by the cleaner's own function."""
+deletes and compactions, KIP-848 members joining and leaving, ACLs and SCRAM credentials
+created and deleted, ``reclaimable_now`` equals what a real cleaning of a copy drops at the
+same time, and ``dead_records`` equals a plain count keyed by the cleaner's own function.
+(The report once counted the records keyed by a member, a user or an ACL binding as never
+superseded: its rows did not carry those keys.)"""
 
 import contextlib
 import os
 from collections import defaultdict
 
 from offsetlog import OffsetStore, TopicPartition
+from offsetlog.acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
 from offsetlog.group.errors import GroupIdNotFoundError
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.naming import list_partition_dirs, list_segments, snapshot_dir
@@ -16,7 +20,9 @@ from offsetlog.log.records import TRANSACTION_STATE, transaction_state
 from offsetlog.partitioner import partition_for
 from offsetlog.recovery.snapshot import tombstone_floors
 from offsetlog.recovery.tools.inspect import iter_records
+from offsetlog.server.scram import make_credential
 from offsetlog.spark.report import _Task, partition_report
+from support.embedded_consumer import Member
 from support.spark_report import MIN, cleaned_copy, dead_records
 
 PARTITIONS = 3
@@ -35,6 +41,37 @@ def _append_state_tombstone(path, tid, ts):
         f.write(encode_batch(last + 1, [transaction_state(0, tid, None)], timestamp=ts))
 
 
+def _acl(i):
+    return AclBinding(ResourceType.TOPIC, f"t{i}", PatternType.LITERAL, "User:alice", "*",
+                      Operation.READ, Permission.ALLOW)
+
+
+def _other_keys(s, rng, members):
+    """One change to the keys beside offsets: a KIP-848 member joins, beats or leaves (its
+    group's records keyed by member), an ACL or a SCRAM credential is set or deleted."""
+    roll = rng.random()
+    if roll < 0.5:
+        name = rng.choice(["m0", "m1", "m2"])
+        member = members.get(name)
+        if member is None:
+            members[name] = Member(s, name, group=rng.choice(["cg-0", "cg-1"]))
+        elif rng.random() < 0.3:
+            member.leave(check=False)  # (a member whose session lapsed is gone already)
+            del members[name]
+        elif not member.beat(check=False):
+            del members[name]
+    elif roll < 0.75:
+        if rng.random() < 0.7:
+            s.acls.create([_acl(rng.randint(0, 2))])
+        else:
+            s.acls.delete([AclFilter(name=f"t{rng.randint(0, 2)}")])
+    else:
+        user = rng.choice(["u0", "u1"])
+        value = (make_credential("SCRAM-SHA-256", str(rng.random()))
+                 if rng.random() < 0.8 else None)
+        s.registries.set_scram_credential(user, "SCRAM-SHA-256", value)
+
+
 def random_txn_history(path, rng, clock):
     tids = [f"tx-{i}" for i in range(4)]
     groups = [f"g-{i}" for i in range(4)]
@@ -43,13 +80,15 @@ def random_txn_history(path, rng, clock):
                               retention_check_interval_ms=0, transaction_check_interval_ms=0,
                               segment_bytes=rng.choice([1024, 2048]),
                               delete_retention_ms=MIN) as s:
-            handles = {}
+            handles, members = {}, {}
             for _ in range(60):
                 clock.advance(rng.choice([0, 1_000, 20_000]))
                 roll = rng.random()
                 tid = rng.choice(tids)
                 tp = TopicPartition("in", rng.randint(0, 2))
-                if roll < 0.35:
+                if roll < 0.15:
+                    _other_keys(s, rng, members)
+                elif roll < 0.35:
                     s.commit_sync(rng.choice(groups), {tp: rng.randint(0, 99)})
                 elif roll < 0.70:
                     txn = handles.get(tid)

@@ -9,7 +9,7 @@ from offsetlog.errors import CorruptLogError, StoreConfigError
 from offsetlog.log.framing import encode_batch
 from offsetlog.log.naming import list_segments, partition_dir
 from offsetlog.log.records import offset_commit
-from offsetlog.spark.segments import find_stores, plan_segments, segment_rows
+from offsetlog.spark.segments import RECORD_COLUMNS, find_stores, plan_segments, segment_rows
 
 
 def make_store(path, clock, n=60):
@@ -81,3 +81,43 @@ def test_a_batch_that_passes_its_crc_but_does_not_decode_is_skipped_and_listed_u
     assert "undecodable payload" in e.value.reason
     assert len(list(segment_rows(task, salvage=True))) == rows_before + 1
     assert [p[5] for p in segment_problems(task)] == ["undecodable payload"]
+
+
+def test_rows_carry_the_key_of_every_record_but_offsets(tmp_path, clock):
+    """``key_msgpack``: the keys the cleaner keys records by beyond the other columns (a
+    consumer group's member, a SCRAM user, an ACL binding), as the engine's reader decodes
+    them; null for offsets, whose key is in their columns."""
+    import msgpack
+
+    from offsetlog.acl import AclBinding, Operation, PatternType, Permission, ResourceType
+    from offsetlog.compaction.rules import record_key
+    from offsetlog.log.records import OFFSET_COMMIT
+    from offsetlog.recovery.tools.inspect import iter_records
+    from offsetlog.server.scram import make_credential
+    from offsetlog.spark.cleaning import row_key
+    from support.embedded_consumer import Member
+
+    path = str(tmp_path / "s")
+    with OffsetStore.open(path, partitions=2, clock=clock, cleaner_backoff_ms=0,
+                          retention_check_interval_ms=0) as s:
+        Member(s, "m1", group="cg").leave()
+        s.acls.create([AclBinding(ResourceType.TOPIC, "t", PatternType.LITERAL, "User:a", "*",
+                                  Operation.READ, Permission.ALLOW)])
+        s.registries.set_scram_credential("u", "SCRAM-SHA-256",
+                                          make_credential("SCRAM-SHA-256", "pw"))
+        s.commit_sync("g", {TopicPartition("t", 0): 1})
+    want = {(p, off): r for p, _, _, off, r in iter_records(os.path.abspath(path))}
+    rows = [row for task in plan_segments(path) for row in segment_rows(task)]
+    assert len(rows) == len(want)
+    col = {name: i for i, (name, _) in enumerate(RECORD_COLUMNS)}
+    types = set()
+    for row in rows:
+        record = want[(row[col["log_partition"]], row[col["log_offset"]])]
+        types.add(record[1])
+        blob = row[col["key_msgpack"]]
+        if record[1] == OFFSET_COMMIT:
+            assert blob is None
+        else:
+            assert msgpack.unpackb(blob, raw=False) == record[3]
+        assert row_key(row) == record_key(record)
+    assert len(types) >= 7  # offsets, the five consumer group types, ACL, SCRAM (and topics)

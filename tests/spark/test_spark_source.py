@@ -185,8 +185,9 @@ def test_transaction_state_rows_carry_their_transactional_id(spark, tmp_path, cl
     assert {t for *_, t in got} == {None, "txn-a", "txn-b"}
     states = read(spark, store).where("record_type = 'TRANSACTION_STATE'")
     assert states.where("transactional_id IS NULL").count() == 0
-    # the new column comes last: the existing columns keep their places
-    assert read(spark, store).columns[-2:] == ["value_msgpack", "transactional_id"]
+    # new columns come last: the existing columns keep their places
+    assert read(spark, store).columns[-3:] == ["value_msgpack", "transactional_id",
+                                               "key_msgpack"]
 
 
 def test_a_directory_without_stores_is_refused(spark, tmp_path):

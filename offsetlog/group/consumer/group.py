@@ -12,7 +12,7 @@ records in order rebuilds its groups exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from offsetlog.group.consumer import regex
@@ -24,6 +24,7 @@ from offsetlog.group.consumer.member import (
     partitions_from_value,
     partitions_value,
 )
+from offsetlog.log.records import CONSUMER_GROUP_KINDS, CONSUMER_GROUP_TYPES
 
 #: key (group,) -> {"epoch", "subscription_metadata": {topic: partitions}}
 GROUP_METADATA = "ConsumerGroupMetadata"
@@ -228,3 +229,33 @@ def group_records(group: ConsumerGroup) -> list[tuple]:
     for mid, m in sorted(group.members.items()):
         out.append(current_record(group.group_id, m))
     return out
+
+
+_KIND_OF = {t: k for k, t in CONSUMER_GROUP_KINDS.items()}
+_ORDER = {t: i for i, t in enumerate(CONSUMER_GROUP_TYPES)}
+
+
+def state_records(state: Mapping[tuple, dict]) -> list[tuple]:
+    """The records that rebuild the groups of a log partition's consumer-group state, in the
+    order of ``group_records``.
+
+    :param state: ``(record type, group, member or None) -> value``, the latest value of each
+        CONSUMER_GROUP_* key (a table's ``consumer_groups``; the cleaner's ``record_key``)
+    """
+    out = []
+    for (rtype, group, member), value in sorted(
+            state.items(), key=lambda kv: (kv[0][1], _ORDER[kv[0][0]], kv[0][2] or "")):
+        key = (group,) if member is None else (group, member)
+        out.append((_KIND_OF[rtype], key, value))
+    return out
+
+
+def rebuild_groups(state: Mapping[tuple, dict]) -> dict[str, ConsumerGroup]:
+    """group id -> the group, as ``state`` (see ``state_records``) describes it."""
+    groups: dict[str, ConsumerGroup] = {}
+    for kind, key, value in state_records(state):
+        group = groups.get(key[0])
+        if group is None:
+            group = groups[key[0]] = ConsumerGroup(key[0])
+        group.apply(kind, key, value)
+    return groups
