@@ -335,10 +335,15 @@ class GroupCoordinator(GroupCleanup):
 
     def validate_offset_commit(self, group_id: str, *, member_id: str = "",
                                group_instance_id: str | None = None, generation_id: int = -1,
-                               now_ms: int, transactional: bool = False) -> None:
+                               now_ms: int, transactional: bool = False,
+                               holds_offsets: bool = False) -> None:
         """Raise the error that fences this offset commit, or accept it (rules and their order:
         ``offsetlog.group.fencing``). An accepted commit of a member of a Stable or rebalancing
         group counts as its heartbeat.
+
+        ``holds_offsets``: the log partition holds offsets of the group (committed, or pending
+        in a transaction). A group without group metadata is then Kafka's *simple group*, an
+        Empty group of generation 0 without members, and judged as one.
 
         It fires no deadlines (it has nowhere to return their records; call :meth:`poll` first),
         but a member whose session has lapsed by ``now_ms`` is treated as already evicted, so
@@ -353,6 +358,8 @@ class GroupCoordinator(GroupCleanup):
         check_int("generation_id", generation_id)
         now = self._advance(now_ms, keep_steady=True)
         group = self._groups.get(group_id)
+        if group is None and holds_offsets:
+            group = Group(group_id, state_timestamp=None)  # (for the check only: not kept)
         error = check_offset_commit(group, member_id=member_id,
                                     group_instance_id=group_instance_id,
                                     generation_id=generation_id, transactional=transactional)

@@ -4,7 +4,11 @@ Offset commits (Kafka's ``validateOffsetCommit`` then ``doCommitOffsets``), firs
 wins:
 
 1. no such group: generation -1 is accepted (a standalone consumer; any member id is ignored,
-   as Kafka ignores it); a generation >= 0 is ``IllegalGenerationError``;
+   as Kafka ignores it); a generation >= 0 is ``IllegalGenerationError``. A group without
+   group metadata whose offsets the log holds is no such group but Kafka's *simple group*
+   (an Empty group of generation 0 without members: ``validate_offset_commit``'s
+   ``holds_offsets``), so the rules below judge it: a member id or generation gets
+   ``UnknownMemberIdError`` there;
 2. the group is Dead: ``CoordinatorNotAvailableError``;
 3. generation -1 and the group is Empty: accepted (an admin tool or a standalone consumer
    committing for an idle group);

@@ -144,9 +144,12 @@ def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id:
             return
         if standalone and not coord.has_group(group_id):
             return
+        table = part.table
         coord.validate_offset_commit(group_id, member_id=member_id,
                                      group_instance_id=group_instance_id,
                                      generation_id=generation_id, now_ms=now_ms,
-                                     transactional=transactional)
+                                     transactional=transactional,
+                                     holds_offsets=bool(table.offsets.get(group_id)
+                                                        or table.txn.keys.get(group_id)))
 
     return check

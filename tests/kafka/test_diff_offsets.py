@@ -299,3 +299,27 @@ def test_commit_answer_order_with_refused_partitions(targets, gid, v):
     compare(*targets, [Req(8, v, body)], check=expect(
         _0__topics__0__name="orders", _0__topics__0__partitions__0__partition_index=9,
         _0__topics__2__name="events"))
+
+
+def test_a_member_commit_to_a_group_of_offsets_only(targets, gid):
+    """A group with offsets and no group metadata is Kafka's *simple group*, an Empty classic
+    group without members: a commit naming a member or a generation is UNKNOWN_MEMBER_ID
+    at every version, not the ILLEGAL_GENERATION / GROUP_ID_NOT_FOUND of a group that does
+    not exist (found by test_diff_random_sessions.py: a group deleted, then committed to)."""
+    steps = [commit(gid, 8)] + [commit(gid, v, gen=1, member="gone") for v in (2, 8, 9)]
+    compare(*targets, steps, check=expect(
+        _1__topics__0__partitions__0__error_code="UNKNOWN_MEMBER_ID",
+        _3__topics__0__partitions__0__error_code="UNKNOWN_MEMBER_ID"))
+
+
+def test_a_group_whose_last_offset_was_deleted(targets, gid):
+    """Kafka keeps a simple group (one made by a standalone commit) after OffsetDelete took
+    its last offset, Empty, until the retention pass or DeleteGroups drops it; offsetlog
+    knows a group by its group metadata or its offsets, so the group is gone at once: it is
+    described as Dead, and DeleteGroups of it is GROUP_ID_NOT_FOUND (docs/PROTOCOL.md)."""
+    steps = [commit(gid, 8), _offset_delete(gid, [("orders", [0])]), describe(gid, 5),
+             Req(42, 2, dict(groups_names=[gid])), describe(gid, 5)]
+    compare(*targets, steps, known={
+        "2.groups.0.group_state": ("Empty", "Dead"),
+        "3.results.0.error_code": ("NONE", "GROUP_ID_NOT_FOUND")},
+        check=expect(_1__error_code="NONE", _4__groups__0__group_state="Dead"))

@@ -83,14 +83,20 @@ def test_per_partition_answers_unknown_partition_and_long_metadata(server, group
         assert [(p.partition_index, p.committed_offset, p.metadata)
                 for t in r.topics for p in t.partitions] == [(0, 5, "ok")]
         # a generation for a group the coordinator does not know: v9 GROUP_ID_NOT_FOUND
-        r = call(sock, 8, 9, group_id=group_id, generation_id_or_member_epoch=3,
+        r = call(sock, 8, 9, group_id=group_id + "-new", generation_id_or_member_epoch=3,
                  member_id="m", group_instance_id=None,
                  topics=[dict(name="orders", partitions=parts[:1])])
         assert int(r.topics[0].partitions[0].error_code) == 69
-        r = call(sock, 8, 8, group_id=group_id, generation_id_or_member_epoch=3,
+        r = call(sock, 8, 8, group_id=group_id + "-new", generation_id_or_member_epoch=3,
                  member_id="m", group_instance_id=None,
                  topics=[dict(name="orders", partitions=parts[:1])])
         assert int(r.topics[0].partitions[0].error_code) == 22  # ILLEGAL_GENERATION
+        # ... and for one with offsets (Kafka's simple group, Empty): UNKNOWN_MEMBER_ID
+        for version in (8, 9):
+            r = call(sock, 8, version, group_id=group_id, generation_id_or_member_epoch=3,
+                     member_id="m", group_instance_id=None,
+                     topics=[dict(name="orders", partitions=parts[:1])])
+            assert int(r.topics[0].partitions[0].error_code) == 25
 
 
 def test_negative_offsets_are_stored_as_kafka_stores_them(server, group_id):

@@ -245,3 +245,28 @@ def test_a_steady_members_commits_pass_the_steady_board(store_dir, clock, monkey
             s.commit_sync("g", {TP0: 10}, generation_id=gen + 1, member_id=m1)
         assert len(calls) == 2
         assert s.committed("g", TP0).offset == 9
+
+
+def test_a_group_of_offsets_only_fences_member_commits_as_kafkas_simple_group(store_dir, clock):
+    """Kafka makes a *simple group* of a group that commits without joining: Empty, of
+    generation 0, without members. A commit naming a member or a generation is then
+    UNKNOWN_MEMBER_ID (no such member), where a group the store has no trace of is
+    ILLEGAL_GENERATION; transactional offsets pending count as offsets."""
+    with open_store(store_dir, clock) as s:
+        with pytest.raises(IllegalGenerationError):
+            s.commit_sync("g", {TP0: 1}, generation_id=1, member_id="m")
+        s.commit_sync("g", {TP0: 1})
+        for generation, member in ((1, "m"), (0, ""), (-1, "m")):
+            if generation == -1:  # (a standalone commit's member id is ignored, as Kafka)
+                s.commit_sync("g", {TP0: 2}, generation_id=generation, member_id=member)
+                continue
+            with pytest.raises(UnknownMemberIdError):
+                s.commit_sync("g", {TP0: 2}, generation_id=generation, member_id=member)
+        txn = s.init_transactions("t")
+        txn.begin()
+        txn.commit_offsets("p", {TP0: 1})
+        with pytest.raises(UnknownMemberIdError):
+            s.commit_sync("p", {TP0: 2}, generation_id=1, member_id="m")
+        txn.abort()
+        with pytest.raises(IllegalGenerationError):
+            s.commit_sync("p", {TP0: 2}, generation_id=1, member_id="m")
