@@ -1,6 +1,8 @@
 """Apache Kafka as the judge of random sessions: one classic group's member joining,
 heartbeating, committing and leaving, beside standalone commits, fetches, OffsetDelete,
-DeleteGroups and DescribeGroups of the same group id, at random versions; each session run
+DeleteGroups and DescribeGroups of the same group id; and one transactional producer's
+transactions (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) beside plain commits
+and fetches of their group; at random versions; each session run
 against both targets and compared answer by answer (support/kafka_diff.py). The fixed cases
 of test_diff_groups.py and test_diff_offsets.py each check one situation; these mix them, so
 that a state one request leaves behind meets the requests the fixed cases never send after
@@ -15,15 +17,20 @@ import pytest
 
 from support.kafka_diff import Req, compare
 from support.kafka_steps import (
+    add_offsets,
     commit,
     describe,
+    end,
     fetch,
     formed,
     heartbeat,
+    init,
     leader_sync,
     leave,
     ref,
+    stable_fetch,
     sync,
+    txn_commit,
 )
 
 #: sessions per run (each about a second against both targets); raise by hand for more
@@ -101,6 +108,39 @@ def random_session(rng: random.Random, g: str) -> list:
     return steps
 
 
+def random_txn_session(rng: random.Random, g: str, tid: str) -> list:
+    """``STEPS`` random requests of transactional id ``tid``'s producer and of group ``g``.
+    A fetch waits for a transaction's end to settle (Kafka writes its markers after EndTxn is
+    answered; ``stable_fetch``); no InitProducerId while a transaction may be open (Kafka
+    bumps the epoch twice then, offsetlog once: a pinned difference, test_diff_txn.py)."""
+    steps: list = [init(tid, rng.randint(0, 5))]
+    open_ = False  # AddOffsetsToTxn sent since the last EndTxn
+    for _ in range(STEPS):
+        topic, count = rng.choice(TOPICS[:2])
+        part, offset = rng.randrange(count), rng.randint(0, 99)
+        roll = rng.random()
+        if roll < 0.1 and not open_:
+            steps.append(init(tid, rng.randint(0, 5)))
+        elif roll < 0.3:
+            steps.append(add_offsets(tid, g, rng.randint(0, 3)))
+            open_ = True
+        elif roll < 0.5:  # (before AddOffsetsToTxn too: refused on both)
+            steps.append(txn_commit(tid, g, rng.randint(0, 4), topic=topic, offset=offset))
+        elif roll < 0.62:
+            steps.append(end(tid, rng.random() < 0.6, rng.randint(0, 4)))
+            steps.append(stable_fetch(g, rng.randint(7, 9)))
+            open_ = False
+        elif roll < 0.8:
+            steps.append(commit(g, rng.randint(2, 9), topic=topic, partition=part,
+                                offset=offset))
+        elif open_:  # pending offsets are not shown; require_stable refuses them
+            v = rng.randint(2, 9)
+            steps.append(fetch(g, v, topics=((topic, [part]),), stable=v >= 7))
+        else:
+            steps.append(stable_fetch(g, rng.randint(7, 9)))
+    return steps
+
+
 def _in_order(answers):
     """OffsetFetch's (v8+: each group's) and OffsetDelete's topics in name order, their
     partitions by index (Kafka's order, of all of a group's offsets above all, is its hash
@@ -124,3 +164,8 @@ def _in_order(answers):
 @pytest.mark.parametrize("n", range(SESSIONS))
 def test_random_session_answers_as_kafka(targets, gid, n, seeded_random):
     compare(*targets, random_session(seeded_random, gid), view=_in_order)
+
+
+@pytest.mark.parametrize("n", range(SESSIONS))
+def test_random_transactional_session_answers_as_kafka(targets, gid, n, seeded_random):
+    compare(*targets, random_txn_session(seeded_random, gid, gid + "-t"), view=_in_order)

@@ -107,6 +107,48 @@ def await_state(g, state, *, conn="a"):
                 until=lambda r: str(r.groups[0].group_state) == state, conn=conn)
 
 
+# -- transactions (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) -------------
+
+def init(tid, v=4, *, timeout=60_000, pid=-1, epoch=-1, as_="p"):
+    return Req(22, v, dict(transactional_id=tid, transaction_timeout=timeout, producer_id=pid,
+                           producer_epoch=epoch),
+               save={as_: lambda r: r.producer_id, as_ + "_epoch": lambda r: r.producer_epoch})
+
+
+def add_offsets(tid, g, v=3, *, pid=None, epoch=None):
+    return Req(25, v, dict(transactional_id=tid, producer_id=pid if pid is not None else ref("p"),
+                           producer_epoch=epoch if epoch is not None else ref("p_epoch"),
+                           group_id=g))
+
+
+def txn_commit(tid, g, v=3, *, pid=None, epoch=None, topic="orders", offset=17, gen=-1,
+               member=""):
+    body = commit_body(g, topic=topic, offset=offset, gen=gen, member=member)
+    body.update(transactional_id=tid, producer_id=pid if pid is not None else ref("p"),
+                producer_epoch=epoch if epoch is not None else ref("p_epoch"))
+    return Req(28, v, body)
+
+
+def end(tid, committed, v=3, *, pid=None, epoch=None):
+    return Req(26, v, dict(transactional_id=tid, producer_id=pid if pid is not None else ref("p"),
+                           producer_epoch=epoch if epoch is not None else ref("p_epoch"),
+                           committed=committed))
+
+
+def stable_fetch(g, v=7, *, settled=True):
+    """OffsetFetch with require_stable; ``settled``: asked again until no partition is
+    UNSTABLE_OFFSET_COMMIT (Kafka writes a transaction's markers after EndTxn is answered)."""
+    body = fetch_body(g, stable=True)
+    if not settled:
+        return Req(9, v, body)
+
+    def done(r):
+        parts = [p for t in (r.groups[0].topics if v >= 8 else r.topics) for p in t.partitions]
+        return all(int(p.error_code) == 0 for p in parts)
+    return Poll(9, v, body, until=done)
+
+
 __all__ = ["Poll", "await_state", "Recv", "Req", "Send", "SUB", "ASSIGN", "join", "join_body", "sync", "leader_sync",
            "heartbeat", "leave", "describe", "formed", "commit", "commit_body", "fetch",
-           "fetch_body", "ref", "protocols"]
+           "fetch_body", "ref", "protocols", "init", "add_offsets", "txn_commit", "end",
+           "stable_fetch"]
