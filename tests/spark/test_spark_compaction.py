@@ -100,7 +100,7 @@ def test_a_failed_or_killed_job_leaves_the_store_as_it_was(spark, tmp_path, seed
     with pytest.raises(SparkCompactionError):
         compact(spark, store, now_ms=clock.now, _fail_at=fail_at, **cleaner_opts(opts))
     # the lock was released and recovery finishes or discards the interrupted swap
-    with OffsetStore.open(store, cleaner_backoff_ms=0, retention_check_interval_ms=0) as s:
+    with OffsetStore.open(store, cleaner_backoff_ms=0, retention_check_interval_ms=0):
         pass
     assert tables(store) == before
     # and compacting again keeps exactly the records an uninterrupted cleaning keeps (how
