@@ -58,6 +58,7 @@ from offsetlog.group.consumer.errors import (
 )
 from offsetlog.group.consumer.group import (
     ConsumerGroup,
+    apply_records,
     current_record,
     group_record,
     member_record,
@@ -535,11 +536,7 @@ class ConsumerGroupCoordinator:
     def replay(self, records: Iterable[tuple], now_ms: int) -> None:
         """Rebuild the groups from their records (in log order); every member's session
         starts at ``now_ms``, as Kafka's coordinator does when it loads a partition."""
-        for kind, key, value in records:
-            group = self.groups.get(key[0])
-            if group is None:
-                group = self.groups[key[0]] = ConsumerGroup(key[0])
-            group.apply(kind, tuple(key), value)
+        apply_records(self.groups, records)
         self._now = max(self._now, now_ms)
         for group in self.groups.values():
             for mid, m in group.members.items():

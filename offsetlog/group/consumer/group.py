@@ -250,12 +250,18 @@ def state_records(state: Mapping[tuple, dict]) -> list[tuple]:
     return out
 
 
-def rebuild_groups(state: Mapping[tuple, dict]) -> dict[str, ConsumerGroup]:
-    """group id -> the group, as ``state`` (see ``state_records``) describes it."""
-    groups: dict[str, ConsumerGroup] = {}
-    for kind, key, value in state_records(state):
+def apply_records(groups: dict[str, ConsumerGroup], records: Iterable[tuple]) -> None:
+    """Fold ``(kind, key, value)`` records, in log order, into ``groups`` (group id -> group),
+    making a group on its first record: the one fold of recovery and of every offline view."""
+    for kind, key, value in records:
         group = groups.get(key[0])
         if group is None:
             group = groups[key[0]] = ConsumerGroup(key[0])
-        group.apply(kind, key, value)
+        group.apply(kind, tuple(key), value)
+
+
+def rebuild_groups(state: Mapping[tuple, dict]) -> dict[str, ConsumerGroup]:
+    """group id -> the group, as ``state`` (see ``state_records``) describes it."""
+    groups: dict[str, ConsumerGroup] = {}
+    apply_records(groups, state_records(state))
     return groups
