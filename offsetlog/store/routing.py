@@ -142,14 +142,16 @@ def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id:
             # OffsetCommit's generation_id_or_member_epoch does), checked in this same hold
             _raise(consumer.check_offset_request(group_id, member_id, generation_id))
             return
-        if standalone and not coord.has_group(group_id):
+        known = coord.has_group(group_id)
+        if standalone and not known:
             return
+        # only a group the coordinator does not hold can be Kafka's simple group, so only then
+        # does the table need asking
         table = part.table
+        holds = not known and bool(table.offsets.get(group_id) or table.txn.keys.get(group_id))
         coord.validate_offset_commit(group_id, member_id=member_id,
                                      group_instance_id=group_instance_id,
                                      generation_id=generation_id, now_ms=now_ms,
-                                     transactional=transactional,
-                                     holds_offsets=bool(table.offsets.get(group_id)
-                                                        or table.txn.keys.get(group_id)))
+                                     transactional=transactional, holds_offsets=holds)
 
     return check
