@@ -63,7 +63,7 @@ native-check: $(STAMP)
 # the import contracts of pyproject.toml (also a test) and the linter
 lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/ruff check --select E9,F,I offsetlog compaction recovery bench
+	$(BIN)/ruff check --select E9,F,I offsetlog compaction recovery bench tests
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .hypothesis .import_linter_cache native/target offsetlog/log/_native*.so

@@ -45,7 +45,6 @@ def pytest_configure(config):
         config.pluginmanager.register(plugin, "offsetlog-crashtest")
 
 # The session-scoped SparkSession shared by tests/test_spark_*.py.
-from support.spark_fixtures import spark  # noqa: E402,F401
-
 # A real Apache Kafka broker, once per session (tests/kafka/ and the client matrix).
 from support.kafka_broker import kafka_acl_broker, kafka_broker, kafka_topics  # noqa: E402,F401
+from support.spark_fixtures import spark  # noqa: E402,F401

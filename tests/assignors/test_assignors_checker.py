@@ -200,7 +200,7 @@ def test_wrapper_checks_custom_assignors_too():
         Lazy().assign({"t": 1}, {"a": Subscription(["t"])})
 
 
-def test_wrapper_records_every_call(check_every_assignment):
+def test_wrapper_records_every_call(check_every_assignment):  # noqa: F811 (the fixture)
     RangeAssignor().assign({"t": 1}, {"a": Subscription(["t"])})
     StickyAssignor().assign({"t": 1}, {"a": Subscription(["t"])})
     assert check_every_assignment == ["range", "sticky"]

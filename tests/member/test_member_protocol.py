@@ -84,7 +84,7 @@ def test_a_member_with_an_eager_assignor_runs_the_eager_protocol(harness):
     """cooperative-sticky listed first, but range is eager-only: the member revokes everything
     before each rebalance; the group votes for the first protocol everyone lists."""
     a = harness.member("a", assignors=("cooperative-sticky", "range"))
-    b = harness.member("b", assignors=("cooperative-sticky", "range"))
+    harness.member("b", assignors=("cooperative-sticky", "range"))
     assert a.rebalance_protocol is RebalanceProtocol.EAGER
     harness.run_until(harness.stable)
     assert a.protocol_name == "cooperative-sticky"

@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import Consumer as CkConsumer
 from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as CkTP
+from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from kafka import KafkaConsumer, TopicPartition
 from offsetlog.server.tls import principal_of
 from support.tls_certs import CLIENT_DN
 

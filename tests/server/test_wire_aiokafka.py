@@ -33,7 +33,8 @@ async def _poll_until(consumers, until, timeout: float = 30) -> None:
 
 
 def test_aiokafka_members_join_commit_and_rebalance(server, group_id):
-    from aiokafka.structs import OffsetAndMetadata, TopicPartition as ATP
+    from aiokafka.structs import OffsetAndMetadata
+    from aiokafka.structs import TopicPartition as ATP
 
     async def run():
         a = _consumer(server, group_id)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.group.consumer_protocol import (decode_assignment, encode_assignment,
-                                               encode_subscription)
+from offsetlog.group.consumer_protocol import (
+    decode_assignment,
+    encode_assignment,
+    encode_subscription,
+)
 from offsetlog.types import TopicPartition
 from support.wire_raw import call
 from support.wire_server import raw_socket
