@@ -15,18 +15,21 @@ import random
 
 import pytest
 
-from support.kafka_diff import Poll, Req, compare
+from support.kafka_diff import Poll, compare
 from support.kafka_steps import (
     add_offsets,
     commit,
+    delete_group,
     describe,
     end,
     fetch,
     formed,
     heartbeat,
+    in_name_order,
     init,
     leader_sync,
     leave,
+    offset_delete,
     ref,
     stable_fetch,
     sync,
@@ -38,15 +41,6 @@ from support.kafka_steps import (
 SESSIONS = int(os.environ.get("OFFSETLOG_DIFF_SESSIONS", 12))
 STEPS = int(os.environ.get("OFFSETLOG_DIFF_STEPS", 14))
 TOPICS = (("orders", 4), ("events", 2), ("no-such-topic", 1))
-
-
-def _offset_delete(g, topic, partitions):
-    return Req(47, 0, dict(group_id=g, topics=[dict(name=topic, partitions=[
-        dict(partition_index=p) for p in partitions])]))
-
-
-def _delete_group(g, v):
-    return Req(42, v, dict(groups_names=[g]))
 
 
 def random_session(rng: random.Random, g: str) -> list:
@@ -100,9 +94,9 @@ def random_session(rng: random.Random, g: str) -> list:
                                ((topic, [part, (part + 1) % count]),),
                                stable=v >= 7 and rng.random() < 0.5))
         elif roll < 0.83 and managed:
-            steps.append(_offset_delete(g, topic, [part]))
+            steps.append(offset_delete(g, topic, [part]))
         elif roll < 0.9:
-            steps.append(_delete_group(g, rng.randint(0, 2)))
+            steps.append(delete_group(g, rng.randint(0, 2)))
             managed = False
         else:
             steps.append(describe(g, rng.randint(0, 5)))
@@ -155,31 +149,11 @@ def random_txn_session(rng: random.Random, g: str, tid: str) -> list:
     return steps
 
 
-def _in_order(answers):
-    """OffsetFetch's (v8+: each group's) and OffsetDelete's topics in name order, their
-    partitions by index (Kafka's order, of all of a group's offsets above all, is its hash
-    map's)."""
-    def sort(holder):
-        if isinstance(holder.get("topics"), list) and all("name" in t for t in holder["topics"]):
-            holder["topics"] = sorted(holder["topics"], key=lambda t: t["name"])
-            for t in holder["topics"]:
-                if isinstance(t.get("partitions"), list):
-                    t["partitions"] = sorted(t["partitions"],
-                                             key=lambda p: p.get("partition_index", 0))
-
-    for a in answers:
-        sort(a)
-        for group in a.get("groups") or []:
-            if isinstance(group, dict):
-                sort(group)
-    return answers
-
-
 @pytest.mark.parametrize("n", range(SESSIONS))
 def test_random_session_answers_as_kafka(targets, gid, n, seeded_random):
-    compare(*targets, random_session(seeded_random, gid), view=_in_order)
+    compare(*targets, random_session(seeded_random, gid), view=in_name_order)
 
 
 @pytest.mark.parametrize("n", range(SESSIONS))
 def test_random_transactional_session_answers_as_kafka(targets, gid, n, seeded_random):
-    compare(*targets, random_txn_session(seeded_random, gid, gid + "-t"), view=_in_order)
+    compare(*targets, random_txn_session(seeded_random, gid, gid + "-t"), view=in_name_order)

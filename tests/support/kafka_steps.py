@@ -107,6 +107,35 @@ def await_state(g, state, *, conn="a"):
                 until=lambda r: str(r.groups[0].group_state) == state, conn=conn)
 
 
+def offset_delete(g, topic, partitions, *, conn="a"):
+    return Req(47, 0, dict(group_id=g, topics=[dict(name=topic, partitions=[
+        dict(partition_index=p) for p in partitions])]), conn=conn)
+
+
+def delete_group(g, v, *, conn="a"):
+    return Req(42, v, dict(groups_names=[g]), conn=conn)
+
+
+def in_name_order(answers):
+    """A ``compare`` view: OffsetFetch's (v8+: each group's) and OffsetDelete's topics in
+    name order, their partitions by index (Kafka's order, of all of a group's offsets above
+    all, is its hash map's)."""
+    def sort(holder):
+        if isinstance(holder.get("topics"), list) and all("name" in t for t in holder["topics"]):
+            holder["topics"] = sorted(holder["topics"], key=lambda t: t["name"])
+            for t in holder["topics"]:
+                if isinstance(t.get("partitions"), list):
+                    t["partitions"] = sorted(t["partitions"],
+                                             key=lambda p: p.get("partition_index", 0))
+
+    for a in answers:
+        sort(a)
+        for group in a.get("groups") or []:
+            if isinstance(group, dict):
+                sort(group)
+    return answers
+
+
 # -- transactions (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) -------------
 
 def init(tid, v=4, *, timeout=60_000, pid=-1, epoch=-1, as_="p"):
@@ -151,4 +180,4 @@ def stable_fetch(g, v=7, *, settled=True):
 __all__ = ["Poll", "await_state", "Recv", "Req", "Send", "SUB", "ASSIGN", "join", "join_body", "sync", "leader_sync",
            "heartbeat", "leave", "describe", "formed", "commit", "commit_body", "fetch",
            "fetch_body", "ref", "protocols", "init", "add_offsets", "txn_commit", "end",
-           "stable_fetch"]
+           "stable_fetch", "offset_delete", "delete_group", "in_name_order"]
