@@ -124,7 +124,9 @@ class CorruptLogError(OffsetlogError):
 
 
 class UnsupportedVersionError(OffsetlogError):
-    """A record or file is of a format version newer than this code understands."""
+    """A record or file is of a format version newer than this code understands; or (the
+    wire server's) a request of a version its sender may not use, as Kafka's
+    UNSUPPORTED_VERSION answers a consumer-protocol member's OffsetCommit below v9."""
 
     code = 35
 

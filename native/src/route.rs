@@ -138,8 +138,13 @@ impl Route {
         if self.managed.bind(py).contains(group)? {
             return Ok(true);
         }
+        self.consumer_group_here(py)
+    }
+
+    /// Whether the KIP-848 coordinator holds a group of this name.
+    pub fn consumer_group_here(&self, py: Python<'_>) -> PyResult<bool> {
         match &self.consumer {
-            Some((_, groups)) => groups.bind(py).contains(group),
+            Some((_, groups)) => groups.bind(py).contains(self.group_id.bind(py)),
             None => Ok(false),
         }
     }

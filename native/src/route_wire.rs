@@ -19,12 +19,17 @@ use crate::wire_conn::Entry as WireEntry;
 /// `validate_offset_commit` or a KIP-848 member's epoch): true. False, with nothing done,
 /// when it is not one here: the group's route is not cached (so its name was never checked:
 /// the Python path checks it), the store is closed, an entry is not plain, the call is too
-/// large. Raises what the commit raises (fencing first).
+/// large, or it is a member's commit of the classic versions (`classic`) to a KIP-848 group
+/// (the Python path answers what Kafka does to a consumer-protocol member's). Raises what
+/// the commit raises (fencing first).
 pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyString>,
-                           entries: &[WireEntry<'_>], member: &Member<'_>)
+                           entries: &[WireEntry<'_>], member: &Member<'_>, classic: bool)
                            -> PyResult<bool> {
     let py = slf.py();
     let Some(call) = plain_call(slf, group, entries, false)? else { return Ok(false) };
+    if classic && !member.standalone() && call.route.get().consumer_group_here(py)? {
+        return Ok(false);
+    }
     let none = py.None().into_bound(py); // (no timeout: a wire commit waits as Kafka's does)
     if member.standalone() {
         let route = call.route.clone();

@@ -408,7 +408,8 @@ fn plain_commit(py: Python<'_>, conn: &Bound<'_, PyAny>, (router, topics): &Plai
     let group = PyString::new(py, &c.group_id);
     let member = route::Member { generation: c.generation, member_id: &c.member_id,
                                  instance: c.group_instance_id.as_deref() };
-    let code = match route_wire::commit_plain(router, &group, &entries, &member) {
+    let classic = c.version < wire_codec::OFFSET_COMMIT_MEMBER_EPOCH_VERSION;
+    let code = match route_wire::commit_plain(router, &group, &entries, &member, classic) {
         Ok(false) => return Ok(None),
         Ok(true) => 0,
         Err(error) => conn.call_method1(pyo3::intern!(py, "commit_error"),

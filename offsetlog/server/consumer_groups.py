@@ -19,6 +19,9 @@ from offsetlog.server.codec import build, ms, response_schema
 from offsetlog.server.context import Call, Context
 from offsetlog.server.work import after
 
+#: OffsetCommit's first version with the member epoch (KIP-848): a consumer-protocol member
+#: must commit with it or later
+COMMIT_MEMBER_EPOCH_VERSION = 9
 #: ConsumerGroupDescribe's authorized_operations when they were not asked for (INT32_MIN)
 NO_OPERATIONS = -2147483648
 #: ConsumerGroupDescribe v1 member_type: a classic-protocol member, a consumer-protocol member
@@ -148,10 +151,11 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
 
 
 def offset_check(ctx: Context, group_id: str, member_id: str | None, member_epoch: int,
-                 fetch: bool = False) -> int | None:
+                 fetch: bool = False, version: int = COMMIT_MEMBER_EPOCH_VERSION) -> int | None:
     """None when ``group_id`` is not a consumer-protocol group; else the error code of an
-    OffsetCommit (or, ``fetch``, an OffsetFetch) naming ``member_id`` at ``member_epoch``
-    (0 when it may go ahead): UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH. An OffsetFetch that names
+    OffsetCommit of ``version`` (or, ``fetch``, an OffsetFetch) naming ``member_id`` at
+    ``member_epoch`` (0 when it may go ahead): UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (a
+    consumer-protocol member's commit below v9), STALE_MEMBER_EPOCH. An OffsetFetch that names
     no member (an admin client's) is not checked. This answers early; a commit is checked
     again by the store under the partition lock, in the same step as its write
     (store/routing.py), so a member fenced in between does not get its commit through."""
@@ -163,6 +167,8 @@ def offset_check(ctx: Context, group_id: str, member_id: str | None, member_epoc
             return None
         if fetch and not member_id and member_epoch < 0:
             return E.NONE
-        return E.code_of(groups.check_offset_request(group_id, member_id, member_epoch))
+        return E.code_of(groups.check_offset_request(
+            group_id, member_id, member_epoch,
+            classic_commit=not fetch and version < COMMIT_MEMBER_EPOCH_VERSION))
     except OffsetlogError as e:
         return E.code_of(e)

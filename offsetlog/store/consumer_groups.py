@@ -126,11 +126,12 @@ class ConsumerGroups(StorePart):
                 out.extend((gid, g.state()) for gid, g in c.groups.items())
         return sorted(out)
 
-    def check_offset_request(self, group_id: str, member_id: str | None,
-                             member_epoch: int) -> OffsetlogError | None:
+    def check_offset_request(self, group_id: str, member_id: str | None, member_epoch: int,
+                             *, classic_commit: bool = False) -> OffsetlogError | None:
         i = self._index(group_id)
         with self._parts[i].lock:
-            return self.coordinators[i].check_offset_request(group_id, member_id, member_epoch)
+            return self.coordinators[i].check_offset_request(group_id, member_id, member_epoch,
+                                                             classic_commit=classic_commit)
 
     def stop(self) -> None:
         self._stop.set()

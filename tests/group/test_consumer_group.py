@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from offsetlog.errors import FencedInstanceIdError, UnknownMemberIdError
+from offsetlog.errors import FencedInstanceIdError, UnknownMemberIdError, UnsupportedVersionError
 from offsetlog.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from offsetlog.group.consumer.assignors import AssignorMember, range_assign, uniform_assign
 from offsetlog.group.consumer.errors import (
@@ -260,6 +260,19 @@ def test_offset_requests_are_checked_against_the_member_epoch(c):
     a.leave(1)
     assert c.check_offset_request("g", "", -1) is None  # empty group: admin commits
     assert c.check_offset_request("other", "", -1) is None
+
+
+def test_a_consumer_protocol_members_classic_commit_is_refused(c):
+    """An OffsetCommit of the classic versions from a consumer-protocol member: refused once
+    the member is found, before its epoch is judged; others as before."""
+    a = Client(c, "a")
+    a.beat(0)
+    classic = {"classic_commit": True}
+    assert isinstance(c.check_offset_request("g", "a", 1, **classic), UnsupportedVersionError)
+    assert isinstance(c.check_offset_request("g", "a", 7, **classic), UnsupportedVersionError)
+    assert isinstance(c.check_offset_request("g", "x", 1, **classic), UnknownMemberIdError)
+    a.leave(1)
+    assert c.check_offset_request("g", "", -1, **classic) is None
 
 
 def test_a_new_partition_count_bumps_the_group_epoch(c):

@@ -305,6 +305,8 @@ def test_classic_member_commit_fenced_by_its_generation():
     assert m.consumer.check_offset_request("g", a.member_id, epoch) is None
     assert isinstance(m.consumer.check_offset_request("g", a.member_id, epoch + 1),
                       IllegalGenerationError)
+    # (a classic member's commit of the classic versions is its own: not refused)
+    assert m.consumer.check_offset_request("g", a.member_id, epoch, classic_commit=True) is None
 
 
 def test_classic_leave_removes_the_member_and_bumps_the_epoch():

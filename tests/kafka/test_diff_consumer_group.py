@@ -4,55 +4,24 @@ the real broker and ``offsetlog serve``, answers compared after normalisation
 (support/kafka_diff.py; topic ids are ``TOPIC_ID``, member ids placeholders).
 
 Members name the ``range`` assignor, whose assignment is deterministic on both (Kafka's
-``uniform`` walks members in hash order). Assignments are compared as sets: Kafka lists a
-member's topics and partitions in hash order."""
+``uniform`` walks members in hash order). Where the cases compare error codes only
+(``codes``), epochs and assignments are Kafka 4.4's to differ in (KIP-1263)."""
 
 from __future__ import annotations
 
 import pytest
 
+from support.kafka_consumer_steps import (
+    COMMIT,
+    DESCRIBE,
+    FETCH,
+    codes,
+    epoch_of,
+    hb,
+    owned_of,
+    save_owned,
+)
 from support.kafka_diff import Req, at, compare
-
-HB, DESCRIBE, COMMIT, FETCH = 68, 69, 8, 9
-
-
-def sort_assignments(tree):
-    """Partitions and topic lists in a canonical order."""
-    if isinstance(tree, dict):
-        for k, v in tree.items():
-            sort_assignments(v)
-            if k == "partitions" and isinstance(v, list) and all(isinstance(x, int) for x in v):
-                v.sort()
-            if k == "topic_partitions" and isinstance(v, list):
-                v.sort(key=repr)
-    elif isinstance(tree, list):
-        for v in tree:
-            sort_assignments(v)
-    return tree
-
-
-def owned_of(name):
-    return lambda c: c.get(name, [])
-
-
-def save_owned(name):
-    def get(answer):
-        if answer.assignment is None:
-            return None
-        return [dict(topic_id=t.topic_id, partitions=list(t.partitions))
-                for t in answer.assignment.topic_partitions]
-    return {name: get}
-
-
-def hb(g, member, epoch, *, owned=None, join=False, conn="a", save=None, inst=None,
-       assignor="range", topics=("orders",), **extra):
-    body = dict(group_id=g, member_id=member, member_epoch=epoch, instance_id=inst,
-                topic_partitions=owned)
-    if join:
-        body.update(rebalance_timeout=30_000, subscribed_topic_names=list(topics),
-                    server_assignor=assignor, topic_partitions=[])
-    body.update(extra)
-    return Req(HB, 1, body, conn=conn, save=save)
 
 
 def describe(g, conn="a"):
@@ -65,18 +34,6 @@ def check(**paths):
         for path, value in paths.items():
             assert at(answers, path.replace("__", ".").lstrip("_")) == value, path
     return run
-
-
-def epoch_of(name):
-    return {name: lambda answer: answer.member_epoch}
-
-
-def codes(answers):
-    """Error codes, and the epochs of leaves (negative): what these cases compare. Kafka 4.4
-    batches target assignments (KIP-1263), so its epochs and when partitions arrive differ
-    from ours; tests/kafka/test_consumer_protocol_client.py compares where groups settle."""
-    return [(a.get("error_code"), a["member_epoch"] if a.get("member_epoch", 0) < 0 else None)
-            if "member_epoch" in a else a.get("error_code") for a in answers]
 
 
 def test_zombies_unknown_members_and_leaving(targets, gid):
@@ -259,3 +216,37 @@ def test_deletes_of_a_consumer_group_that_never_committed(targets, gid):
         check=check(_1__topics__0__partitions__0__error_code="GROUP_SUBSCRIBED_TO_TOPIC",
                     _3__error_code="NONE", _4__results__0__error_code="NONE",
                     _5__groups__0__error_code="GROUP_ID_NOT_FOUND"))
+
+
+def test_a_consumer_protocol_member_commits_at_v9_or_above(targets, gid):
+    """Kafka refuses a consumer-protocol member's OffsetCommit below v9 with
+    UNSUPPORTED_VERSION, after it found the member and before it judges the epoch; an unknown
+    member stays UNKNOWN_MEMBER_ID, a standalone commit of an empty group is taken. The
+    commits at v9 first route the group, so the later ones reach the native request loop's
+    plain commit, which must leave them to the Python path."""
+    a = f"{gid}-a"
+
+    def commit(v, epoch, member=a, offset=5):
+        return Req(COMMIT, v, dict(group_id=gid, generation_id_or_member_epoch=epoch,
+                                   generation_id=epoch, member_id=member,
+                                   group_instance_id=None, retention_time=-1, topics=[dict(
+                                       name="orders", partitions=[dict(
+                                           partition_index=0, committed_offset=offset,
+                                           committed_leader_epoch=-1, committed_metadata="",
+                                           commit_timestamp=-1)])]))
+
+    e = (lambda d: (lambda c: c["e"] + d))
+    steps = [hb(gid, a, 0, join=True, save=epoch_of("e")), commit(9, e(0)), commit(9, e(0)),
+             commit(8, e(0), offset=6), commit(2, e(0), offset=6), commit(8, e(-1)),
+             commit(8, e(0), member="nobody"),
+             Req(FETCH, 9, dict(require_stable=False, groups=[dict(
+                 group_id=gid, member_id=None, member_epoch=-1,
+                 topics=[dict(name="orders", partition_indexes=[0])])])),
+             hb(gid, a, -1), commit(8, -1, member="", offset=7), commit(8, e(0), offset=8)]
+    code = "_{}__topics__0__partitions__0__error_code".format
+    compare(*targets, steps, view=lambda answers: answers[1:8] + answers[9:], check=check(**{
+        code(0): "NONE", code(1): "NONE", code(2): "UNSUPPORTED_VERSION",
+        code(3): "UNSUPPORTED_VERSION", code(4): "UNSUPPORTED_VERSION",
+        code(5): "UNKNOWN_MEMBER_ID",
+        "_6__groups__0__topics__0__partitions__0__committed_offset": 5,
+        code(7): "NONE", code(8): "UNKNOWN_MEMBER_ID"}))

@@ -66,7 +66,7 @@ class Req:
     version: int
     body: dict
     conn: str = "a"
-    save: dict | None = None  #: name -> callable(answer) stored in the context
+    save: dict | None = None  #: name -> callable(answer) stored in the context (or KEEP)
     retry: bool = True  #: send again while the answer has a RETRIABLE error
 
 
@@ -102,6 +102,17 @@ class Recv:
 
 
 Step = Req | Send | Recv | Poll
+
+#: what a ``save`` callable returns to leave the context's value as it was (a refused
+#: heartbeat's answer carries no epoch to remember)
+KEEP = object()
+
+
+def _save(ctx: dict, save: dict | None, answer: Any) -> None:
+    for name, get in (save or {}).items():
+        value = get(answer)
+        if value is not KEEP:
+            ctx[name] = value
 
 
 class _Conn:
@@ -191,8 +202,7 @@ def run(port: int, steps: list[Step], *,
                         raise AssertionError(f"Poll: never true on port {port}: {answer}")
                     time.sleep(0.02)
                 answers.append(answer)
-                for name, get in (step.save or {}).items():
-                    ctx[name] = get(answer)
+                _save(ctx, step.save, answer)
                 continue
             if isinstance(step, (Req, Send)):
                 conn.send(step.api, step.version, _resolve(step.body, ctx))
@@ -208,8 +218,7 @@ def run(port: int, steps: list[Step], *,
                     conn.send(step.api, step.version, _resolve(step.body, ctx))
                     answer = conn.recv()
             answers.append(answer)
-            for name, get in (step.save or {}).items():
-                ctx[name] = get(answer)
+            _save(ctx, step.save, answer)
     finally:
         for c in conns.values():
             c.close()

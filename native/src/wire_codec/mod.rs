@@ -20,6 +20,9 @@ pub use responses::*;
 /// `offsetlog.server.apis.APIS`, checked there against this module's `OFFSET_COMMIT_VERSIONS`)
 pub const OFFSET_COMMIT: i16 = 8;
 pub const OFFSET_COMMIT_VERSIONS: (i16, i16) = (2, 9);
+/// OffsetCommit's first version with the member epoch (KIP-848): a consumer-protocol
+/// member's commit below it is refused (UNSUPPORTED_VERSION, by the Python path)
+pub const OFFSET_COMMIT_MEMBER_EPOCH_VERSION: i16 = 9;
 
 /// Heartbeat's API key and versions (all the server offers)
 pub const HEARTBEAT: i16 = 12;

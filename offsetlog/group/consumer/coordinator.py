@@ -45,6 +45,7 @@ from offsetlog.errors import (
     IllegalGenerationError,
     OffsetlogError,
     UnknownMemberIdError,
+    UnsupportedVersionError,
 )
 from offsetlog.group.consumer import regex
 from offsetlog.group.consumer.assignors import ASSIGNORS, AssignorMember
@@ -506,11 +507,15 @@ class ConsumerGroupCoordinator:
 
     # -- offsets, description, replay -----------------------------------------------------
 
-    def check_offset_request(self, group_id: str, member_id: str | None,
-                             member_epoch: int) -> OffsetlogError | None:
+    def check_offset_request(self, group_id: str, member_id: str | None, member_epoch: int,
+                             *, classic_commit: bool = False) -> OffsetlogError | None:
         """Whether an OffsetCommit (or an OffsetFetch naming a member) from ``member_id`` at
         ``member_epoch`` may go ahead: None, or the error to answer. Epoch -1 with no member
-        is a commit from outside the group (an admin client), allowed while it is empty."""
+        is a commit from outside the group (an admin client), allowed while it is empty.
+
+        ``classic_commit``: the request is an OffsetCommit of the classic protocol's versions
+        (the wire's v8 and older), which a member of the consumer protocol may not send:
+        refused after the member is found and before its epoch is judged, as Kafka does."""
         group = self.groups.get(group_id)
         if group is None:
             return None
@@ -520,6 +525,10 @@ class ConsumerGroupCoordinator:
         if member is None:
             return UnknownMemberIdError(
                 f"Member {member_id} is not a member of group {group_id}.")
+        if classic_commit and not member.uses_classic_protocol:
+            return UnsupportedVersionError(
+                "OffsetCommit version 9 or above must be used by members of the consumer "
+                "group protocol.")
         if member.uses_classic_protocol and member_epoch != member.member_epoch:
             return IllegalGenerationError(
                 f"The generation id {member_epoch} is not the member's epoch "

@@ -1,0 +1,120 @@
+"""Apache Kafka as the judge of random sessions of the consumer group protocol (KIP-848): two
+members of one group joining (one topic or two), heartbeating with what they own, at a
+fenced epoch, joining again, leaving and coming back, committing and fetching offsets at
+their epoch, a stale or a future one, at OffsetCommit/OffsetFetch v9 and at the classic
+versions below it; beside standalone commits, fetches, OffsetDelete, DeleteGroups and
+describes of the same group. Each session runs against both targets and is compared
+answer by answer (support/kafka_diff.py) as the fixed cases of test_diff_consumer_group.py
+compare them: heartbeats and describes by their error codes (and the epochs of leaves),
+since Kafka 4.4 batches target assignments (KIP-1263) and so its epochs and assignments
+differ from ours by design (docs/GROUPS.md); offsets, commits and deletes in full. Each
+member's epoch and partitions are the ones its own target last answered. A failing session
+prints its seed: rerun it with ``OFFSETLOG_TEST_SEED``."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from support.kafka_consumer_steps import DESCRIBE, epoch_of, hb, owned_of, save_owned
+from support.kafka_diff import Req, compare
+from support.kafka_steps import commit, delete_group, describe, fetch, in_name_order, offset_delete
+
+#: sessions per run (about a fifth of a second each against both targets); more by hand,
+#: and longer ones with OFFSETLOG_DIFF_STEPS
+SESSIONS = int(os.environ.get("OFFSETLOG_DIFF_SESSIONS", 10))
+STEPS = int(os.environ.get("OFFSETLOG_DIFF_STEPS", 16))
+SIDE = "c"  #: the bystander's connection
+
+
+def _epoch(who: str, delta: int = 0):
+    return lambda c: c[who + "_e"] + delta
+
+
+def random_consumer_session(rng: random.Random, g: str) -> list:
+    """``STEPS`` random requests of members ``a`` and ``b`` of consumer group ``g`` and of a
+    bystander."""
+    steps: list = []
+    inside: set[str] = set()  # members in the group (joined, not left)
+    known: set[str] = set()  # members that joined once (their epoch is saved)
+    # the group exists as a consumer group (a member joined since the last deletion):
+    # OffsetDelete only then, for the simple group's sake (test_diff_random_sessions.py)
+    exists = False
+
+    def save(who):
+        return {**epoch_of(who + "_e"), **save_owned(who + "_o")}
+
+    for _ in range(STEPS):
+        who = rng.choice("ab")
+        mid, conn = f"{g}-{who}", who
+        roll = rng.random()
+        if who not in inside and (roll < 0.35 or not known):
+            topics = ("orders",) if rng.random() < 0.7 else ("orders", "events")
+            steps.append(hb(g, mid, 0, join=True, topics=topics, conn=conn, save=save(who)))
+            inside.add(who)
+            known.add(who)
+            exists = True
+        elif roll < 0.35:  # (inside) a heartbeat, reporting what it owns or not
+            owned = owned_of(who + "_o") if rng.random() < 0.7 else None
+            steps.append(hb(g, mid, _epoch(who), owned=owned, conn=conn, save=save(who)))
+        elif roll < 0.4 and who in known:  # from the future: FENCED_MEMBER_EPOCH
+            steps.append(hb(g, mid, _epoch(who, 1), owned=owned_of(who + "_o"), conn=conn))
+        elif roll < 0.45 and who in inside:  # joins again with epoch 0 and its member id
+            steps.append(hb(g, mid, 0, join=True, conn=conn, save=save(who)))
+        elif roll < 0.53:  # leaves (or, already gone, is told it is unknown)
+            steps.append(hb(g, mid, -1, conn=conn))
+            inside.discard(who)
+        elif roll < 0.68 and who in known:  # the member's commit at its epoch or another
+            delta = rng.choice((0, 0, 0, -1, 1))
+            v = 9 if rng.random() < 0.7 else rng.randint(2, 8)
+            topic, part = rng.choice((("orders", 0), ("orders", 3), ("events", 1)))
+            steps.append(commit(g, v, conn=conn, topic=topic, partition=part,
+                                offset=rng.randint(0, 99), member=mid,
+                                gen=_epoch(who, delta)))
+        elif roll < 0.74 and who in known:  # the member's fetch (v9: with its epoch)
+            fetch_step = fetch(g, 9, conn=conn, topics=(("orders", [0, 3]),))
+            fetch_step.body["groups"][0].update(member_id=mid,
+                                                member_epoch=_epoch(who, rng.choice((0, -1))))
+            steps.append(fetch_step)
+        elif roll < 0.8:
+            steps.append(commit(g, rng.choice((2, 5, 8, 9)), conn=SIDE, topic="events",
+                                partition=0, offset=rng.randint(0, 99)))
+        elif roll < 0.86:
+            steps.append(fetch(g, rng.randint(2, 9), conn=SIDE,
+                               topics=None if rng.random() < 0.5 else
+                               (("orders", [0, 3]), ("events", [0, 1]))))
+        elif roll < 0.91 and exists:
+            steps.append(offset_delete(g, rng.choice(("orders", "events")), [0, 1, 3],
+                                       conn=SIDE))
+        elif roll < 0.95:
+            steps.append(delete_group(g, rng.randint(0, 2), conn=SIDE))
+            if not inside:
+                exists = False
+        elif roll < 0.98:
+            steps.append(Req(DESCRIBE, rng.randint(0, 1), dict(
+                group_ids=[g], include_authorized_operations=False), conn=SIDE))
+        else:
+            steps.append(describe(g, rng.randint(0, 5), conn=SIDE))
+    return steps
+
+
+def _view(answers: list) -> list:
+    """Heartbeats by their error code (and a leave's epoch), describes by each group's error
+    code; the rest as it is, topics in name order."""
+    out = []
+    for a in in_name_order(answers):
+        if "heartbeat_interval" in a:
+            out.append((a["error_code"], a["member_epoch"] if a["member_epoch"] < 0 else None))
+        elif isinstance(a.get("groups"), list) and all(
+                isinstance(x, dict) and "members" in x for x in a["groups"]):
+            out.append([x["error_code"] for x in a["groups"]])
+        else:
+            out.append(a)
+    return out
+
+
+@pytest.mark.parametrize("n", range(SESSIONS))
+def test_random_consumer_group_session_answers_as_kafka(targets, gid, n, seeded_random):
+    compare(*targets, random_consumer_session(seeded_random, gid), view=_view)
