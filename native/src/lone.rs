@@ -24,6 +24,7 @@ use crate::commits;
 use crate::hooks;
 use crate::route::{self, Member, Route};
 use crate::txn_board;
+use crate::wire_conn::Entry as WireEntry;
 use crate::state::{LogState, PartitionState, SegmentState, TableState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -94,17 +95,28 @@ pub(crate) enum Check<'a, 'py> {
     Standalone(&'a Route),
     /// a classic group member's commit, passed by the partition's steady board (`steady`,
     /// which counts it as the member's heartbeat) or else checked by the coordinator
-    /// (`route::fencing`)
+    /// (`route::fencing`, with the partitions it commits)
     Member {
         part: &'a Bound<'py, PartitionState>,
         group: &'a Bound<'py, PyString>,
         member: &'a Member<'a>,
         now: i64,
+        partitions: Partitions<'a, 'py>,
     },
     /// a transaction's offsets (`route_wire::commit_txn`): declined unless the store's board of
     /// open transactions holds the producer with the group's log partition in its
     /// transaction (`txn_board`), then the group's check for a transactional commit
     Txn(&'a Txn<'a, 'py>),
+}
+
+/// The partitions a member's commit names, handed to the coordinator's check only when it
+/// is called (a KIP-848 member's commit at an older epoch than its own is judged by them):
+/// the embedded call's offsets (a mapping keyed by `(topic, partition)`), or the wire
+/// request's entries.
+#[derive(Clone, Copy)]
+pub(crate) enum Partitions<'a, 'py> {
+    Offsets(&'a Bound<'py, PyAny>),
+    Wire(&'a [WireEntry<'a>]),
 }
 
 /// A transactional commit's producer and the group check it passes (`Check::Txn`).
@@ -120,6 +132,8 @@ pub(crate) struct Txn<'a, 'py> {
     pub group: &'a Bound<'py, PyString>,
     pub member: &'a Member<'a>,
     pub now: i64,
+    /// the partitions it commits
+    pub entries: &'a [WireEntry<'a>],
 }
 
 impl<'a, 'py> Check<'a, 'py> {
@@ -138,11 +152,12 @@ impl<'a, 'py> Check<'a, 'py> {
             Check::Callable(c) if c.is_none() => Ok(true),
             Check::Callable(c) => c.call0().map(|_| true),
             Check::Standalone(route) => route.check(py).map(|_| true),
-            Check::Member { part, group, member, now } => {
+            Check::Member { part, group, member, now, partitions } => {
                 if steady_passes(py, part, group, member, *now)? {
                     return Ok(true);
                 }
-                route::fencing(part, group, member, *now, false)?.call0().map(|_| true)
+                route::fencing(part, group, member, *now, false, *partitions)?.call0()
+                    .map(|_| true)
             }
             Check::Txn(t) => {
                 if !txn_board::lock(t.board).check(t.transactional_id, t.producer_id,
@@ -157,7 +172,8 @@ impl<'a, 'py> Check<'a, 'py> {
                 if !t.member.standalone() && steady_passes(py, t.part, t.group, t.member, t.now)? {
                     return Ok(true);
                 }
-                route::fencing(t.part, t.group, t.member, t.now, true)?.call0().map(|_| true)
+                route::fencing(t.part, t.group, t.member, t.now, true,
+                               Partitions::Wire(t.entries))?.call0().map(|_| true)
             }
         }
     }

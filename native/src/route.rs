@@ -21,7 +21,7 @@
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
-use pyo3::types::{PyDict, PyInt, PyString, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::async_commit;
 use crate::commits;
@@ -303,7 +303,7 @@ pub(crate) fn usual_sync(slf: &Bound<'_, RouterState>, group_id: &Bound<'_, PyAn
     let route = call.route.clone();
     let part = route.get().part.clone_ref(py).into_bound(py);
     let group = group_id.cast::<PyString>()?; // (an exact str: `usual` took it)
-    let check = check(route.get(), &part, group, member, call.now);
+    let check = check(route.get(), &part, group, member, call.now, offsets);
     commit_lone(slf, call, timeout, check)
 }
 
@@ -311,10 +311,13 @@ pub(crate) fn usual_sync(slf: &Bound<'_, RouterState>, group_id: &Bound<'_, PyAn
 /// standalone check; a group member's (`lone::Check::Member`), the partition's steady board,
 /// else `routing.fencing`'s, in the Python path's order, as the wire's member commits have it.
 fn check<'a, 'py>(route: &'a Route, part: &'a Bound<'py, PartitionState>,
-                  group: &'a Bound<'py, PyString>, member: Option<&'a Member<'a>>, now: i64)
-                  -> lone::Check<'a, 'py> {
+                  group: &'a Bound<'py, PyString>, member: Option<&'a Member<'a>>, now: i64,
+                  offsets: &'a Bound<'py, PyAny>) -> lone::Check<'a, 'py> {
     match member {
-        Some(member) if !member.standalone() => lone::Check::Member { part, group, member, now },
+        Some(member) if !member.standalone() => {
+            let partitions = lone::Partitions::Offsets(offsets);
+            lone::Check::Member { part, group, member, now, partitions }
+        }
         _ => lone::Check::Standalone(route),
     }
 }
@@ -370,7 +373,7 @@ pub(crate) fn usual_async<'py>(slf: &Bound<'py, RouterState>, group_id: &Bound<'
     let part = route.part.bind(py);
     let group = group_id.cast::<PyString>()?;
     async_commit::submit(py, &call.writer, part, &call.fields, call.nbytes as i64, call.now,
-                         check(route, part, group, member, call.now), callback, offsets,
+                         check(route, part, group, member, call.now, offsets), callback, offsets,
                          call.yield_at, true)
 }
 
@@ -488,18 +491,26 @@ pub(crate) fn plain_call<'py>(slf: &Bound<'py, RouterState>, group: &Bound<'py, 
     Ok(at.with(fields))
 }
 
-/// `routing.fencing`'s check of `member`'s commit to `group` at `now` (the coordinator's, in
-/// full; a transaction's with `transactional`), built to be run in the commit's lock hold:
-/// what a member's commit that the steady board does not pass is checked by.
+/// `routing.fencing`'s check of `member`'s commit of `partitions` to `group` at `now` (the
+/// coordinator's, in full; a transaction's with `transactional`), built to be run in the
+/// commit's lock hold: what a member's commit that the steady board does not pass is checked
+/// by.
 pub(crate) fn fencing<'py>(part: &Bound<'py, PartitionState>, group: &Bound<'py, PyString>,
-                           member: &Member<'_>, now: i64, transactional: bool)
+                           member: &Member<'_>, now: i64, transactional: bool,
+                           partitions: lone::Partitions<'_, 'py>)
                            -> PyResult<Bound<'py, PyAny>> {
     let py = part.py();
     let fencing = FENCING.get_or_try_init(py, || {
         py.import("offsetlog.store.routing")?.getattr("fencing").map(Bound::unbind)
     })?;
+    let partitions = match partitions {
+        lone::Partitions::Offsets(offsets) => offsets.clone(),
+        lone::Partitions::Wire(entries) => {
+            PyList::new(py, entries.iter().map(|e| (e.0, e.1)))?.into_any()
+        }
+    };
     fencing.bind(py).call1((part, group, member.generation, member.member_id, member.instance,
-                            now, transactional))
+                            now, transactional, partitions))
 }
 
 /// The usual call, committed by the lone commit (which waits for it to be durable, or for

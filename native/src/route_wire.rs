@@ -37,7 +37,9 @@ pub(crate) fn commit_plain(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStr
     } else {
         let part = call.route.get().part.clone_ref(py).into_bound(py);
         let now = call.now;
-        commit_lone(slf, call, &none, lone::Check::Member { part: &part, group, member, now })?;
+        let partitions = lone::Partitions::Wire(entries);
+        commit_lone(slf, call, &none,
+                    lone::Check::Member { part: &part, group, member, now, partitions })?;
     }
     Ok(true)
 }
@@ -64,7 +66,7 @@ pub(crate) fn commit_txn(slf: &Bound<'_, RouterState>, group: &Bound<'_, PyStrin
     let part = route.part.clone_ref(py).into_bound(py);
     let txn = lone::Txn { board: &board, transactional_id, producer_id: producer.0,
                           producer_epoch: producer.1, partition: route.partition, route,
-                          part: &part, group, member, now: call.now };
+                          part: &part, group, member, now: call.now, entries };
     commit_lone(slf, call, &py.None().into_bound(py), lone::Check::Txn(&txn))
 }
 

@@ -149,6 +149,9 @@ VALUE_DEFAULTS: dict[int, dict[str, Any]] = {
         "member_epoch": None, "previous_member_epoch": None,  # required
         "state": "stable",  # stable, unrevoked_partitions, unreleased_partitions
         "assigned": [], "pending_revocation": [],  # as "partitions" above
+        # [[topic, [[partition, epoch], ...]], ...]: the epoch each partition of both was
+        # assigned at (KIP-1251); written only when there is one
+        "assignment_epochs": [],
     },
 }
 

@@ -10,6 +10,7 @@ owns, as Kafka's coordinator only knows topics of its metadata image).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
 from offsetlog.errors import OffsetlogError
 from offsetlog.group.errors import GroupIdNotFoundError
@@ -151,11 +152,13 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
 
 
 def offset_check(ctx: Context, group_id: str, member_id: str | None, member_epoch: int,
-                 fetch: bool = False, version: int = COMMIT_MEMBER_EPOCH_VERSION) -> int | None:
+                 fetch: bool = False, version: int = COMMIT_MEMBER_EPOCH_VERSION,
+                 partitions: Iterable | None = None) -> int | None:
     """None when ``group_id`` is not a consumer-protocol group; else the error code of an
-    OffsetCommit of ``version`` (or, ``fetch``, an OffsetFetch) naming ``member_id`` at
-    ``member_epoch`` (0 when it may go ahead): UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (a
-    consumer-protocol member's commit below v9), STALE_MEMBER_EPOCH. An OffsetFetch that names
+    OffsetCommit of ``version`` and ``partitions`` (or, ``fetch``, an OffsetFetch) naming
+    ``member_id`` at ``member_epoch`` (0 when it may go ahead): UNKNOWN_MEMBER_ID,
+    UNSUPPORTED_VERSION (a consumer-protocol member's commit below v9), STALE_MEMBER_EPOCH
+    (``ConsumerGroupCoordinator.check_offset_request``). An OffsetFetch that names
     no member (an admin client's) is not checked. This answers early; a commit is checked
     again by the store under the partition lock, in the same step as its write
     (store/routing.py), so a member fenced in between does not get its commit through."""
@@ -169,6 +172,7 @@ def offset_check(ctx: Context, group_id: str, member_id: str | None, member_epoc
             return E.NONE
         return E.code_of(groups.check_offset_request(
             group_id, member_id, member_epoch,
-            classic_commit=not fetch and version < COMMIT_MEMBER_EPOCH_VERSION))
+            classic_commit=not fetch and version < COMMIT_MEMBER_EPOCH_VERSION,
+            partitions=None if fetch else partitions))
     except OffsetlogError as e:
         return E.code_of(e)

@@ -165,7 +165,8 @@ def commit_fields(ctx: Context, version: int, group_id: str, generation: int, me
     good, bad = checked_offsets(ctx, topics, call)
     if not good:
         return answer_order(topics, bad, E.NONE)
-    code = consumer_groups.offset_check(ctx, group_id, member_id, generation, version=version)
+    code = consumer_groups.offset_check(ctx, group_id, member_id, generation, version=version,
+                                        partitions=good)
     if code:
         return answer_order(topics, {}, code)
     if code is not None:  # a consumer-protocol member: the store checks its epoch again,

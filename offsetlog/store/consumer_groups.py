@@ -127,11 +127,13 @@ class ConsumerGroups(StorePart):
         return sorted(out)
 
     def check_offset_request(self, group_id: str, member_id: str | None, member_epoch: int,
-                             *, classic_commit: bool = False) -> OffsetlogError | None:
+                             *, classic_commit: bool = False,
+                             partitions: Iterable | None = None) -> OffsetlogError | None:
         i = self._index(group_id)
         with self._parts[i].lock:
-            return self.coordinators[i].check_offset_request(group_id, member_id, member_epoch,
-                                                             classic_commit=classic_commit)
+            return self.coordinators[i].check_offset_request(
+                group_id, member_id, member_epoch, classic_commit=classic_commit,
+                partitions=partitions)
 
     def stop(self) -> None:
         self._stop.set()

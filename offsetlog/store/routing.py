@@ -15,6 +15,7 @@ other call comes through ``CommitRouter.check``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Callable
 
 from offsetlog.errors import IllegalGenerationError, UnknownMemberIdError
@@ -91,7 +92,7 @@ class CommitRouter(_native.RouterState):
         if transactional or not (generation_id.__class__ is int and generation_id == -1
                                  and member_id == "" and group_instance_id is None):
             precheck = fencing(part, group_id, generation_id, member_id, group_instance_id,
-                               now, transactional)
+                               now, transactional, offsets)
         return part, fields, nbytes, now, precheck
 
 
@@ -113,9 +114,12 @@ _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id: str,
-            group_instance_id: str | None, now_ms: int, transactional: bool = False) -> Check:
+            group_instance_id: str | None, now_ms: int, transactional: bool = False,
+            partitions: Iterable | None = None) -> Check:
     """The group coordinator's check of a member's commit (Kafka's order of checks; see
-    ``GroupCoordinator.validate_offset_commit``)."""
+    ``GroupCoordinator.validate_offset_commit``) of ``partitions`` (``(topic, partition)``
+    pairs, or a mapping with them as keys; a KIP-848 member's commit at an older epoch is
+    judged by them)."""
     if not isinstance(generation_id, int) or isinstance(generation_id, bool):
         raise IllegalGenerationError(f"generation_id must be an int, not {generation_id!r}")
     if not isinstance(member_id, str):
@@ -140,7 +144,8 @@ def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id:
         if consumer is not None and group_id in consumer.groups:
             # a KIP-848 group: the member and its epoch (generation_id carries it, as
             # OffsetCommit's generation_id_or_member_epoch does), checked in this same hold
-            _raise(consumer.check_offset_request(group_id, member_id, generation_id))
+            _raise(consumer.check_offset_request(group_id, member_id, generation_id,
+                                                 partitions=partitions))
             return
         known = coord.has_group(group_id)
         if standalone and not known:

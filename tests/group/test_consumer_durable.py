@@ -105,7 +105,8 @@ def test_the_records_read_back_and_describe(tmp_path):
 def test_the_store_checks_a_members_epoch_in_the_commits_own_step(tmp_path):
     """A commit into a consumer-protocol group is checked by the store itself, under the
     partition lock with its write (store/routing.py): the member's current epoch goes
-    through, a stale epoch or an unknown member does not, and neither does a commit from
+    through; an older epoch only for partitions the member was given at that epoch or before
+    (KIP-1251); a newer epoch or an unknown member does not, and neither does a commit from
     outside the group (epoch -1, no member) while it has members; nothing refused is written."""
     from offsetlog import TopicPartition
     from offsetlog.errors import UnknownMemberIdError
@@ -114,12 +115,21 @@ def test_the_store_checks_a_members_epoch_in_the_commits_own_step(tmp_path):
     with open_store(tmp_path / "s", clock=ManualClock(), partitions=2) as store:
         owned = form(store)
         epoch = owned["a"][0]
-        tp = TopicPartition("t", 0)
-        store.commit_sync("g", {tp: 5}, generation_id=epoch, member_id="a")
+        since = dict(store.consumer_groups.describe("g").members["a"].assignment_epochs)
+        held = TopicPartition(*min(tp for tp, e in since.items() if e < epoch))
+        late = TopicPartition(*min(tp for tp, e in since.items() if e == epoch))
+        others = TopicPartition(*min(owned["b"][1]))
+        store.commit_sync("g", {held: 5}, generation_id=epoch, member_id="a")
+        store.commit_sync("g", {held: 6}, generation_id=epoch - 1, member_id="a")
         with pytest.raises(StaleMemberEpochError):
-            store.commit_sync("g", {tp: 6}, generation_id=epoch - 1, member_id="a")
+            store.commit_sync("g", {held: 7, late: 7}, generation_id=epoch - 1, member_id="a")
+        with pytest.raises(StaleMemberEpochError):
+            store.commit_sync("g", {others: 7}, generation_id=epoch - 1, member_id="a")
+        with pytest.raises(StaleMemberEpochError):
+            store.commit_sync("g", {held: 7}, generation_id=epoch + 1, member_id="a")
         with pytest.raises(UnknownMemberIdError):
-            store.commit_sync("g", {tp: 7}, generation_id=epoch, member_id="nobody")
+            store.commit_sync("g", {held: 7}, generation_id=epoch, member_id="nobody")
         with pytest.raises(UnknownMemberIdError):
-            store.commit_sync("g", {tp: 8})
-        assert store.committed("g", tp).offset == 5
+            store.commit_sync("g", {held: 8})
+        assert store.committed("g", held).offset == 6
+        assert store.committed("g", late) is None and store.committed("g", others) is None

@@ -326,3 +326,91 @@ def test_uniform_keeps_what_it_can():
     out2 = uniform_assign(members, {"t": 6}, out)
     assert sorted(len(v) for v in out2.values()) == [2, 2, 2]
     assert out2["a"] < out["a"] and out2["b"] < out["b"]
+
+
+def test_partitions_keep_the_epoch_they_were_assigned_at(c):
+    """KIP-1251: a partition carries the member epoch it was given at while the member keeps
+    it; one taken away and one newly given are at the epoch of that change."""
+    a = Client(c, "a")
+    a.beat(0)
+    first = a.epoch
+    assert (dict(c.group("g").members["a"].assignment_epochs)
+            == {tp: first for tp in tps("t", *range(6))})
+    b = Client(c, "b")
+    b.beat(1)
+    a.beat(2)  # told to revoke t-3..5: they stay at their epoch while pending
+    member = c.group("g").members["a"]
+    assert member.pending_revocation == tps("t", 3, 4, 5)
+    assert dict(member.assignment_epochs) == {tp: first for tp in tps("t", *range(6))}
+    a.beat(3)  # revoked: a moves on, keeping t-0..2 at the epoch it got them
+    member = c.group("g").members["a"]
+    assert member.member_epoch > first and member.assigned == tps("t", 0, 1, 2)
+    assert dict(member.assignment_epochs) == {tp: first for tp in tps("t", 0, 1, 2)}
+    b.beat(4)  # b gets the freed partitions at its current epoch
+    member = c.group("g").members["b"]
+    assert dict(member.assignment_epochs) == {tp: member.member_epoch for tp in tps("t", 3, 4, 5)}
+
+
+def test_a_commit_at_an_older_epoch_names_partitions_held_since(c):
+    """Kafka's rule: assignment epoch <= the commit's epoch <= the member's epoch, for every
+    partition committed, else the whole commit is stale; an OffsetFetch (no partitions) and
+    a newer epoch must match exactly."""
+    a, b = Client(c, "a"), Client(c, "b")
+    a.beat(0)
+    first = a.epoch
+    b.beat(1)
+    a.beat(2)
+    a.beat(3)
+    now = a.epoch
+    assert now > first
+    check = c.check_offset_request
+    assert check("g", "a", first, partitions=tps("t", 0, 2)) is None
+    assert check("g", "a", now - 1, partitions=tps("t", 1)) is None
+    for stale in (tps("t", 3), tps("t", 0, 3), frozenset({("u", 0)})):
+        assert isinstance(check("g", "a", first, partitions=stale), StaleMemberEpochError)
+    assert isinstance(check("g", "a", first - 1, partitions=tps("t", 0)),
+                      StaleMemberEpochError)
+    assert isinstance(check("g", "a", now + 1, partitions=tps("t", 0)), StaleMemberEpochError)
+    assert isinstance(check("g", "a", first), StaleMemberEpochError)  # (a fetch)
+    assert check("g", "a", now, partitions=tps("t", 5)) is None  # its epoch: anything
+
+
+def test_a_static_members_new_process_inherits_the_epochs(c):
+    a = Client(c, "a", instance_id="A")
+    a.beat(0)
+    first = a.epoch
+    Client(c, "b").beat(1)
+    a.beat(2)
+    a.beat(3)
+    a.leave(4, epoch=-2)
+    a2 = Client(c, "a2", instance_id="A")
+    a2.beat(5)
+    member = c.group("g").members["a2"]
+    assert dict(member.assignment_epochs) == {tp: first for tp in member.assigned}
+    assert c.check_offset_request("g", "a2", first, partitions=member.assigned) is None
+
+
+def test_a_record_without_assignment_epochs_takes_commits_at_its_epoch_only():
+    """A current-assignment record written before assignment epochs: its partitions have
+    none, so only the member's own epoch commits them, as before; the next move of the
+    member gives them the epoch it leaves."""
+    from offsetlog.group.consumer.group import ConsumerGroup, current_record
+    from offsetlog.group.consumer.member import ConsumerMember, reconcile
+
+    member = ConsumerMember("m", member_epoch=5, previous_member_epoch=4,
+                            assigned=tps("t", 0, 1))
+    _, _, value = current_record("g", member)
+    assert "assignment_epochs" not in value  # (none known: the record is as before)
+    group = ConsumerGroup("g")
+    group.apply("ConsumerGroupCurrentMemberAssignment", ("g", "m"), value)
+    loaded = group.members["m"]
+    assert loaded.assignment_epochs == ()
+    assert loaded.commit_error(5, tps("t", 0)) is None
+    assert loaded.commit_error(4, tps("t", 0)) is not None
+    moved = reconcile(loaded, 7, tps("t", 0, 1, 2), lambda tp: -1, tps("t", 0, 1))
+    assert dict(moved.assignment_epochs) == {("t", 0): 5, ("t", 1): 5, ("t", 2): 7}
+    _, _, value = current_record("g", moved)
+    assert value["assignment_epochs"] == [["t", [[0, 5], [1, 5], [2, 7]]]]
+    again = ConsumerGroup("g")
+    again.apply("ConsumerGroupCurrentMemberAssignment", ("g", "m"), value)
+    assert again.members["m"] == moved

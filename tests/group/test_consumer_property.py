@@ -6,7 +6,8 @@
   quota);
 * the coordinator under random joins, heartbeats, leaves, static leaves, topic growth and time:
   no partition is owned by two members at once (coordinator side, and client side among the
-  members still in the group); targets partition the subscribed partitions; replaying the
+  members still in the group); every owned partition has an assignment epoch no later than
+  its member's; targets partition the subscribed partitions; replaying the
   records gives the same groups; with every member heartbeating, the group becomes Stable with
   each member owning exactly its target.
 
@@ -180,6 +181,13 @@ class Sim:
             for tp in m.owned():
                 assert tp not in owners, f"{tp} owned by {owners[tp]} and {mid}"
                 owners[tp] = mid
+            # every partition it owns has the epoch it was given at (KIP-1251), none later
+            # than the member's own: so a commit at an older epoch is only ever taken for a
+            # partition the member owns now
+            epochs = dict(m.assignment_epochs)
+            assert set(epochs) == m.owned(), (mid, epochs, m.owned())
+            assert all(e >= 1 and (m.member_epoch <= 0 or e <= m.member_epoch)
+                       for e in epochs.values()), (mid, m.member_epoch, epochs)
         assert owners == group.owners
         # client side: the members still in the group own disjoint sets, each within what
         # the coordinator thinks it owns

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from support.consumer_settle import Member, settle
+from support.wire_raw import call
 
 
 def scenario(port: int, group: str, assignor: str) -> list:
@@ -47,3 +48,54 @@ def test_groups_settle_where_kafkas_do(targets, gid, assignor):
             return [(v["state"], v["assignor"], [(m[0], m[1], len(m[2])) for m in v["members"]])
                     for v in views]
         assert shape(kafka) == shape(ours)
+
+
+def commits_at_older_epochs(port: int, group: str) -> tuple[int, list]:
+    """a joins alone (all of orders), then b (a keeps orders-0,1, b gets 2,3): where that
+    settles, a's OffsetCommit v9 at each epoch from one before the one it got orders-0 at to
+    one past its own, of its partition, of b's, and of both; then what was committed.
+    Returns (how far a's epoch moved, the answers by epoch relative to a's first)."""
+    a = Member(port, group, f"{group}-a", ("orders",), "range")
+    settle([a])
+    first = a.epoch
+    b = Member(port, group, f"{group}-b", ("orders",), "range")
+    settle([a, b])
+    out = []
+    for epoch in range(first - 1, a.epoch + 2):
+        for parts in ([0], [2], [0, 2], [2, 0]):
+            r = call(a.sock, 8, 9, group_id=group, generation_id_or_member_epoch=epoch,
+                     member_id=a.member_id, group_instance_id=None, topics=[dict(
+                         name="orders", partitions=[dict(
+                             partition_index=p, committed_offset=100 * (epoch - first) + 10 + p,
+                             committed_leader_epoch=-1, committed_metadata="")
+                             for p in parts])])
+            out.append((epoch - first, parts, [(p.partition_index, int(p.error_code))
+                                               for t in r.topics for p in t.partitions]))
+    fetched = call(a.sock, 9, 9, require_stable=False, groups=[dict(
+        group_id=group, member_id=None, member_epoch=-1,
+        topics=[dict(name="orders", partition_indexes=[0, 1, 2, 3])])])
+    out.append([(p.partition_index, p.committed_offset - 10 - p.partition_index
+                 if p.committed_offset >= 0 else None)
+                for t in fetched.groups[0].topics for p in t.partitions])
+    moved = a.epoch - first
+    a.leave()
+    b.leave()
+    return moved, out
+
+
+def test_a_commit_at_an_older_epoch_is_judged_by_assignment_epochs(targets, gid):
+    """KIP-1251 (Kafka 4.3+): a member's commit at an older epoch than its own is taken when
+    every partition it names was given to the member at that epoch or before; otherwise the
+    whole commit is STALE_MEMBER_EPOCH and nothing of it is written. Epochs differ between
+    the two (Kafka 4.4 batches assignments, KIP-1263), so answers are compared by epoch
+    relative to the one a got orders-0 at."""
+    kafka = commits_at_older_epochs(targets[0], gid)
+    ours = commits_at_older_epochs(targets[1], gid + "-o")
+    assert kafka == ours
+    moved, answers = kafka
+    stale, ok = 113, 0
+    # what the case is about, on Kafka's answers: a moved one epoch on, and at the epoch it got
+    # orders-0 at, orders-0 alone commits and b's orders-2 (alone or beside it) does not
+    assert moved == 1
+    assert (0, [0], [(0, ok)]) in answers and (0, [0, 2], [(0, stale), (2, stale)]) in answers
+    assert (-1, [0], [(0, stale)]) in answers and (2, [0], [(0, stale)]) in answers

@@ -15,7 +15,6 @@ parked. The model only orders the requests; what they are answered is the target
 
 from __future__ import annotations
 
-import os
 import random
 
 import pytest
@@ -38,13 +37,12 @@ from support.kafka_steps import (
     leave,
     offset_delete,
     ref,
+    session_counts,
     sync,
 )
 
-#: sessions per run (about half a second each against both targets); more by hand, and
-#: longer ones with OFFSETLOG_DIFF_STEPS
-SESSIONS = int(os.environ.get("OFFSETLOG_DIFF_SESSIONS", 10))
-STEPS = int(os.environ.get("OFFSETLOG_DIFF_STEPS", 14))
+#: sessions per run (about half a second each against both targets) and steps per session
+SESSIONS, STEPS = session_counts(10, 14)
 #: the members: their connection and the name their id and generation are saved under
 CONN = {"m": "a", "n": "b"}
 #: the bystander's connection (describes, fetches, standalone commits, deletes)

@@ -10,7 +10,6 @@ it. A failing session prints its seed: rerun it with ``OFFSETLOG_TEST_SEED``."""
 
 from __future__ import annotations
 
-import os
 import random
 
 import pytest
@@ -31,15 +30,14 @@ from support.kafka_steps import (
     leave,
     offset_delete,
     ref,
+    session_counts,
     stable_fetch,
     sync,
     txn_commit,
 )
 
-#: sessions per run (about a quarter of a second each against both targets); more by hand,
-#: and longer ones with OFFSETLOG_DIFF_STEPS
-SESSIONS = int(os.environ.get("OFFSETLOG_DIFF_SESSIONS", 12))
-STEPS = int(os.environ.get("OFFSETLOG_DIFF_STEPS", 14))
+#: sessions per run (about a quarter of a second each against both targets) and steps per session
+SESSIONS, STEPS = session_counts(12, 14)
 TOPICS = (("orders", 4), ("events", 2), ("no-such-topic", 1))
 
 

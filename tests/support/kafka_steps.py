@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from offsetlog.group.consumer_protocol import encode_assignment, encode_subscription
 from support.kafka_diff import Poll, Recv, Req, Send
 
@@ -107,6 +109,13 @@ def await_state(g, state, *, conn="a"):
                 until=lambda r: str(r.groups[0].group_state) == state, conn=conn)
 
 
+def session_counts(sessions: int, steps: int) -> tuple[int, int]:
+    """(random sessions per run, steps per session) of a random-session suite: its defaults,
+    or OFFSETLOG_DIFF_SESSIONS and OFFSETLOG_DIFF_STEPS for more or longer ones by hand."""
+    return (int(os.environ.get("OFFSETLOG_DIFF_SESSIONS", sessions)),
+            int(os.environ.get("OFFSETLOG_DIFF_STEPS", steps)))
+
+
 def offset_delete(g, topic, partitions, *, conn="a"):
     return Req(47, 0, dict(group_id=g, topics=[dict(name=topic, partitions=[
         dict(partition_index=p) for p in partitions])]), conn=conn)
@@ -177,7 +186,8 @@ def stable_fetch(g, v=7, *, settled=True):
     return Poll(9, v, body, until=done)
 
 
-__all__ = ["Poll", "await_state", "Recv", "Req", "Send", "SUB", "ASSIGN", "join", "join_body", "sync", "leader_sync",
-           "heartbeat", "leave", "describe", "formed", "commit", "commit_body", "fetch",
-           "fetch_body", "ref", "protocols", "init", "add_offsets", "txn_commit", "end",
-           "stable_fetch", "offset_delete", "delete_group", "in_name_order"]
+__all__ = ["Poll", "await_state", "Recv", "Req", "Send", "SUB", "ASSIGN", "join", "join_body",
+           "sync", "leader_sync", "heartbeat", "leave", "describe", "formed", "commit",
+           "commit_body", "fetch", "fetch_body", "ref", "protocols", "init", "add_offsets",
+           "txn_commit", "end", "stable_fetch", "offset_delete", "delete_group", "in_name_order",
+           "session_counts"]

@@ -430,8 +430,10 @@ class ConsumerGroupCoordinator:
                 f"existing member {existing_id}.")
         if member_epoch == LEAVE_STATIC_EPOCH:
             self.heartbeats.forget(group_id, member_id)  # away: not expected back soon
-            member = replace(group.members[member_id], member_epoch=LEAVE_STATIC_EPOCH,
-                             pending_revocation=frozenset())
+            away = group.members[member_id]
+            member = replace(away, member_epoch=LEAVE_STATIC_EPOCH, pending_revocation=frozenset(),
+                             assignment_epochs=tuple(e for e in away.assignment_epochs
+                                                     if e[0] in away.assigned))
             group.put_member(member)
             records.append(current_record(group_id, member))
             return ConsumerHeartbeatResponse(member_id=member_id,
@@ -508,14 +510,21 @@ class ConsumerGroupCoordinator:
     # -- offsets, description, replay -----------------------------------------------------
 
     def check_offset_request(self, group_id: str, member_id: str | None, member_epoch: int,
-                             *, classic_commit: bool = False) -> OffsetlogError | None:
+                             *, classic_commit: bool = False,
+                             partitions: Iterable | None = None) -> OffsetlogError | None:
         """Whether an OffsetCommit (or an OffsetFetch naming a member) from ``member_id`` at
         ``member_epoch`` may go ahead: None, or the error to answer. Epoch -1 with no member
         is a commit from outside the group (an admin client), allowed while it is empty.
 
         ``classic_commit``: the request is an OffsetCommit of the classic protocol's versions
         (the wire's v8 and older), which a member of the consumer protocol may not send:
-        refused after the member is found and before its epoch is judged, as Kafka does."""
+        refused after the member is found and before its epoch is judged, as Kafka does.
+
+        ``partitions``: the ``(topic, partition)`` pairs an OffsetCommit commits. A
+        consumer-protocol member's commit at an older epoch than its own is taken when every
+        one of them was assigned to it at that epoch or before (KIP-1251,
+        ``ConsumerMember.commit_error``); without them (an OffsetFetch) the epoch must be
+        the member's."""
         group = self.groups.get(group_id)
         if group is None:
             return None
@@ -533,11 +542,8 @@ class ConsumerGroupCoordinator:
             return IllegalGenerationError(
                 f"The generation id {member_epoch} is not the member's epoch "
                 f"({member.member_epoch}).")
-        if member_epoch != member.member_epoch:
-            return StaleMemberEpochError(
-                f"The member epoch {member_epoch} is not the current one "
-                f"({member.member_epoch}).")
-        return None
+        stale = member.commit_error(member_epoch, partitions)
+        return None if stale is None else StaleMemberEpochError(stale)
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)

@@ -21,6 +21,7 @@ from offsetlog.group.consumer.member import (
     STABLE,
     ClassicMetadata,
     ConsumerMember,
+    epochs_from_value,
     partitions_from_value,
     partitions_value,
 )
@@ -167,13 +168,14 @@ class ConsumerGroup:
                 if member_id in self.members:
                     self.put_member(replace(old, state=STABLE, member_epoch=0,
                                             previous_member_epoch=0, assigned=NOTHING,
-                                            pending_revocation=NOTHING))
+                                            pending_revocation=NOTHING, assignment_epochs=()))
                 return
             self.put_member(replace(
                 old, member_epoch=value["member_epoch"],
                 previous_member_epoch=value["previous_member_epoch"], state=value["state"],
                 assigned=partitions_from_value(value["assigned"]),
-                pending_revocation=partitions_from_value(value["pending_revocation"])))
+                pending_revocation=partitions_from_value(value["pending_revocation"]),
+                assignment_epochs=epochs_from_value(value.get("assignment_epochs", ()))))
         else:
             raise ValueError(f"not a consumer group record: {kind!r}")
 

@@ -13,6 +13,11 @@ Kafka's ``CurrentAssignmentBuilder``, in three states:
   heartbeat, once they are free.
 
 So a partition is never given to a member while another member may still own it.
+
+Each partition a member owns carries its *assignment epoch*, the member epoch at which it was
+given the partition (Kafka's KIP-1251): a partition kept through later epochs keeps it. An
+OffsetCommit at an older epoch than the member's is then taken for the partitions it held
+since that epoch or before (``commit_error``).
 """
 
 from __future__ import annotations
@@ -69,6 +74,10 @@ class ConsumerMember:
     previous_member_epoch: int = 0
     assigned: frozenset = NOTHING
     pending_revocation: frozenset = NOTHING
+    #: ``((topic, partition), epoch)`` pairs, sorted: the assignment epoch of each partition
+    #: of ``assigned`` and ``pending_revocation`` that has a known one (a record written before
+    #: assignment epochs has none: its partitions take only commits at the member's epoch)
+    assignment_epochs: tuple = ()
     #: a member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) in a
     #: consumer group: its session timeout and JoinGroup protocols (Kafka's
     #: ClassicMemberMetadata); None for a consumer-protocol member
@@ -93,10 +102,30 @@ class ConsumerMember:
         return out
 
     def current_assignment(self) -> dict:
-        return {"member_epoch": self.member_epoch,
-                "previous_member_epoch": self.previous_member_epoch, "state": self.state,
-                "assigned": partitions_value(self.assigned),
-                "pending_revocation": partitions_value(self.pending_revocation)}
+        out = {"member_epoch": self.member_epoch,
+               "previous_member_epoch": self.previous_member_epoch, "state": self.state,
+               "assigned": partitions_value(self.assigned),
+               "pending_revocation": partitions_value(self.pending_revocation)}
+        if self.assignment_epochs:  # left out when none: records as before
+            out["assignment_epochs"] = epochs_value(self.assignment_epochs)
+        return out
+
+    def commit_error(self, member_epoch: int, partitions: Iterable | None) -> str | None:
+        """Why this consumer-protocol member's OffsetCommit at ``member_epoch`` of
+        ``partitions`` (``(topic, partition)`` pairs; None: not known) is stale, or None
+        when it may go ahead: at its own epoch, anything; at an older one, only partitions it
+        owns and was given at that epoch or before (KIP-1251); at a newer one, nothing."""
+        if member_epoch == self.member_epoch:
+            return None
+        if member_epoch > self.member_epoch or partitions is None:
+            return f"The member epoch {member_epoch} is not the current one ({self.member_epoch})."
+        epochs = dict(self.assignment_epochs)
+        for tp in partitions:
+            at = epochs.get((tp[0], tp[1]))
+            if at is None or at > member_epoch:
+                return (f"Partition {tp[0]}-{tp[1]} was not assigned to the member at epoch "
+                        f"{member_epoch} (its epoch is {self.member_epoch}).")
+        return None
 
     def owned(self) -> frozenset:
         """Every partition this member may own now: assigned or still to revoke."""
@@ -114,6 +143,35 @@ def partitions_value(tps: Iterable) -> list:
 
 def partitions_from_value(value: Iterable) -> frozenset:
     return frozenset((t, int(p)) for t, ps in value for p in ps)
+
+
+def epochs_value(epochs: Iterable) -> list:
+    """``[[topic, [[partition, epoch], ...]], ...]``, topics by name, partitions ascending:
+    how a record carries assignment epochs."""
+    by_topic: dict[str, list[list[int]]] = {}
+    for (t, p), e in sorted(epochs):
+        by_topic.setdefault(t, []).append([p, e])
+    return [[t, pes] for t, pes in by_topic.items()]
+
+
+def epochs_from_value(value: Iterable) -> tuple:
+    return tuple(sorted(((t, int(p)), int(e)) for t, pes in value for p, e in pes))
+
+
+def _epochs_of(member: ConsumerMember, keep: frozenset, new: frozenset = NOTHING,
+               new_epoch: int = 0) -> tuple:
+    """The assignment epochs of a member that keeps ``keep`` and is given ``new`` at
+    ``new_epoch``: a kept partition keeps its epoch; one without (a record from before
+    assignment epochs) takes the member's epoch as it leaves it, if it had one."""
+    old = dict(member.assignment_epochs)
+    out = {}
+    for tp in keep:
+        at = old.get(tp, member.member_epoch)
+        if at > 0:
+            out[tp] = at
+    for tp in new:
+        out[tp] = new_epoch
+    return tuple(sorted(out.items()))
 
 
 def _with_epoch(member: ConsumerMember, epoch: int, **changes) -> ConsumerMember:
@@ -154,7 +212,9 @@ def _next(member, epoch, target_epoch, target, partition_owner_epoch, owned) -> 
     pending -= unreleased
     if revoking and _still_owns(owned, revoking):
         return _with_epoch(member, epoch, state=UNREVOKED_PARTITIONS, assigned=kept,
-                           pending_revocation=revoking)
+                           pending_revocation=revoking,
+                           assignment_epochs=_epochs_of(member, kept | revoking))
     state = UNRELEASED_PARTITIONS if unreleased else STABLE
     return _with_epoch(member, target_epoch, state=state, assigned=kept | pending,
-                       pending_revocation=NOTHING)
+                       pending_revocation=NOTHING,
+                       assignment_epochs=_epochs_of(member, kept, pending, target_epoch))
