@@ -93,9 +93,9 @@ pub(crate) enum Check<'a, 'py> {
     Callable(&'a Bound<'py, PyAny>),
     /// a standalone group's (`route::Route`), run without a Python call
     Standalone(&'a Route),
-    /// a classic group member's commit, passed by the partition's steady board (`steady`,
-    /// which counts it as the member's heartbeat) or else checked by the coordinator
-    /// (`route::fencing`, with the partitions it commits)
+    /// a group member's commit, passed by the partition's steady board (`steady`, which
+    /// counts a classic member's commit as its heartbeat) or else checked by the classic or
+    /// the KIP-848 coordinator (`route::fencing`, with the partitions it commits)
     Member {
         part: &'a Bound<'py, PartitionState>,
         group: &'a Bound<'py, PyString>,
