@@ -202,6 +202,10 @@ def txn_commit_code(version: int, error: BaseException | None) -> int:
     # a stale epoch: INVALID_PRODUCER_EPOCH at every version, as Kafka answers (the epoch is
     # checked where the offsets are written, not by the transaction coordinator)
     code = _code(version, error, NEVER)
+    if code == E.STALE_MEMBER_EPOCH:
+        # a consumer-protocol member's epoch that is not its own: TxnOffsetCommit has no
+        # STALE_MEMBER_EPOCH for its clients, and Kafka answers ILLEGAL_GENERATION
+        code = E.ILLEGAL_GENERATION
     if code == E.INVALID_TXN_STATE and version >= 4:
         # v4 says the producer can abort and go on (KIP-890): Kafka tells it so
         code = E.TRANSACTION_ABORTABLE

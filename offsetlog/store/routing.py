@@ -142,6 +142,10 @@ def fencing(part: PartitionWriter, group_id: str, generation_id: int, member_id:
                                                group_instance_id, now_ms):
             return
         if consumer is not None and group_id in consumer.groups:
+            if transactional and standalone:
+                # a TxnOffsetCommit naming no member (v0-2 cannot): Kafka does not check it
+                # against the group's members; its producer's transaction fences it
+                return
             # a KIP-848 group: the member and its epoch (generation_id carries it, as
             # OffsetCommit's generation_id_or_member_epoch does), checked in this same hold
             _raise(consumer.check_offset_request(group_id, member_id, generation_id,

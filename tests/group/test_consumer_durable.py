@@ -133,3 +133,12 @@ def test_the_store_checks_a_members_epoch_in_the_commits_own_step(tmp_path):
             store.commit_sync("g", {held: 8})
         assert store.committed("g", held).offset == 6
         assert store.committed("g", late) is None and store.committed("g", others) is None
+        # a transaction's commit naming no member is not checked against the members (Kafka's
+        # TxnOffsetCommit exemption); one naming a member is, by the same rules
+        txn = store.init_transactions("t")
+        txn.begin()
+        with pytest.raises(StaleMemberEpochError):
+            txn.commit_offsets("g", {late: 9}, generation_id=epoch - 1, member_id="a")
+        txn.commit_offsets("g", {held: 9, others: 9})
+        txn.commit()
+        assert store.committed("g", held).offset == 9 and store.committed("g", others).offset == 9

@@ -250,3 +250,30 @@ def test_a_consumer_protocol_member_commits_at_v9_or_above(targets, gid):
         code(5): "UNKNOWN_MEMBER_ID",
         "_6__groups__0__topics__0__partitions__0__committed_offset": 5,
         code(7): "NONE", code(8): "UNKNOWN_MEMBER_ID"}))
+
+
+@pytest.mark.parametrize("v", [0, 3, 4])
+def test_a_transactional_commit_to_a_consumer_group(targets, gid, v):
+    """TxnOffsetCommit into a consumer-protocol group: a member's at its epoch is taken; at
+    another epoch Kafka answers ILLEGAL_GENERATION (TxnOffsetCommit has no
+    STALE_MEMBER_EPOCH); an unknown member is UNKNOWN_MEMBER_ID; one naming no member (v0-2
+    cannot name one) is not checked against the group's members at all. Then the committed
+    transaction's offsets are the last taken one's."""
+    from support.kafka_steps import add_offsets, end, init, stable_fetch, txn_commit
+
+    a, tid = f"{gid}-a", f"{gid}-t"
+    e = (lambda d: (lambda c: c["e"] + d))
+    steps = [hb(gid, a, 0, join=True, save=epoch_of("e")), init(tid, 4), add_offsets(tid, gid),
+             txn_commit(tid, gid, v, gen=e(0), member=a, offset=5),
+             txn_commit(tid, gid, v, gen=e(1), member=a, offset=6),
+             txn_commit(tid, gid, v, gen=e(-1), member=a, offset=7),
+             txn_commit(tid, gid, v, gen=e(0), member="nobody", offset=8),
+             txn_commit(tid, gid, v, offset=9),
+             end(tid, True), stable_fetch(gid, 9)]
+    code = "_{}__topics__0__partitions__0__error_code".format
+    member_fields = v >= 3
+    compare(*targets, steps, view=lambda answers: answers[3:], check=check(**{
+        code(0): "NONE", code(1): "ILLEGAL_GENERATION" if member_fields else "NONE",
+        code(2): "ILLEGAL_GENERATION" if member_fields else "NONE",
+        code(3): "UNKNOWN_MEMBER_ID" if member_fields else "NONE", code(4): "NONE",
+        "_6__groups__0__topics__0__partitions__0__committed_offset": 9}))
