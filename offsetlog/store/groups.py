@@ -128,8 +128,9 @@ class Groups(StorePart):
 
     def list_groups(self) -> list[tuple[str, str, str]]:
         """``(group_id, state, protocol_type)`` of every group, sorted: the coordinators'
-        groups, and groups that only have committed offsets (standalone consumers) as Kafka
-        lists them, ``Empty`` with protocol type ``""``."""
+        groups, and groups that only have offsets (standalone consumers: committed, or
+        pending in an open transaction) as Kafka lists them, its *simple groups*: ``Empty``
+        with protocol type ``""``."""
         self._check_open()
         out = []
         for part in self._parts:
@@ -140,8 +141,8 @@ class Groups(StorePart):
                     if d is not None:
                         managed.add(gid)
                         out.append((gid, str(d.state), d.protocol_type or ""))
-                out.extend((gid, "Empty", "") for gid in part.table.offsets
-                           if gid not in managed)
+                simple = part.table.offsets.keys() | part.table.txn.keys.keys()
+                out.extend((gid, "Empty", "") for gid in simple if gid not in managed)
         return sorted(out)
 
     def poll_groups(self, now_ms: int | None = None) -> None:

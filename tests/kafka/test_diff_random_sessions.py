@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from support.kafka_diff import Poll, compare
+from support.kafka_diff import compare
 from support.kafka_steps import (
     add_offsets,
     commit,
@@ -34,6 +34,7 @@ from support.kafka_steps import (
     stable_fetch,
     sync,
     txn_commit,
+    txn_settled,
 )
 
 #: sessions per run (about a quarter of a second each against both targets) and steps per session
@@ -101,22 +102,10 @@ def random_session(rng: random.Random, g: str) -> list:
     return steps
 
 
-def _settled(tid):
-    """ListTransactions until ``tid``'s transaction is no longer Prepare*: Kafka answers
-    EndTxn before it writes the markers and completes the transaction, and a TxnOffsetCommit
-    in between is INVALID_TXN_STATE or TRANSACTION_ABORTABLE by the race (seen at v4: the
-    same session gave either, 1 run in 8); offsetlog completes it before it answers."""
-    body = dict(state_filters=[], producer_id_filters=[], duration_filter=-1,
-                transactional_id_pattern=tid)
-    return Poll(66, 2, body, until=lambda r: not any(
-        t.transaction_state.startswith("Prepare") for t in r.transaction_states
-        if t.transactional_id == tid))
-
-
 def random_txn_session(rng: random.Random, g: str, tid: str) -> list:
     """``STEPS`` random requests of transactional id ``tid``'s producer and of group ``g``.
     An EndTxn is followed by waits for its transaction to complete and its markers to be
-    written (Kafka does both after it answers; ``_settled``, ``stable_fetch``); no InitProducerId while a transaction may be open (Kafka
+    written (Kafka does both after it answers; ``txn_settled``, ``stable_fetch``); no InitProducerId while a transaction may be open (Kafka
     bumps the epoch twice then, offsetlog once: a pinned difference, test_diff_txn.py)."""
     steps: list = [init(tid, rng.randint(0, 5))]
     open_ = False  # AddOffsetsToTxn sent since the last EndTxn
@@ -133,7 +122,7 @@ def random_txn_session(rng: random.Random, g: str, tid: str) -> list:
             steps.append(txn_commit(tid, g, rng.randint(0, 4), topic=topic, offset=offset))
         elif roll < 0.62:
             steps.append(end(tid, rng.random() < 0.6, rng.randint(0, 4)))
-            steps.append(_settled(tid))
+            steps.append(txn_settled(tid))
             steps.append(stable_fetch(g, rng.randint(7, 9)))
             open_ = False
         elif roll < 0.8:

@@ -279,3 +279,39 @@ def test_add_offsets_alone_is_recorded(targets, gid):
     assert answers[2]["transaction_states"] == ["Ongoing"]
     assert answers[4]["transaction_states"] == ["CompleteCommit"]
     assert answers[5]["error_code"] == "NONE"
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_group_of_pending_offsets_only(targets, gid, committed):
+    """A group whose only offsets are pending in an open transaction is Kafka's simple group:
+    described Empty and deleted by DeleteGroups, its pending offsets with it, so the
+    transaction's end writes none of them."""
+    from support.kafka_steps import delete_group, describe, fetch, txn_settled
+
+    tid = f"{gid}-t"
+    steps = [init(tid), add_offsets(tid, gid), txn_commit(tid, gid, offset=5), describe(gid, 5),
+             delete_group(gid, 2), describe(gid, 5), end(tid, committed), txn_settled(tid),
+             fetch(gid, 8), describe(gid, 5), delete_group(gid, 2)]
+    compare(*targets, steps, check=expect(
+        _3__groups__0__group_state="Empty", _4__results__0__error_code="NONE",
+        _5__groups__0__group_state="Dead",
+        _8__groups__0__topics__0__partitions__0__committed_offset=-1,
+        _10__results__0__error_code="GROUP_ID_NOT_FOUND"))
+
+
+def test_a_group_whose_aborted_transaction_held_its_only_offsets(targets, gid):
+    """Pinned difference, as after OffsetDelete of a simple group's last offset
+    (test_diff_offsets.py): Kafka keeps the simple group a transactional commit made after
+    the transaction aborts, Empty, until the retention pass or DeleteGroups drops it;
+    offsetlog knows a group by its metadata or its offsets, committed or pending, so the
+    group is gone with the abort (docs/PROTOCOL.md)."""
+    from support.kafka_steps import delete_group, describe, txn_settled
+
+    tid = f"{gid}-t"
+    steps = [init(tid), add_offsets(tid, gid), txn_commit(tid, gid, offset=5),
+             end(tid, False), txn_settled(tid), describe(gid, 5), delete_group(gid, 2),
+             describe(gid, 5)]
+    compare(*targets, steps, known={
+        "5.groups.0.group_state": ("Empty", "Dead"),
+        "6.results.0.error_code": ("NONE", "GROUP_ID_NOT_FOUND")},
+        check=expect(_3__error_code="NONE", _7__groups__0__group_state="Dead"))

@@ -173,6 +173,18 @@ def end(tid, committed, v=3, *, pid=None, epoch=None):
                            committed=committed))
 
 
+def txn_settled(tid):
+    """ListTransactions until ``tid``'s transaction is no longer Prepare*: Kafka answers
+    EndTxn before it writes the markers and completes the transaction, and a TxnOffsetCommit
+    in between is INVALID_TXN_STATE or TRANSACTION_ABORTABLE by the race (seen at v4: the
+    same session gave either, 1 run in 8); offsetlog completes it before it answers."""
+    body = dict(state_filters=[], producer_id_filters=[], duration_filter=-1,
+                transactional_id_pattern=tid)
+    return Poll(66, 2, body, until=lambda r: not any(
+        t.transaction_state.startswith("Prepare") for t in r.transaction_states
+        if t.transactional_id == tid))
+
+
 def stable_fetch(g, v=7, *, settled=True):
     """OffsetFetch with require_stable; ``settled``: asked again until no partition is
     UNSTABLE_OFFSET_COMMIT (Kafka writes a transaction's markers after EndTxn is answered)."""
@@ -190,4 +202,4 @@ __all__ = ["Poll", "await_state", "Recv", "Req", "Send", "SUB", "ASSIGN", "join"
            "sync", "leader_sync", "heartbeat", "leave", "describe", "formed", "commit",
            "commit_body", "fetch", "fetch_body", "ref", "protocols", "init", "add_offsets",
            "txn_commit", "end", "stable_fetch", "offset_delete", "delete_group", "in_name_order",
-           "session_counts"]
+           "session_counts", "txn_settled"]
