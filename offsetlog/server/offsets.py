@@ -167,8 +167,8 @@ def commit_fields(ctx: Context, version: int, group_id: str, generation: int, me
         return answer_order(topics, bad, E.NONE)
     code = consumer_groups.offset_check(ctx, group_id, member_id, generation, version=version,
                                         partitions=good)
-    if code:
-        return answer_order(topics, {}, code)
+    if code:  # (the partitions refused up front keep their own codes, as in Kafka)
+        return answer_order(topics, bad, code)
     if code is not None:  # a consumer-protocol member: the store checks its epoch again,
         instance = None   # under the partition lock, in the same step as the write
     store = ctx.store

@@ -277,3 +277,36 @@ def test_a_transactional_commit_to_a_consumer_group(targets, gid, v):
         code(2): "ILLEGAL_GENERATION" if member_fields else "NONE",
         code(3): "UNKNOWN_MEMBER_ID" if member_fields else "NONE", code(4): "NONE",
         "_6__groups__0__topics__0__partitions__0__committed_offset": 9}))
+
+
+def test_a_refused_member_commit_naming_unknown_partitions(targets, gid):
+    """Kafka answers the partitions it refuses before asking its coordinator (an unknown
+    topic, a partition the topic lacks) with their own code, whatever the coordinator then
+    says of the member; the coordinator's refusal (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH,
+    UNSUPPORTED_VERSION) covers the rest. A commit of unknown partitions only never asks the
+    coordinator."""
+    a = f"{gid}-a"
+    known = dict(name="orders", partitions=[dict(
+        partition_index=i, committed_offset=5, committed_leader_epoch=-1,
+        committed_metadata="", commit_timestamp=-1) for i in (0, 99)])
+    unknown = dict(name="no-such-topic", partitions=known["partitions"][:1])
+
+    def commit(v, epoch, member=a, topics=(known, unknown)):
+        return Req(COMMIT, v, dict(group_id=gid, generation_id_or_member_epoch=epoch,
+                                   generation_id=epoch, member_id=member,
+                                   group_instance_id=None, retention_time=-1,
+                                   topics=list(topics)))
+
+    e = (lambda d: (lambda c: c["e"] + d))
+    steps = [hb(gid, a, 0, join=True, save=epoch_of("e")), commit(9, e(1)),
+             commit(9, e(0), member="nobody"), commit(8, e(0)), commit(9, e(1), topics=[unknown]),
+             commit(9, e(0))]
+    refused = "UNKNOWN_TOPIC_OR_PARTITION"
+    compare(*targets, steps, view=lambda answers: answers[1:], check=check(
+        _0__topics__0__partitions__0__error_code=refused,
+        _0__topics__0__partitions__1__error_code="STALE_MEMBER_EPOCH",
+        _0__topics__1__partitions__0__error_code=refused,
+        _1__topics__0__partitions__1__error_code="UNKNOWN_MEMBER_ID",
+        _2__topics__0__partitions__1__error_code="UNSUPPORTED_VERSION",
+        _3__topics__0__partitions__0__error_code=refused,
+        _4__topics__0__partitions__1__error_code="NONE"))
