@@ -51,10 +51,8 @@ from offsetlog.group.consumer import regex
 from offsetlog.group.consumer.assignors import ASSIGNORS, AssignorMember
 from offsetlog.group.consumer.config import ConsumerGroupConfig
 from offsetlog.group.consumer.errors import (
-    FencedMemberEpochError,
     InvalidRequestError,
     StaleMemberEpochError,
-    UnreleasedInstanceIdError,
     UnsupportedAssignorError,
 )
 from offsetlog.group.consumer.group import (
@@ -75,6 +73,7 @@ from offsetlog.group.consumer.member import (
     ConsumerMember,
     reconcile,
 )
+from offsetlog.group.consumer.membership import dynamic_member, static_member
 from offsetlog.group.consumer.schedule import HeartbeatSchedule
 from offsetlog.group.errors import GroupIdNotFoundError, GroupMaxSizeReachedError
 from offsetlog.group.timers import TimerQueue
@@ -249,10 +248,10 @@ class ConsumerGroupCoordinator:
                 f"The consumer group has reached its maximum capacity of {max_size} members.")
         replaced = None
         if instance_id is None:
-            member = self._dynamic_member(group, member_id, member_epoch, owned)
+            member = dynamic_member(group, member_id, member_epoch, owned)
         else:
-            member, replaced = self._static_member(group, member_id, member_epoch,
-                                                   instance_id, owned)
+            member, replaced = static_member(group, member_id, member_epoch, instance_id,
+                                             owned)
         regex_given = regex_ is not None
         if regex_given:
             regex_ = regex_ or None  # "": no regex
@@ -347,38 +346,6 @@ class ConsumerGroupCoordinator:
         records.append(target_record(group.group_id, member.member_id, target))
         records.append(current_record(group.group_id, member))
         group.put_member(member)
-
-    def _dynamic_member(self, group, member_id, member_epoch, owned) -> ConsumerMember:
-        member = group.members.get(member_id)
-        if member is None:
-            if member_epoch != 0:
-                raise UnknownMemberIdError(
-                    f"Member {member_id} is not a member of group {group.group_id}.")
-            return ConsumerMember(member_id)
-        if member_epoch != 0:
-            _check_epoch(member, member_epoch, owned)
-        return member
-
-    def _static_member(self, group, member_id, member_epoch, instance_id, owned):
-        existing_id = group.static.get(instance_id)
-        existing = group.members.get(existing_id) if existing_id is not None else None
-        if member_epoch == 0:
-            if existing is None:
-                return group.members.get(member_id) or ConsumerMember(member_id), None
-            if existing.member_epoch != LEAVE_STATIC_EPOCH:
-                raise UnreleasedInstanceIdError(
-                    f"Static member {member_id} with instance id {instance_id} cannot join the "
-                    f"group because the instance id is owned by {existing.member_id} member.")
-            return replace(existing, member_id=member_id, member_epoch=0,
-                           previous_member_epoch=0), existing
-        if existing is None:
-            raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise FencedInstanceIdError(
-                f"Static member {member_id} with instance id {instance_id} is fenced by "
-                f"existing member {existing.member_id}.")
-        _check_epoch(existing, member_epoch, owned)
-        return existing, None
 
     def _assign(self, group: ConsumerGroup, records: list, here: str) -> None:
         """Compute every member's target. ``here`` is the member whose request this is: it
@@ -561,17 +528,3 @@ class ConsumerGroupCoordinator:
                     self._timers.schedule((REBALANCE, group.group_id, mid),
                                           self._now + max(m.rebalance_timeout_ms, 0))
 
-
-def _check_epoch(member: ConsumerMember, received: int, owned: frozenset | None) -> None:
-    if received > member.member_epoch:
-        raise FencedMemberEpochError(
-            f"The consumer group member has a greater member epoch ({received}) than the one "
-            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-            "all its partitions and rejoin.")
-    if received < member.member_epoch and (
-            received != member.previous_member_epoch or owned is None
-            or not owned <= member.assigned):
-        raise FencedMemberEpochError(
-            f"The consumer group member has a smaller member epoch ({received}) than the one "
-            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-            "all its partitions and rejoin.")
