@@ -5,6 +5,8 @@ and replay."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offsetlog.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, regex
 from offsetlog.group.consumer.errors import InvalidRegularExpressionError, InvalidRequestError
@@ -60,6 +62,49 @@ def test_patterns_re2j_refuses_are_invalid_regular_expressions(bad):
     assert e.value.code == 128
     assert str(e.value).startswith(f"SubscribedTopicRegex `{bad}` is not a valid regular "
                                    "expression: ")
+
+
+@pytest.mark.parametrize("bad, description", [
+    ("(?P<n>a)(?P<n>b)", "duplicate capture group name"),
+    ("[[:alpha:]](?P<x>a)|(?<x>b)", "duplicate capture group name"),
+    ("(?P<é>x)", "invalid named capture"),
+    ("\\C", "invalid escape sequence"),
+    ("(?<=a)b", "invalid named capture"),
+    ("a)", "regexp/syntax: internal error"),
+    ("[a-", "missing closing ]"),
+    ("a{1001}", "invalid repeat count"),
+])
+def test_what_re2j_says_of_a_refused_pattern(bad, description):
+    """RE2/J's description (Kafka's message), not RE2's, where RE2/J refuses more than RE2
+    too (a group name used twice or not ASCII, ``\\C``)."""
+    with pytest.raises(InvalidRegularExpressionError) as e:
+        regex.check(bad)
+    assert str(e.value).endswith(f": {description}.")
+
+
+@pytest.mark.parametrize("good", ["(?P<n>a)[(?P<n>b)]", "\\Q(?P<n>a)\\E(?P<n>b)",
+                                  "\\Q\\C\\E", "[]a](?P<n>x)",
+                                  "[[:alpha:](?P<n>a)(?P<n>b)]", "[\\]](?P<m>x)(?P<n>y)"])
+def test_what_only_looks_like_a_second_name_or_an_escape_is_taken(good):
+    regex.check(good)
+
+
+#: the pieces the scan for RE2/J's refusals looks at, so that many patterns that compile hold them
+_TOKENS = ["(?P<", "(?<", "n", "m", "\u00e9", ">", "(", ")", "[", "]", "^", "[:alpha:]", ":]",
+           "\\Q", "\\E", "\\C", "\\", "a", "*", "{2}", "|"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="()[]{}<>?!=:^$*+|\\PQEC-_.,0123a\u00e9n", max_size=24)
+       | st.lists(st.sampled_from(_TOKENS), max_size=12).map("".join))
+def test_any_pattern_is_judged_without_an_error_of_its_own(pattern):
+    """The scan for what RE2/J refuses runs on untrusted text: any pattern compiles or is
+    refused with INVALID_REGULAR_EXPRESSION, nothing else."""
+    try:
+        regex.check(pattern)
+    except InvalidRegularExpressionError:
+        return
+    assert regex.resolve(pattern, TOPICS) <= set(TOPICS)
 
 
 def test_a_regex_member_gets_the_matching_topics():

@@ -121,3 +121,62 @@ def test_regex_subscription_settles_picks_up_new_topics_and_refuses_bad_patterns
     assert ours == theirs
     assert "G-orders-asia" in ours[1] and "G-other" not in ours[1]
     assert ours[2] == "(128, 0)"
+
+
+#: patterns of every kind RE2 and RE2/J parse: accepted ones, each error RE2/J reports, and
+#: where RE2/J is stricter than RE2 (``\C``, group names, a name used twice)
+PATTERNS = [
+    "orders-.*", r"\pL+", r"\p{Greek}", r"\PL", r"\p{^Greek}", r"\Qa.b\E", r"\Qab", r"\Q",
+    "(?i)ORDERS.*", "(?im-s:a)", "(?U)o.*", "(?s).*", r"\A.*\z", "[[:alpha:]-z]",
+    "[[:^alpha:]]", "[]a]", "[^]a]", r"[\]](?P<n>x)", "(?P<n>o).*", "(?<n>o).*",
+    "(?P<a1>x)(?P<A1>y)", "(?<1a>x)", "(?P<n>a)[(?P<n>b)]", "[[:alpha:](?P<n>a)(?P<n>b)]",
+    r"\Q(?P<n>a)\E(?P<n>b)", r"\Q\C\E", "a{1000}", "x{1000,}", "(a{500}){2}", "a{,3}",
+    "a{x}", "{", "", "()", "(?)", "é+", r"\x{41}", r"\0",
+    # refused by both
+    "(?=o)rders", r"(o)\1", r"\C", r"\Ca", "(?'n'o).*", "a*+", "x?*", "a{2}{3}", "a{1001}",
+    "x{2,1}", "*", "[a-", "[^]", "(a", "(?:a", ")", "(a))", "a|)", "a\\", "[z-a]",
+    "[[:foo:]]", "[a-[:alpha:]]", r"[a-\d]", r"\p{Foo}", r"\pX", r"\p", r"\Z", r"\e", r"\x{",
+    r"\x{110000}", r"\u0041", r"\k<n>", "(?<!a)b", "(?<=a)b", "(?P=n)", "(?Pa)", "(?P<>a)",
+    "(?<n", "(?P<n!>a)", "(?i-)", "(?#c)o.*",
+    # refused by RE2/J alone
+    "(?P<n>a)(?P<n>b)", "(?<n>a)(?P<n>b)", "(?P<n>a)|(?P<n>b)", "(?P<n>(?P<n>a))",
+    "[[:alpha:]](?P<x>a)(?<x>b)", "(?P<é>x)",
+]
+
+
+def verdicts(port: int, group: str, patterns) -> list:
+    """Each pattern's (code, message) as a joining member's regex; left again if taken."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        out = []
+        for i, pattern in enumerate(patterns):
+            g, m = f"{group}-{i}", f"{group}-m{i}"
+            r = call(sock, HB, 1, group_id=g, member_id=m, member_epoch=0, instance_id=None,
+                     rebalance_timeout=30_000, server_assignor="range",
+                     subscribed_topic_names=None, subscribed_topic_regex=pattern,
+                     topic_partitions=[])
+            out.append((pattern, int(r.error_code), r.error_message))
+            if r.error_code == 0:
+                call(sock, HB, 1, group_id=g, member_id=m, member_epoch=-1, instance_id=None,
+                     topic_partitions=None)
+        return out
+
+
+def test_which_patterns_compile_and_what_is_said_of_the_rest(targets, gid):
+    """Every pattern of ``PATTERNS`` is taken or refused as Kafka does, with its message."""
+    kafka = verdicts(targets[0], gid, PATTERNS)
+    ours = verdicts(targets[1], gid + "-o", PATTERNS)
+    assert [k for k, o in zip(kafka, ours) if k != o] == []
+    refused = {p: message for p, code, message in kafka if code}
+    assert "(?P<n>a)(?P<n>b)" in refused and "orders-.*" not in refused
+    assert refused[r"\C"].endswith(": invalid escape sequence.")
+
+
+def test_nested_repeats_past_re2s_limit(targets, gid):
+    """Difference (docs/PROTOCOL.md): RE2 refuses nested repeat counts whose product passes
+    1,000, which RE2/J compiles."""
+    patterns = ["((a{10}){10}){11}", "(a{1000}){2}"]
+    kafka = verdicts(targets[0], gid, patterns)
+    ours = verdicts(targets[1], gid + "-o", patterns)
+    assert [code for _, code, _ in kafka] == [0, 0]
+    assert [(code, message.rsplit(": ", 1)[1]) for _, code, message in ours] == [
+        (128, "invalid repeat count.")] * 2
