@@ -82,6 +82,13 @@ def test_what_re2j_says_of_a_refused_pattern(bad, description):
     assert str(e.value).endswith(f": {description}.")
 
 
+def test_a_pattern_refused_now_still_matches_where_a_member_holds_it():
+    """A member record of an older store may hold a pattern that is refused since (a group
+    name used twice): it still resolves, as it did when it was taken."""
+    assert regex.resolve("(?P<r>orders)-eu|(?P<r>pay)ments", TOPICS) == {"orders-eu",
+                                                                         "payments"}
+
+
 @pytest.mark.parametrize("good", ["(?P<n>a)[(?P<n>b)]", "\\Q(?P<n>a)\\E(?P<n>b)",
                                   "\\Q\\C\\E", "[]a](?P<n>x)",
                                   "[[:alpha:](?P<n>a)(?P<n>b)]", "[\\]](?P<m>x)(?P<n>y)"])

@@ -117,36 +117,37 @@ def _class_end(pattern: str, i: int) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def _compiled(pattern: str):
-    """The compiled pattern, or RE2/J's description of why it does not compile."""
+    """``(RE2's compiled pattern or None, RE2/J's description of why it refuses the pattern
+    or None)``. A pattern RE2/J alone refuses is still compiled: the check refuses it at the
+    door, but a member record of an older store may hold it, and it matches as it did."""
     try:
         compiled = re2.compile(pattern, options=_OPTIONS)
     except re2.error as e:
         detail = e.args[0] if e.args else str(e)
         detail = detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
-        return _re2j_description(detail)
-    refused = _re2j_refusal(pattern)
-    return compiled if refused is None else refused
+        return None, _re2j_description(detail)
+    return compiled, _re2j_refusal(pattern)
 
 
 def check(pattern: str) -> None:
     """Raise InvalidRegularExpressionError, with Kafka's message, if ``pattern`` does not
-    compile."""
-    compiled = _compiled(pattern)
-    if isinstance(compiled, str):
+    compile as Kafka compiles it."""
+    refused = _compiled(pattern)[1]
+    if refused is not None:
         raise InvalidRegularExpressionError(
-            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {compiled}.")
+            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {refused}.")
 
 
 def matches(pattern: str, topic: str) -> bool:
-    """Whether ``topic``, whole, matches ``pattern`` (False for a pattern that does not
+    """Whether ``topic``, whole, matches ``pattern`` (False for a pattern RE2 does not
     compile: the coordinator never keeps one)."""
-    compiled = _compiled(pattern)
-    return not isinstance(compiled, str) and compiled.fullmatch(topic) is not None
+    compiled = _compiled(pattern)[0]
+    return compiled is not None and compiled.fullmatch(topic) is not None
 
 
 def resolve(pattern: str, topics: Iterable[str]) -> frozenset[str]:
     """The topics of ``topics`` that ``pattern`` matches."""
-    compiled = _compiled(pattern)
-    if isinstance(compiled, str):
+    compiled = _compiled(pattern)[0]
+    if compiled is None:
         return frozenset()
     return frozenset(t for t in topics if compiled.fullmatch(t) is not None)
