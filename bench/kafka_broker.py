@@ -39,7 +39,10 @@ KAFKA_VERSION = "4.4.0"
 #: slf4j binding so the broker's log reaches its log file (Kafka's jars bring slf4j-api 1.7)
 _SLF4J_VERSION = "1.7.36"
 
-#: settings every broker starts with: one node, no initial rebalance delay, short sessions
+#: settings every broker starts with: one node, no initial rebalance delay, short sessions,
+#: and consumer-group target assignments computed in the heartbeat that calls for them, as
+#: offsetlog computes them (Kafka 4.4 batches them off the request path by default, KIP-1263;
+#: with these three its epochs and assignments are ours to compare exactly)
 BASE_PROPERTIES = {
     "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": "50",
@@ -48,6 +51,9 @@ BASE_PROPERTIES = {
     "transaction.state.log.num.partitions": "50",
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "500",
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.min.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "false",
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
 }

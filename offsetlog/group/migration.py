@@ -9,7 +9,7 @@ group can move from one to the other within one request:
 
 * **Upgrade**: a consumer-protocol member (ConsumerGroupHeartbeat, epoch 0) joining a classic
   group. An Empty classic group is simply deleted (a GROUP_METADATA tombstone) and a consumer
-  group made. One with members becomes a consumer group if the policy allows an upgrade
+  group made, new as any other (``new_group``: epoch 1, so the member joins at 2). One with members becomes a consumer group if the policy allows an upgrade
   (``bidirectional`` or ``upgrade``), its protocol type is "consumer" and it has no more
   members than ``group.consumer.max.size``; else the heartbeat is answered GROUP_ID_NOT_FOUND.
   The classic group's generation becomes the group epoch and every member's epoch, each
@@ -37,7 +37,7 @@ coordinator's log records meet here; :func:`log_records` makes one batch of them
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from offsetlog.group.cleanup import ExpiryResult
 from offsetlog.group.consumer import classic as classic_members
@@ -47,6 +47,8 @@ from offsetlog.group.consumer.group import (
     ConsumerGroup,
     group_records,
     group_tombstones,
+    new_group,
+    new_group_records,
 )
 from offsetlog.group.consumer.member import STABLE, ClassicMetadata, ConsumerMember
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
@@ -125,7 +127,9 @@ class Migration:
         if old is None:
             return None
         if old.state is EMPTY:  # simply taken over
-            takeover = _Takeover(ConsumerGroup(group_id), self.classic, old.generation > 0)
+            group = new_group(group_id)
+            takeover = _Takeover(group, self.classic, old.generation > 0,
+                                 records=new_group_records(group))
         else:
             takeover = _Takeover(self._upgraded(old, topics), self.classic, True)
             takeover.records = group_records(takeover.group)
@@ -247,12 +251,9 @@ class Migration:
             # a classic process replaced the last consumer-protocol member (a static one):
             # the group is classic again, without a rebalance (Kafka's
             # validateOnlineDowngradeWithReplacedMemberId)
+            # (its JoinGroup is answered with the group's generation, which its SyncGroup then
+            # names: judged in tests/kafka/test_diff_consumer_group_migration.py)
             self._downgrade(group, list(group.members.values()), records, rebalance=False)
-            # Kafka 4.4 answers this JoinGroup with generation 0 (the new process's epoch
-            # before any assignment), not the classic group's: its SyncGroup is then
-            # ILLEGAL_GENERATION and it joins the classic group again (judged in
-            # tests/kafka/test_diff_consumer_group_migration.py)
-            out.responses[-1] = replace(answer, generation_id=0)
         return self._finish(out, records)
 
     def sync_group(self, group_id: str, *, now_ms: int, **request) -> Result:

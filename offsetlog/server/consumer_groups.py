@@ -29,12 +29,16 @@ NO_OPERATIONS = -2147483648
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 
 
-def _partitions_by_id(ctx: Context, assignment) -> list[dict]:
+def _partitions_by_id(ctx: Context, assignment, revoking=frozenset()) -> list[dict]:
+    """An assignment by topic id, in topic name order; ``revoking``'s partitions (a member's
+    describe shows what it still owns, as Kafka 4.4 does) after the others of their topic."""
     by_topic: dict[str, list[int]] = {}
     for t, p in sorted(assignment):
         by_topic.setdefault(t, []).append(p)
+    for t, p in sorted(revoking):
+        by_topic.setdefault(t, []).append(p)
     out = []
-    for t, ps in by_topic.items():
+    for t, ps in sorted(by_topic.items()):
         tid = ctx.topics.topic_id(t)
         if tid is not None:
             out.append(dict(topic_id=tid, topic_name=t, partitions=ps))
@@ -122,7 +126,8 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
                                authorized_operations=NO_OPERATIONS))
             continue
         topics = {t for m in group.members.values()
-                  for t in (*m.subscribed_topics, *(tp[0] for tp in m.assigned))}
+                  for t in (*m.subscribed_topics,
+                            *(tp[0] for tp in m.assigned | m.pending_revocation))}
         hidden = topics - authz.allowed_names(ctx, call, authz.DESCRIBE, authz.TOPIC, topics)
         if hidden:  # Kafka: a group on topics the caller may not describe is not described
             groups.append(dict(error_code=E.TOPIC_AUTHORIZATION_FAILED,
@@ -138,7 +143,8 @@ def consumer_group_describe(ctx: Context, call: Call, now_ms: int):
             member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
             subscribed_topic_names=list(m.subscribed_topics),
             subscribed_topic_regex=m.subscribed_topic_regex or "",
-            assignment=dict(topic_partitions=_partitions_by_id(ctx, m.assigned)),
+            assignment=dict(topic_partitions=_partitions_by_id(ctx, m.assigned,
+                                                               m.pending_revocation)),
             target_assignment=dict(topic_partitions=_partitions_by_id(
                 ctx, group.targets.get(m.member_id, frozenset()))),
             member_type=CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER)

@@ -53,7 +53,7 @@ def test_reopening_from_the_log_keeps_every_epoch_and_assignment(tmp_path):
         form(store)
         before = state(store)
         table_keys = {k for p in store._parts for k in p.table.consumer_groups}
-    assert before["g"][0] == 4 and len(before["g"][3]) == 2
+    assert before["g"][0] == 5 and len(before["g"][3]) == 2
     assert {t for t, _, _ in table_keys} == set(CONSUMER_GROUP_TYPES)
     with open_log_store(tmp_path / "s", clock=clock, partitions=2) as store:
         assert state(store) == before

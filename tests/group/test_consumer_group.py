@@ -69,13 +69,38 @@ def test_defaults_are_kafkas():
             config.assignors) == (45_000, 5_000, None, ("uniform", "range"))
 
 
-def test_first_member_gets_every_partition_at_epoch_1(c):
+def test_first_member_gets_every_partition_at_epoch_2(c):
+    """A new group is at epoch 1 with an empty target (Kafka 4.3+, KAFKA-20268): its first
+    member's join bumps it to 2, the first assignment's epoch."""
     a = Client(c, "a")
     resp = a.beat(0)
     assert (resp.member_epoch, resp.assignment, resp.heartbeat_interval_ms) == (
-        1, tps("t", *range(6)), 5_000)
+        2, tps("t", *range(6)), 5_000)
     group = c.group("g")
-    assert (group.group_epoch, group.assignment_epoch, group.state()) == (1, 1, "Stable")
+    assert (group.group_epoch, group.assignment_epoch, group.state()) == (2, 2, "Stable")
+
+
+def test_a_new_groups_records_start_at_epoch_1():
+    """Replay sees the group at epoch 1 before the join's bump (its records say so)."""
+    c = ConsumerGroupCoordinator()
+    records = c.heartbeat("g", member_id="a", member_epoch=0, topics=TOPICS, now_ms=0,
+                          rebalance_timeout_ms=30_000, subscribed_topic_names=["t"],
+                          owned=[]).records
+    epochs = [(k, v.get("epoch", v.get("assignment_epoch"))) for k, _, v in records
+              if k in ("ConsumerGroupMetadata", "ConsumerGroupTargetAssignmentMetadata")]
+    assert epochs == [("ConsumerGroupMetadata", 1), ("ConsumerGroupTargetAssignmentMetadata", 1),
+                      ("ConsumerGroupMetadata", 2), ("ConsumerGroupTargetAssignmentMetadata", 2)]
+
+
+def test_the_last_member_leaving_brings_the_assignment_epoch_to_the_group_epoch(c):
+    """Kafka 4.3+ (KAFKA-20442): an empty group's assignment epoch is its group epoch."""
+    a, b = Client(c, "a"), Client(c, "b")
+    for now in range(4):
+        (a if now % 2 else b).beat(now)
+    b.leave(5)
+    a.leave(6)
+    group = c.group("g")
+    assert (group.group_epoch, group.assignment_epoch, group.targets) == (5, 5, {})
 
 
 def test_a_partition_is_revoked_before_it_is_given_to_another_member(c):
@@ -83,15 +108,15 @@ def test_a_partition_is_revoked_before_it_is_given_to_another_member(c):
     a.beat(0)
     resp = b.beat(1)
     # b is at the new epoch, but t-3..5 are still a's: b gets nothing yet
-    assert (resp.member_epoch, resp.assignment) == (2, frozenset())
-    resp = a.beat(2)  # a is told to keep t-0..2 and stays at epoch 1 until it has revoked
-    assert (resp.member_epoch, resp.assignment) == (1, tps("t", 0, 1, 2))
+    assert (resp.member_epoch, resp.assignment) == (3, frozenset())
+    resp = a.beat(2)  # a is told to keep t-0..2 and stays at epoch 2 until it has revoked
+    assert (resp.member_epoch, resp.assignment) == (2, tps("t", 0, 1, 2))
     assert c.group("g").members["a"].pending_revocation == tps("t", 3, 4, 5)
     assert b.beat(3).assignment is None  # still owned by a
     resp = a.beat(4)  # a reports that it owns only t-0..2 now
-    assert (resp.member_epoch, resp.assignment) == (2, None)
+    assert (resp.member_epoch, resp.assignment) == (3, None)
     resp = b.beat(5)
-    assert (resp.member_epoch, resp.assignment) == (2, tps("t", 3, 4, 5))
+    assert (resp.member_epoch, resp.assignment) == (3, tps("t", 3, 4, 5))
     assert c.group("g").state() == "Stable"
 
 
@@ -100,9 +125,9 @@ def test_a_member_that_does_not_report_its_partitions_keeps_them_pending():
     a, b = Client(c, "a"), Client(c, "b")
     a.beat(0)
     b.beat(1)
-    r = c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=2, owned=None)
-    assert r.response.member_epoch == 1
-    r = c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=3, owned=None)
+    r = c.heartbeat("g", member_id="a", member_epoch=2, topics=TOPICS, now_ms=2, owned=None)
+    assert r.response.member_epoch == 2
+    r = c.heartbeat("g", member_id="a", member_epoch=2, topics=TOPICS, now_ms=3, owned=None)
     assert c.group("g").members["a"].state == "unrevoked_partitions"
 
 
@@ -113,9 +138,40 @@ def test_leaving_gives_the_partitions_to_the_others(c):
     assert a.owned | b.owned == tps("t", *range(6)) and not a.owned & b.owned
     resp = b.leave(10)
     assert (resp.error, resp.member_id, resp.member_epoch) == (None, "b", -1)
-    assert c.group("g").group_epoch == 3
+    assert c.group("g").group_epoch == 4
     resp = a.beat(11)
-    assert (resp.member_epoch, resp.assignment) == (3, tps("t", *range(6)))
+    assert (resp.member_epoch, resp.assignment) == (4, tps("t", *range(6)))
+
+
+def test_partitions_a_member_was_revoking_come_back_to_it_at_once(c):
+    """b joins (a must give up t-3..5), then leaves before a has: once a has revoked them,
+    the new target gives them back to a in the same heartbeat, not as partitions to wait for
+    (a held them, and nobody else does), as Kafka 4.4 answers."""
+    a, b = Client(c, "a"), Client(c, "b")
+    a.beat(0)
+    b.beat(1)
+    assert a.beat(2).assignment == tps("t", 0, 1, 2)  # revoking t-3..5
+    b.leave(3)
+    resp = a.beat(4)  # reports t-0..2 only: done revoking
+    assert (resp.member_epoch, resp.assignment) == (4, tps("t", *range(6)))
+    assert c.group("g").members["a"].state == "stable"
+
+
+def test_a_member_revoking_again_keeps_its_epoch():
+    """a revokes t-3..5 for b; before it has, c joins and a must give up t-2 too: when a has
+    revoked the first lot it goes on revoking at the epoch it has, not the next one (Kafka
+    4.2+, KAFKA-19974), and reaches the target's epoch once done."""
+    c = ConsumerGroupCoordinator()
+    a, b, x = Client(c, "a"), Client(c, "b"), Client(c, "c")
+    a.beat(0)
+    b.beat(1)
+    assert a.beat(2).assignment == tps("t", 0, 1, 2)  # revoking t-3..5 at epoch 2
+    x.beat(3)  # epoch 4: a's target is t-0,1
+    resp = a.beat(4)  # a reports t-0..2: done with t-3..5, t-2 now to revoke
+    assert (resp.member_epoch, resp.assignment) == (2, tps("t", 0, 1))
+    assert c.group("g").members["a"].state == "unrevoked_partitions"
+    resp = a.beat(5)
+    assert (resp.member_epoch, c.group("g").members["a"].state) == (4, "stable")
 
 
 def test_epochs_fence_zombies(c):
@@ -125,15 +181,15 @@ def test_epochs_fence_zombies(c):
     assert isinstance(bad.response.error, FencedMemberEpochError)
     assert bad.response.error_code == 110 and bad.records == []
     Client(c, "b").beat(2)
-    a.beat(3)  # a is at epoch 1, revoking
-    a.beat(4)  # a moves to epoch 2
-    assert c.group("g").members["a"].member_epoch == 2
+    a.beat(3)  # a is at epoch 2, revoking
+    a.beat(4)  # a moves to epoch 3
+    assert c.group("g").members["a"].member_epoch == 3
     # the previous epoch is accepted with partitions within the assignment (a lost response)
-    ok = c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=5,
+    ok = c.heartbeat("g", member_id="a", member_epoch=2, topics=TOPICS, now_ms=5,
                      owned=tps("t", 0))
-    assert ok.response.error is None and ok.response.member_epoch == 2
+    assert ok.response.error is None and ok.response.member_epoch == 3
     for owned in (None, tps("t", 5)):
-        bad = c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=6,
+        bad = c.heartbeat("g", member_id="a", member_epoch=2, topics=TOPICS, now_ms=6,
                           owned=owned)
         assert isinstance(bad.response.error, FencedMemberEpochError)
     unknown = c.heartbeat("g", member_id="z", member_epoch=1, topics=TOPICS, now_ms=7, owned=[])
@@ -192,7 +248,7 @@ def test_session_timeout_removes_the_member_and_bumps_the_epoch():
     a.beat(9_000)
     assert c.next_deadline() == 10_000
     r = c.poll(10_000)
-    assert "b" not in c.group("g").members and c.group("g").group_epoch == 3
+    assert "b" not in c.group("g").members and c.group("g").group_epoch == 4
     assert [k for k, _, v in r.records if v is None] == [
         "ConsumerGroupCurrentMemberAssignment", "ConsumerGroupTargetAssignmentMember",
         "ConsumerGroupMemberMetadata"]
@@ -204,7 +260,7 @@ def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_fenced():
     a, b = Client(c, "a", rebalance_timeout_ms=5_000), Client(c, "b")
     a.beat(0)
     b.beat(100)
-    c.heartbeat("g", member_id="a", member_epoch=1, topics=TOPICS, now_ms=200, owned=None)
+    c.heartbeat("g", member_id="a", member_epoch=2, topics=TOPICS, now_ms=200, owned=None)
     b.beat(4_000)
     c.poll(5_199)
     assert "a" in c.group("g").members
@@ -252,9 +308,9 @@ def test_a_static_member_that_does_not_return_is_removed_after_its_session():
 def test_offset_requests_are_checked_against_the_member_epoch(c):
     a = Client(c, "a")
     a.beat(0)
-    assert c.check_offset_request("g", "a", 1) is None
-    assert isinstance(c.check_offset_request("g", "a", 2), StaleMemberEpochError)
-    assert isinstance(c.check_offset_request("g", "a", 0), StaleMemberEpochError)
+    assert c.check_offset_request("g", "a", 2) is None
+    assert isinstance(c.check_offset_request("g", "a", 3), StaleMemberEpochError)
+    assert isinstance(c.check_offset_request("g", "a", 1), StaleMemberEpochError)
     assert isinstance(c.check_offset_request("g", "x", 1), UnknownMemberIdError)
     assert isinstance(c.check_offset_request("g", "", -1), UnknownMemberIdError)
     a.leave(1)
@@ -279,7 +335,7 @@ def test_a_new_partition_count_bumps_the_group_epoch(c):
     a = Client(c, "a")
     a.beat(0)
     resp = a.beat(1, metadata={"t": 8})
-    assert resp.member_epoch == 2 and resp.assignment == tps("t", *range(8))
+    assert resp.member_epoch == 3 and resp.assignment == tps("t", *range(8))
 
 
 def test_replaying_the_records_rebuilds_the_groups():
@@ -375,10 +431,11 @@ def test_a_commit_at_an_older_epoch_names_partitions_held_since(c):
     assert check("g", "a", now, partitions=tps("t", 5)) is None  # its epoch: anything
 
 
-def test_a_static_members_new_process_inherits_the_epochs(c):
+def test_a_static_members_new_process_holds_its_partitions_from_epoch_0(c):
+    """Kafka 4.4 resets the assignment epochs of the partitions a static member's new
+    process takes over to 0: its commits at any epoch up to its own are taken for them."""
     a = Client(c, "a", instance_id="A")
     a.beat(0)
-    first = a.epoch
     Client(c, "b").beat(1)
     a.beat(2)
     a.beat(3)
@@ -386,8 +443,12 @@ def test_a_static_members_new_process_inherits_the_epochs(c):
     a2 = Client(c, "a2", instance_id="A")
     a2.beat(5)
     member = c.group("g").members["a2"]
-    assert dict(member.assignment_epochs) == {tp: first for tp in member.assigned}
-    assert c.check_offset_request("g", "a2", first, partitions=member.assigned) is None
+    assert member.assigned and dict(member.assignment_epochs) == {
+        tp: 0 for tp in member.assigned}
+    for epoch in range(member.member_epoch + 1):
+        assert c.check_offset_request("g", "a2", epoch, partitions=member.assigned) is None
+    assert c.check_offset_request("g", "a2", member.member_epoch + 1,
+                                  partitions=member.assigned) is not None
 
 
 def test_a_record_without_assignment_epochs_takes_commits_at_its_epoch_only():

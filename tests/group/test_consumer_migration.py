@@ -247,8 +247,10 @@ def test_empty_classic_group_is_taken_over():
     m.classic.poll(10)
     assert m.classic.describe_group("g").state == "Empty"
     r = Modern(m, "x").beat(20)
-    assert r.response.error is None and r.response.member_epoch == 1
+    # a new consumer group, at epoch 1 before the member's join (Kafka 4.4 answers 2 too)
+    assert r.response.error is None and r.response.member_epoch == 2
     assert r.records[0] == (CLASSIC_GROUP_METADATA, ("g",), None)
+    assert r.records[1][0] == "ConsumerGroupMetadata" and r.records[1][2]["epoch"] == 1
     assert m.classic.group("g") is None
 
 
@@ -463,10 +465,16 @@ def test_classic_process_replacing_the_last_static_consumer_member_downgrades():
                      client_id="py", session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE,
                      protocol_type="consumer", protocols=[("range", c.metadata())])
     answer = k.response
-    assert answer.error is None and answer.generation_id == 0  # as Kafka 4.4 answers
+    # the group's generation, as Kafka 4.4 answers when it assigns in the heartbeat
+    assert answer.error is None and answer.generation_id == epoch
     assert m.consumer.group("g") is None
     d = m.classic.describe_group("g")
     assert (d.state, d.generation) == ("Stable", epoch)  # no rebalance
     assert {mm.member_id for mm in d.members} == {c.member_id, answer.member_id}
     got = [tp for mm in d.members for tp in decode_assignment(mm.assignment)]
     assert len(got) == len(set(got)) == 6
+    # the process syncs at the generation it was given, and gets the member's assignment
+    synced = m.sync_group("g", now_ms=4, member_id=answer.member_id, group_instance_id="I",
+                          generation_id=answer.generation_id, protocol_type="consumer",
+                          protocol_name="range", assignments=None).response
+    assert synced.error is None and decode_assignment(synced.assignment)

@@ -23,7 +23,10 @@ between two servers:
   appearance within the session;
 * topic ids and the cluster id (random per server): ``TOPIC_ID`` / ``CLUSTER``;
 * timestamps (transaction start): ``TS``;
-* error messages (Kafka's free text): ``MESSAGE`` when there is one.
+* error messages (Kafka's free text): ``MESSAGE`` when there is one;
+* the order of a consumer-group member's subscribed topic names in ConsumerGroupDescribe
+  and of the topics of an assignment (Kafka keeps them in hash sets and maps by topic id):
+  sorted.
 
 A :class:`Req` whose answer carries a RETRIABLE error is sent again, as clients do (Kafka's
 coordinators load their partitions after start-up; its transactions answer
@@ -57,6 +60,9 @@ MEMBER_FIELDS = {"member_id", "leader", "memberid"}
 RETRIABLE = {14, 15, 16, 51}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 #                               NOT_COORDINATOR, CONCURRENT_TRANSACTIONS
 TIMESTAMPS = {"transaction_start_time_ms", "timestamp", "commit_timestamp"}
+#: lists Kafka keeps in hash sets and maps, so their order is no order: compared sorted
+#: (an assignment's topics: ConsumerGroupHeartbeat's and ConsumerGroupDescribe's)
+UNORDERED_FIELDS = {"subscribed_topic_names", "topic_partitions"}
 
 
 @dataclasses.dataclass
@@ -269,7 +275,8 @@ def _norm(value: Any, field: str | None, names: _Names) -> Any:
             out[f.name] = _norm(getattr(value, f.name), f.name, names)
         return out
     if isinstance(value, (tuple, list)):
-        return [_norm(v, field, names) for v in value]
+        out = [_norm(v, field, names) for v in value]
+        return sorted(out, key=repr) if field in UNORDERED_FIELDS else out
     if isinstance(value, enum.Enum):
         return value.name.upper()
     if isinstance(value, datetime.datetime):  # a timestamp (kio decodes them)

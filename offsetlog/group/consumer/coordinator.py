@@ -61,6 +61,8 @@ from offsetlog.group.consumer.group import (
     current_record,
     group_record,
     member_record,
+    new_group,
+    new_group_records,
     removal_records,
     target_metadata_record,
     target_record,
@@ -233,12 +235,13 @@ class ConsumerGroupCoordinator:
                    client_host, records) -> ConsumerHeartbeatResponse:
         group = self.groups.get(group_id)
         takeover = None
+        fresh = group is None
         if group is None:
             if member_epoch != 0:
                 raise GroupIdNotFoundError(f"Group {group_id} not found.")
             if self.on_new_group is not None:  # a classic group of that id: upgrade it
                 takeover = self.on_new_group(group_id, topics)
-            group = ConsumerGroup(group_id) if takeover is None else takeover.group
+            group = new_group(group_id) if takeover is None else takeover.group
         if not member_id:
             member_id = self.config.member_id_factory()
         max_size = self.config.max_size
@@ -262,6 +265,8 @@ class ConsumerGroupCoordinator:
             records.extend(takeover.commit())
             self.install(group)
         self.groups[group_id] = group
+        if fresh and takeover is None:
+            records.extend(new_group_records(group))
         if replaced is not None:
             self.replace_static(group, replaced, member, records)
         before = member
@@ -420,6 +425,11 @@ class ConsumerGroupCoordinator:
                                        if t in group.subscribed_topics()}
         group.group_epoch += 1
         records.append(group_record(group))
+        if not group.members:
+            # Kafka 4.3+ (KAFKA-20442): an empty group's target (nothing) is its group epoch's
+            group.targets = {}
+            group.assignment_epoch = group.group_epoch
+            records.append(target_metadata_record(group))
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         for kind in (SESSION, REBALANCE, JOIN, SYNC):

@@ -180,6 +180,19 @@ class ConsumerGroup:
             raise ValueError(f"not a consumer group record: {kind!r}")
 
 
+def new_group(group_id: str) -> ConsumerGroup:
+    """A group a member's first heartbeat makes: at group epoch 1 with an empty target at
+    assignment epoch 1, so the first assignment is epoch 2's, as in Kafka 4.3+
+    (KAFKA-20268, for its assignment off the request path: a joining member must get an
+    epoch above 0 before its first target exists). Its records say so before the join's."""
+    return ConsumerGroup(group_id, group_epoch=1, assignment_epoch=1)
+
+
+def new_group_records(group: ConsumerGroup) -> list[tuple]:
+    """A new group's first records (``new_group``'s epochs), before its first member's."""
+    return [group_record(group), target_metadata_record(group)]
+
+
 def group_record(group: ConsumerGroup) -> tuple:
     return (GROUP_METADATA, (group.group_id,),
             {"epoch": group.group_epoch,

@@ -161,13 +161,16 @@ def epochs_from_value(value: Iterable) -> tuple:
 def _epochs_of(member: ConsumerMember, keep: frozenset, new: frozenset = NOTHING,
                new_epoch: int = 0) -> tuple:
     """The assignment epochs of a member that keeps ``keep`` and is given ``new`` at
-    ``new_epoch``: a kept partition keeps its epoch; one without (a record from before
-    assignment epochs) takes the member's epoch as it leaves it, if it had one."""
+    ``new_epoch``: a kept partition keeps its epoch (0 for a static member's new process);
+    one without (a record from before assignment epochs) takes the member's epoch as it
+    leaves it, if it had one."""
     old = dict(member.assignment_epochs)
     out = {}
     for tp in keep:
-        at = old.get(tp, member.member_epoch)
-        if at > 0:
+        at = old.get(tp)
+        if at is None and member.member_epoch > 0:
+            at = member.member_epoch
+        if at is not None:
             out[tp] = at
     for tp in new:
         out[tp] = new_epoch
@@ -194,7 +197,10 @@ def reconcile(member: ConsumerMember, target_epoch: int, target: frozenset,
     if member.state == UNREVOKED_PARTITIONS:
         if _still_owns(owned, member.pending_revocation):
             return member
-        return _next(member, member.member_epoch + 1, target_epoch, target,
+        # revoked: on to the target's epoch, unless more is to be revoked first, which the
+        # member does at the epoch it has (Kafka 4.2+, KAFKA-19974: no partition is owned by
+        # two members at one epoch, even one after the other)
+        return _next(member, member.member_epoch, target_epoch, target,
                      partition_owner_epoch, owned)
     return _next(member, member.member_epoch, target_epoch, target, partition_owner_epoch,
                  owned)
@@ -208,7 +214,10 @@ def _next(member, epoch, target_epoch, target, partition_owner_epoch, owned) -> 
     kept = member.assigned & target
     revoking = member.assigned - kept
     pending = target - kept
-    unreleased = frozenset(tp for tp in pending if partition_owner_epoch(tp) != -1)
+    # (a partition this member itself was revoking is not another's to release: the member
+    # has just said it gave it up, and Kafka 4.4 hands it back at once)
+    unreleased = frozenset(tp for tp in pending if tp not in member.pending_revocation
+                           and partition_owner_epoch(tp) != -1)
     pending -= unreleased
     if revoking and _still_owns(owned, revoking):
         return _with_epoch(member, epoch, state=UNREVOKED_PARTITIONS, assigned=kept,

@@ -40,8 +40,11 @@ def static_member(group: ConsumerGroup, member_id: str, member_epoch: int, insta
             raise UnreleasedInstanceIdError(
                 f"Static member {member_id} with instance id {instance_id} cannot join the "
                 f"group because the instance id is owned by {existing.member_id} member.")
-        return replace(existing, member_id=member_id, member_epoch=0,
-                       previous_member_epoch=0), existing
+        # the new process holds the instance's partitions as given at epoch 0, as Kafka 4.4
+        # resets them: a commit of the instance at any epoch up to its own is taken for them
+        return replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                       assignment_epochs=tuple(sorted((tp, 0) for tp in existing.assigned))
+                       ), existing
     if existing is None:
         raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
     if existing.member_id != member_id:
