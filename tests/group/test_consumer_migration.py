@@ -322,6 +322,22 @@ def test_classic_leave_removes_the_member_and_bumps_the_epoch():
     assert a.member_id not in group.members and group.group_epoch == epoch + 1
 
 
+def test_a_leave_by_instance_id_answers_the_member_id_it_was_given():
+    """LeaveGroup naming a static member of a consumer group by its instance id alone (how
+    admin tools remove one): the member is gone, and the answer names the member id the
+    request named, "", as Kafka 4.4 answers."""
+    from offsetlog.group.responses import MemberIdentity
+    m = make()
+    r = m.consumer_heartbeat("g", member_id="x", member_epoch=0, topics=TOPICS, now_ms=0,
+                             instance_id="X", rebalance_timeout_ms=REBALANCE,
+                             subscribed_topic_names=["t"], owned=frozenset())
+    assert r.response.error is None
+    r = m.leave_group("g", members=[MemberIdentity("", "X")], now_ms=1)
+    (left,) = r.response.members
+    assert (left.member_id, left.group_instance_id, left.error) == ("", "X", None)
+    assert "x" not in m.consumer.group("g").members
+
+
 def test_classic_member_that_does_not_sync_is_removed():
     m = make()
     a, b = stable_classic_group(m)

@@ -342,15 +342,21 @@ def diff(a: Any, b: Any, path: str = "") -> list[str]:
 def compare(kafka_port: int, ours_port: int, steps: list[Step], *,
             known: dict[str, tuple[Any, Any]] | None = None,
             check: Callable[[list], None] | None = None,
-            view: Callable[[list], list] | None = None) -> list:
+            view: Callable[[list], list] | None = None,
+            whole: Callable[[list], list] | None = None) -> list:
     """Run ``steps`` on Kafka, then on offsetlog, and assert the normalised answers are
     equal; ``known``: path -> (Kafka's value, offsetlog's value), the declared differences
     (docs/PROTOCOL.md), asserted exactly. ``check(kafka_answers)``: what the case is about,
     asserted on Kafka's answers so a case cannot pass by both targets saying nothing.
     ``view(answers)``: the part of the answers compared (ListGroups lists every group).
-    Returns Kafka's normalised answers."""
+    ``whole(answers)``: a second, wider part compared too, where ``view`` is the shape the
+    case's checks read. Returns Kafka's normalised answers (its ``view``)."""
     kafka = normalise(run(kafka_port, steps)[0])
     ours = normalise(run(ours_port, steps)[0])
+    if whole is not None:
+        problems = diff(whole(kafka), whole(ours))
+        assert not problems, ("offsetlog answers differently from Kafka:\n  "
+                              + "\n  ".join(problems))
     if view is not None:  # what of the answers the case compares (e.g. its own groups)
         kafka, ours = view(kafka), view(ours)
     for path, (k, o) in (known or {}).items():

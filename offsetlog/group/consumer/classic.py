@@ -254,7 +254,9 @@ def leave(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, request_id: 
             group.drop_member(member_id)
             coord.cancel_member_timers(group.group_id, member_id)
             removed = True
-        results.append(LeaveMemberResponse(member_id, ident.group_instance_id, None))
+        # (answered with the member id the request named, "" for one named by instance id
+        # alone, as Kafka 4.4 answers)
+        results.append(LeaveMemberResponse(ident.member_id, ident.group_instance_id, None))
     if removed and coord.group(group.group_id) is group:
         group.subscription_metadata = {t: n for t, n in group.subscription_metadata.items()
                                        if t in group.subscribed_topics()}
