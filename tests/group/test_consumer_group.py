@@ -223,6 +223,20 @@ def test_v0_member_ids_come_from_the_coordinator():
     assert r.response.member_id == "made"
 
 
+def test_made_member_ids_are_written_as_kafkas_uuids():
+    """22 characters of URL-safe base64 of 16 random bytes, never a leading "-", as Kafka's
+    ``Uuid.randomUuid().toString()`` (what a classic member joining a consumer group is
+    given on Kafka 4.4)."""
+    import base64
+
+    from offsetlog.group.consumer.config import random_member_id
+    ids = {random_member_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for made in ids:
+        assert len(made) == 22 and not made.startswith("-")
+        assert len(base64.urlsafe_b64decode(made + "==")) == 16
+
+
 def test_unsupported_assignor_and_max_size(c):
     r = Client(c, "a", assignor="sticky").beat(0)
     assert isinstance(r.error, UnsupportedAssignorError) and r.error_code == 112

@@ -311,6 +311,30 @@ def test_classic_member_commit_fenced_by_its_generation():
     assert m.consumer.check_offset_request("g", a.member_id, epoch, classic_commit=True) is None
 
 
+def test_a_classic_members_commit_at_an_older_generation_is_judged_by_assignment_epochs():
+    """KIP-1251 holds for a classic member of a consumer group too, as Kafka 4.4 judges it:
+    after the upgrade (generation 1) and a rejoin at a newer epoch, a commit at generation 1
+    is taken for partitions the member kept since, and ILLEGAL_GENERATION for the rest."""
+    m = make()
+    a, _ = stable_classic_group(m)
+    Modern(m, "x").beat(10)
+    a.joined(11)  # told what to keep at generation 1 (it still owns what it must give up)
+    a.sync(12)
+    a.joined(13)  # given up: on to the group's epoch
+    member = m.consumer.group("g").members[a.member_id]
+    assert member.member_epoch > 1
+    epochs = dict(member.assignment_epochs)
+    kept = [tp for tp, at in epochs.items() if at == 1]
+    given = [tp for tp, at in epochs.items() if at > 1]
+    others = [tp for tp in (("t", p) for p in range(6)) if tp not in epochs]
+    assert kept and others
+    assert m.consumer.check_offset_request("g", a.member_id, 1, partitions=kept) is None
+    for refused in ([others[0]], kept + [others[0]]) + (([given[0]],) if given else ()):
+        assert isinstance(m.consumer.check_offset_request("g", a.member_id, 1,
+                                                          partitions=refused),
+                          IllegalGenerationError)
+
+
 def test_classic_leave_removes_the_member_and_bumps_the_epoch():
     m = make()
     a, b = stable_classic_group(m)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,9 +18,14 @@ MIN_RECONCILIATION_INTERVAL_MS = 50
 
 
 def random_member_id() -> str:
-    """A member id for a v0 ConsumerGroupHeartbeat that joins without one (from v1 the client
-    makes its own): a random UUID, as Kafka's."""
-    return str(uuid.uuid4())
+    """A member id for a v0 ConsumerGroupHeartbeat, or a classic member's JoinGroup, that
+    joins a consumer group without one (from v1 a heartbeat's client makes its own): a random
+    UUID written as Kafka writes its ``Uuid``, 22 characters of URL-safe base64 and never a
+    leading "-" (so no id reads as a command-line option)."""
+    while True:
+        out = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not out.startswith("-"):
+            return out
 
 
 @dataclass(frozen=True)

@@ -497,9 +497,9 @@ class ConsumerGroupCoordinator:
         (the wire's v8 and older), which a member of the consumer protocol may not send:
         refused after the member is found and before its epoch is judged, as Kafka does.
 
-        ``partitions``: the ``(topic, partition)`` pairs an OffsetCommit commits. A
-        consumer-protocol member's commit at an older epoch than its own is taken when every
-        one of them was assigned to it at that epoch or before (KIP-1251,
+        ``partitions``: the ``(topic, partition)`` pairs an OffsetCommit commits. A member's
+        commit at an older epoch than its own (a classic member's generation alike) is taken
+        when every one of them was assigned to it at that epoch or before (KIP-1251,
         ``ConsumerMember.commit_error``); without them (an OffsetFetch) the epoch must be
         the member's."""
         group = self.groups.get(group_id)
@@ -515,12 +515,13 @@ class ConsumerGroupCoordinator:
             return UnsupportedVersionError(
                 "OffsetCommit version 9 or above must be used by members of the consumer "
                 "group protocol.")
-        if member.uses_classic_protocol and member_epoch != member.member_epoch:
-            return IllegalGenerationError(
-                f"The generation id {member_epoch} is not the member's epoch "
-                f"({member.member_epoch}).")
         stale = member.commit_error(member_epoch, partitions)
-        return None if stale is None else StaleMemberEpochError(stale)
+        if stale is None:
+            return None
+        # (a classic member's generation is judged by the same rule, KIP-1251's assignment
+        # epochs included, as Kafka 4.4 judges it; its clients know ILLEGAL_GENERATION)
+        return (IllegalGenerationError if member.uses_classic_protocol
+                else StaleMemberEpochError)(stale)
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
