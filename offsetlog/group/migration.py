@@ -160,6 +160,9 @@ class Migration:
                 subscribed_topics=tuple(sorted(set(sub["topics"]))),
                 rebalance_timeout_ms=m.rebalance_timeout_ms, state=STABLE, member_epoch=gen,
                 previous_member_epoch=gen, assigned=assigned,
+                # (given at the classic generation, as Kafka 4.4 records them: a new process
+                # of a static member keeps them, KIP-1251)
+                assignment_epochs=tuple(sorted((tp, gen) for tp in assigned)),
                 classic=ClassicMetadata(m.session_timeout_ms, tuple(m.protocols))))
             group.targets[m.member_id] = assigned
         return group

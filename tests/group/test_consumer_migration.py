@@ -311,6 +311,18 @@ def test_classic_member_commit_fenced_by_its_generation():
     assert m.consumer.check_offset_request("g", a.member_id, epoch, classic_commit=True) is None
 
 
+def test_an_upgrade_gives_the_classic_assignments_the_generations_epoch():
+    """The classic members' partitions are the consumer group's as given at the classic
+    generation (Kafka 4.4 records them so): a static member's new process keeps them."""
+    m = make()
+    stable_classic_group(m)
+    Modern(m, "x").beat(10)
+    classic = [mm for mm in m.consumer.group("g").members.values() if mm.classic is not None]
+    assert classic and all(mm.assigned for mm in classic)
+    for mm in classic:
+        assert dict(mm.assignment_epochs) == {tp: 1 for tp in mm.assigned}
+
+
 def test_a_classic_members_commit_at_an_older_generation_is_judged_by_assignment_epochs():
     """KIP-1251 holds for a classic member of a consumer group too, as Kafka 4.4 judges it:
     after the upgrade (generation 1) and a rejoin at a newer epoch, a commit at generation 1

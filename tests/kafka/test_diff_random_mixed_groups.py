@@ -1,7 +1,7 @@
 """Apache Kafka as the judge of random sessions of a group whose members speak both protocols
 (KIP-848's online migration): member ``a`` speaks the consumer group protocol
 (ConsumerGroupHeartbeat), member ``k`` the classic one (JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup). Their joins and leaves turn the group from a classic group into a consumer group
+LeaveGroup), static now and then, when a new process of it may take its place. Their joins and leaves turn the group from a classic group into a consumer group
 and back (``a`` joining a classic group upgrades it; ``a`` leaving while ``k`` stays downgrades
 it), and between them each heartbeats, ``k`` rejoins and syncs, both commit offsets at their
 epoch or generation, an older or a newer one, and a bystander fetches, describes the group both
@@ -61,6 +61,9 @@ def random_mixed_session(rng: random.Random, g: str, seen: set | None = None) ->
     a_id = f"!{g}-a"
     a_in = a_known = False  # a is in the group / has joined once (its epoch is saved)
     k_joined = False  # k has a member id and a generation (saved as k, k_gen)
+    # k is static now and then (instance id "K"): then a new process of it may join in its
+    # place, without a member id
+    k_inst = "K" if rng.random() < 0.4 else None
     save_a = {**epoch_of("a_e"), **save_owned("a_o")}
     for _ in range(STEPS):
         roll = rng.random()
@@ -80,19 +83,25 @@ def random_mixed_session(rng: random.Random, g: str, seen: set | None = None) ->
             a_in = False
         elif roll < 0.46:  # k joins (a new member id first) or rejoins with its own
             seen.add("classic join to a consumer group" if a_in else "classic join")
-            if k_joined:
-                steps.append(Req(11, 5, join_body(g, lambda c: c["k"]), conn="k",
+            if k_inst and (not k_joined or rng.random() < 0.3):
+                seen.add("static classic process")
+                steps.append(Req(11, rng.choice((5, 7, 9)), join_body(g, "", inst=k_inst),
+                                 conn="k", save={"k": lambda r: r.member_id,
+                                                 "k_gen": lambda r: r.generation_id}))
+            elif k_joined:
+                steps.append(Req(11, 5, join_body(g, lambda c: c["k"], inst=k_inst), conn="k",
                                  save={"k_gen": lambda r: r.generation_id}))
             else:
                 steps += join(g, rng.choice((5, 7, 9)), as_="k", conn="k")
-                k_joined = True
+            k_joined = True
         elif roll < 0.54 and k_joined:  # k syncs (naming assignments, as a leader does)
-            steps.append(leader_sync(g, rng.choice((3, 5)), "k", conn="k"))
+            steps.append(leader_sync(g, rng.choice((3, 5)), "k", conn="k", inst=k_inst))
         elif roll < 0.64 and k_joined:  # k heartbeats, at its generation or another
-            steps.append(heartbeat(g, rng.choice((2, 4)), "k", conn="k",
+            steps.append(heartbeat(g, rng.choice((3, 4)) if k_inst else rng.choice((2, 4)), "k",
+                                   conn="k", inst=k_inst,
                                    gen=_k_gen(rng.choice((0, 0, 0, 1, -1)))))
         elif roll < 0.67 and k_joined:  # k leaves
-            steps.append(leave(g, 3, "k", conn="k"))
+            steps.append(leave(g, 3, "k", conn="k", inst=k_inst))
             k_joined = False
         elif roll < 0.74 and a_known:  # a's commit at its epoch, an older or a newer one
             topic, part = rng.choice((("orders", 0), ("orders", 3), ("events", 1)))
@@ -101,9 +110,10 @@ def random_mixed_session(rng: random.Random, g: str, seen: set | None = None) ->
                                 gen=_a_epoch(rng.choice((0, 0, 0, 1, -1)))))
         elif roll < 0.81 and k_joined:  # k's commit at its generation or another
             topic, part = rng.choice((("orders", 0), ("orders", 3), ("events", 1)))
-            steps.append(commit(g, rng.choice((2, 5, 8)), conn="k", topic=topic,
+            steps.append(commit(g, rng.choice((7, 8)) if k_inst else rng.choice((2, 5, 8)),
+                                conn="k", topic=topic,
                                 partition=part, offset=rng.randint(0, 99),
-                                member=lambda c: c["k"],
+                                member=lambda c: c["k"], inst=k_inst,
                                 gen=_k_gen(rng.choice((0, 0, 0, 1, -1)))))
         elif roll < 0.86:
             steps.append(fetch(g, rng.randint(2, 9), conn=SIDE,
@@ -131,4 +141,5 @@ def test_the_sessions_migrate_both_ways():
     rng = random.Random(7)
     for i in range(40):
         random_mixed_session(rng, f"g{i}", seen)
-    assert seen == {"upgrade", "downgrade", "classic join", "classic join to a consumer group"}
+    assert seen == {"upgrade", "downgrade", "classic join", "classic join to a consumer group",
+                    "static classic process"}

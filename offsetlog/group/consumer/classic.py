@@ -125,7 +125,9 @@ def _member(group: ConsumerGroup, member_id: str, instance_id: str | None, unkno
     if existing_id is None:
         return group.members.get(member_id) or ConsumerMember(member_id), None
     existing = group.members[existing_id]
-    if unknown:  # a static member's new process takes over its place
+    if unknown:  # a static member's new process takes over its place, and (unlike a
+        # consumer-protocol one, ``membership.new_process``) keeps its partitions' assignment
+        # epochs, as Kafka 4.4 does (judged by tests/kafka/test_diff_random_mixed_groups.py)
         return replace(existing, member_id=member_id, member_epoch=0,
                        previous_member_epoch=0), existing
     if existing_id != member_id:

@@ -27,6 +27,15 @@ def dynamic_member(group: ConsumerGroup, member_id: str, member_epoch: int,
         check_epoch(member, member_epoch, owned)
     return member
 
+def new_process(existing: ConsumerMember, member_id: str) -> ConsumerMember:
+    """A consumer-protocol static member's new process, ``member_id``, in ``existing``'s
+    place: at epoch 0, holding the instance's partitions as given at epoch 0, as Kafka 4.4
+    resets them, so a commit of the instance at any epoch up to its own is taken for them.
+    (A classic member's new process keeps their epochs: ``classic._member``.)"""
+    return replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                   assignment_epochs=tuple(sorted((tp, 0) for tp in existing.assigned)))
+
+
 def static_member(group: ConsumerGroup, member_id: str, member_epoch: int, instance_id: str,
                   owned: frozenset | None) -> tuple[ConsumerMember, ConsumerMember | None]:
     """The static member a heartbeat names, and the one it replaces (a new process of an
@@ -40,11 +49,7 @@ def static_member(group: ConsumerGroup, member_id: str, member_epoch: int, insta
             raise UnreleasedInstanceIdError(
                 f"Static member {member_id} with instance id {instance_id} cannot join the "
                 f"group because the instance id is owned by {existing.member_id} member.")
-        # the new process holds the instance's partitions as given at epoch 0, as Kafka 4.4
-        # resets them: a commit of the instance at any epoch up to its own is taken for them
-        return replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
-                       assignment_epochs=tuple(sorted((tp, 0) for tp in existing.assigned))
-                       ), existing
+        return new_process(existing, member_id), existing
     if existing is None:
         raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
     if existing.member_id != member_id:
