@@ -29,6 +29,7 @@ from support.kafka_steps import (
     in_name_order,
     init,
     offset_delete,
+    ref,
     session_counts,
     stable_fetch,
     txn_commit,
@@ -38,10 +39,6 @@ from support.kafka_steps import (
 #: sessions per run (about a fifth of a second each against both targets) and steps
 SESSIONS, STEPS = session_counts(10, 16)
 SIDE = "c"  #: the bystander's connection
-
-
-def _epoch(who: str, delta: int = 0):
-    return lambda c: c[who + "_e"] + delta
 
 
 def random_consumer_session(rng: random.Random, g: str) -> list:
@@ -80,10 +77,10 @@ def random_consumer_session(rng: random.Random, g: str) -> list:
             elif roll < 0.75:  # a member's (at its epoch or a newer one) or no member's
                 v = rng.randint(0, 4)
                 named = who in known and v >= 3 and rng.random() < 0.7
+                gen = ref(who + "_e", rng.choice((0, 0, 1))) if named else -1
                 steps.append(txn_commit(tid, g, v, topic=rng.choice(("orders", "events")),
                                         offset=rng.randint(0, 99),
-                                        member=mid if named else "",
-                                        gen=_epoch(who, rng.choice((0, 0, 1))) if named else -1))
+                                        member=mid if named else "", gen=gen))
             else:  # (then waits for Kafka to complete it: see txn_settled)
                 # aborted only while the consumer group exists: Kafka keeps the simple group a
                 # transactional commit made after an abort took its only offsets, offsetlog
@@ -107,7 +104,7 @@ def random_consumer_session(rng: random.Random, g: str) -> list:
             exists = True
         elif roll < 0.3:  # (inside) a heartbeat, reporting what it owns or not
             owned = owned_of(who + "_o") if rng.random() < 0.7 else None
-            steps.append(hb(g, mid, _epoch(who), owned=owned, conn=conn, inst=instance,
+            steps.append(hb(g, mid, ref(who + "_e"), owned=owned, conn=conn, inst=instance,
                             save=save(who)))
         elif roll < 0.35 and instance and who in inside and who not in away:
             # a second process of the instance while the first is in: UNRELEASED_INSTANCE_ID
@@ -116,9 +113,9 @@ def random_consumer_session(rng: random.Random, g: str) -> list:
                             inst=instance))
         elif roll < 0.35 and old_ids:  # a member id from before a restart
             old_who, old = rng.choice(old_ids)
-            steps.append(hb(g, old, _epoch(old_who), owned=[], conn=SIDE, inst=inst[old_who]))
+            steps.append(hb(g, old, ref(old_who + "_e"), owned=[], conn=SIDE, inst=inst[old_who]))
         elif roll < 0.4 and who in known:  # from the future: FENCED_MEMBER_EPOCH
-            steps.append(hb(g, mid, _epoch(who, 1), owned=owned_of(who + "_o"), conn=conn,
+            steps.append(hb(g, mid, ref(who + "_e", 1), owned=owned_of(who + "_o"), conn=conn,
                             inst=instance))
         elif roll < 0.45 and who in inside and who not in away:  # joins again with epoch 0
             steps.append(hb(g, mid, 0, join=True, conn=conn, inst=instance, save=save(who)))
@@ -136,11 +133,11 @@ def random_consumer_session(rng: random.Random, g: str) -> list:
             topic, part = rng.choice((("orders", 0), ("orders", 3), ("events", 1)))
             steps.append(commit(g, v, conn=conn, topic=topic, partition=part,
                                 offset=rng.randint(0, 99), member=mid,
-                                gen=_epoch(who, delta)))
+                                gen=ref(who + "_e", delta)))
         elif roll < 0.74 and who in known:  # the member's fetch (v9: with its epoch)
             fetch_step = fetch(g, 9, conn=conn, topics=(("orders", [0, 3]),))
             fetch_step.body["groups"][0].update(member_id=mid,
-                                                member_epoch=_epoch(who, rng.choice((0, -1))))
+                                                member_epoch=ref(who + "_e", rng.choice((0, -1))))
             steps.append(fetch_step)
         elif roll < 0.8:
             steps.append(commit(g, rng.choice((2, 5, 8, 9)), conn=SIDE, topic="events",

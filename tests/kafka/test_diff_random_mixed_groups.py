@@ -1,13 +1,14 @@
 """Apache Kafka as the judge of random sessions of a group whose members speak both protocols
 (KIP-848's online migration): member ``a`` speaks the consumer group protocol
 (ConsumerGroupHeartbeat), member ``k`` the classic one (JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup), static now and then, when a new process of it may take its place. Their joins and leaves turn the group from a classic group into a consumer group
-and back (``a`` joining a classic group upgrades it; ``a`` leaving while ``k`` stays downgrades
-it), and between them each heartbeats, ``k`` rejoins and syncs, both commit offsets at their
-epoch or generation, an older or a newer one, and a bystander fetches, describes the group both
-ways and deletes it. Every answer is compared in full but for ConsumerGroupHeartbeat's interval
-(``without_interval``: the test broker assigns in the heartbeat, as offsetlog does). ``k`` is the
-only classic member, so no JoinGroup is ever parked: the requests are answered in turn. A
+LeaveGroup), static now and then, when a new process of it may take its place. Their joins
+and leaves turn the group from a classic group into a consumer group and back (``a`` joining
+a classic group upgrades it; ``a`` leaving while ``k`` stays downgrades it), and between them
+each heartbeats, ``k`` rejoins and syncs, both commit offsets at their epoch or generation, an
+older or a newer one, and a bystander fetches, describes the group both ways and deletes it.
+Every answer is compared in full but for ConsumerGroupHeartbeat's interval
+(``without_interval``: the test broker assigns in the heartbeat, as offsetlog does). ``k`` is
+the only classic member, so no JoinGroup is ever parked: the requests are answered in turn. A
 failing session prints its seed: rerun it with ``OFFSETLOG_TEST_SEED``."""
 
 from __future__ import annotations
@@ -36,20 +37,13 @@ from support.kafka_steps import (
     join_body,
     leader_sync,
     leave,
+    ref,
     session_counts,
 )
 
 #: sessions per run and steps
 SESSIONS, STEPS = session_counts(10, 16)
 SIDE = "c"  #: the bystander's connection
-
-
-def _a_epoch(delta: int = 0):
-    return lambda c: c["a_e"] + delta
-
-
-def _k_gen(delta: int = 0):
-    return lambda c: c["k_gen"] + delta
 
 
 def random_mixed_session(rng: random.Random, g: str, seen: set | None = None) -> list:
@@ -75,7 +69,7 @@ def random_mixed_session(rng: random.Random, g: str, seen: set | None = None) ->
             a_in = a_known = True
         elif roll < 0.28 and a_in:  # a heartbeats, reporting what it owns or not
             owned = owned_of("a_o") if rng.random() < 0.8 else None
-            steps.append(hb(g, a_id, _a_epoch(), owned=owned, save=save_a))
+            steps.append(hb(g, a_id, ref("a_e"), owned=owned, save=save_a))
         elif roll < 0.32 and a_in:  # a leaves (the group may turn classic again)
             steps.append(hb(g, a_id, -1))
             if k_joined:
@@ -99,7 +93,7 @@ def random_mixed_session(rng: random.Random, g: str, seen: set | None = None) ->
         elif roll < 0.64 and k_joined:  # k heartbeats, at its generation or another
             steps.append(heartbeat(g, rng.choice((3, 4)) if k_inst else rng.choice((2, 4)), "k",
                                    conn="k", inst=k_inst,
-                                   gen=_k_gen(rng.choice((0, 0, 0, 1, -1)))))
+                                   gen=ref("k_gen", rng.choice((0, 0, 0, 1, -1)))))
         elif roll < 0.67 and k_joined:  # k leaves
             steps.append(leave(g, 3, "k", conn="k", inst=k_inst))
             k_joined = False
@@ -107,14 +101,14 @@ def random_mixed_session(rng: random.Random, g: str, seen: set | None = None) ->
             topic, part = rng.choice((("orders", 0), ("orders", 3), ("events", 1)))
             steps.append(commit(g, 9, conn="a", topic=topic, partition=part,
                                 offset=rng.randint(0, 99), member=a_id,
-                                gen=_a_epoch(rng.choice((0, 0, 0, 1, -1)))))
+                                gen=ref("a_e", rng.choice((0, 0, 0, 1, -1)))))
         elif roll < 0.81 and k_joined:  # k's commit at its generation or another
             topic, part = rng.choice((("orders", 0), ("orders", 3), ("events", 1)))
             steps.append(commit(g, rng.choice((7, 8)) if k_inst else rng.choice((2, 5, 8)),
                                 conn="k", topic=topic,
                                 partition=part, offset=rng.randint(0, 99),
                                 member=lambda c: c["k"], inst=k_inst,
-                                gen=_k_gen(rng.choice((0, 0, 0, 1, -1)))))
+                                gen=ref("k_gen", rng.choice((0, 0, 0, 1, -1)))))
         elif roll < 0.86:
             steps.append(fetch(g, rng.randint(2, 9), conn=SIDE,
                                topics=(("orders", [0, 3]), ("events", [0, 1]))))

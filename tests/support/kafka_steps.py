@@ -22,7 +22,11 @@ def join_body(g, member="", *, inst=None, session=10_000, rebalance=10_000, ptyp
                 protocols=protos if protos is not None else protocols(), reason=reason)
 
 
-def ref(name):
+def ref(name, delta=0):
+    """What an earlier step saved as ``name`` (``delta`` added: an epoch or a generation
+    before or after the one saved)."""
+    if delta:
+        return lambda c: c[name] + delta
     return lambda c: c[name]
 
 
