@@ -9,8 +9,9 @@ group can move from one to the other within one request:
 
 * **Upgrade**: a consumer-protocol member (ConsumerGroupHeartbeat, epoch 0) joining a classic
   group. An Empty classic group is simply deleted (a GROUP_METADATA tombstone) and a consumer
-  group made, new as any other (``new_group``: epoch 1, so the member joins at 2). One with members becomes a consumer group if the policy allows an upgrade
-  (``bidirectional`` or ``upgrade``), its protocol type is "consumer" and it has no more
+  group made, new as any other (``new_group``: epoch 1, so the member joins at 2). One with
+  members becomes a consumer group if the policy allows an upgrade (``bidirectional`` or
+  ``upgrade``), its protocol type is "consumer" and it has no more
   members than ``group.consumer.max.size``; else the heartbeat is answered GROUP_ID_NOT_FOUND.
   The classic group's generation becomes the group epoch and every member's epoch, each
   member's assignment its target and current assignment; its members live on as classic
@@ -50,7 +51,7 @@ from offsetlog.group.consumer.group import (
     new_group,
     new_group_records,
 )
-from offsetlog.group.consumer.member import STABLE, ClassicMetadata, ConsumerMember
+from offsetlog.group.consumer.member import STABLE, ClassicMetadata, ConsumerMember, given_at
 from offsetlog.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from offsetlog.group.coordinator import GroupCoordinator
 from offsetlog.group.errors import GroupIdNotFoundError, NonEmptyGroupError
@@ -162,7 +163,7 @@ class Migration:
                 previous_member_epoch=gen, assigned=assigned,
                 # (given at the classic generation, as Kafka 4.4 records them: a new process
                 # of a static member keeps them, KIP-1251)
-                assignment_epochs=tuple(sorted((tp, gen) for tp in assigned)),
+                assignment_epochs=given_at(assigned, gen),
                 classic=ClassicMetadata(m.session_timeout_ms, tuple(m.protocols))))
             group.targets[m.member_id] = assigned
         return group

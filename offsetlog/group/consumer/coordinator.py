@@ -426,8 +426,8 @@ class ConsumerGroupCoordinator:
         group.group_epoch += 1
         records.append(group_record(group))
         if not group.members:
-            # Kafka 4.3+ (KAFKA-20442): an empty group's target (nothing) is its group epoch's
-            group.targets = {}
+            # Kafka 4.3+ (KAFKA-20442): an empty group's target (nothing: ``drop_member`` took
+            # the last) is its group epoch's
             group.assignment_epoch = group.group_epoch
             records.append(target_metadata_record(group))
 

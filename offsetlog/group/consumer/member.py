@@ -158,6 +158,12 @@ def epochs_from_value(value: Iterable) -> tuple:
     return tuple(sorted(((t, int(p)), int(e)) for t, pes in value for p, e in pes))
 
 
+def given_at(partitions: Iterable, epoch: int) -> tuple:
+    """Assignment epochs (``ConsumerMember.assignment_epochs``) of ``partitions``, all
+    given at ``epoch``."""
+    return tuple(sorted((tp, epoch) for tp in partitions))
+
+
 def _epochs_of(member: ConsumerMember, keep: frozenset, new: frozenset = NOTHING,
                new_epoch: int = 0) -> tuple:
     """The assignment epochs of a member that keeps ``keep`` and is given ``new`` at

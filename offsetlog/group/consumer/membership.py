@@ -10,7 +10,7 @@ from dataclasses import replace
 from offsetlog.errors import FencedInstanceIdError, UnknownMemberIdError
 from offsetlog.group.consumer.errors import FencedMemberEpochError, UnreleasedInstanceIdError
 from offsetlog.group.consumer.group import ConsumerGroup
-from offsetlog.group.consumer.member import LEAVE_STATIC_EPOCH, ConsumerMember
+from offsetlog.group.consumer.member import LEAVE_STATIC_EPOCH, ConsumerMember, given_at
 
 
 def dynamic_member(group: ConsumerGroup, member_id: str, member_epoch: int,
@@ -27,13 +27,14 @@ def dynamic_member(group: ConsumerGroup, member_id: str, member_epoch: int,
         check_epoch(member, member_epoch, owned)
     return member
 
+
 def new_process(existing: ConsumerMember, member_id: str) -> ConsumerMember:
     """A consumer-protocol static member's new process, ``member_id``, in ``existing``'s
     place: at epoch 0, holding the instance's partitions as given at epoch 0, as Kafka 4.4
     resets them, so a commit of the instance at any epoch up to its own is taken for them.
     (A classic member's new process keeps their epochs: ``classic._member``.)"""
     return replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
-                   assignment_epochs=tuple(sorted((tp, 0) for tp in existing.assigned)))
+                   assignment_epochs=given_at(existing.assigned, 0))
 
 
 def static_member(group: ConsumerGroup, member_id: str, member_epoch: int, instance_id: str,
