@@ -2,8 +2,9 @@
 settles: members join one by one and leave, each heartbeating as a well-behaved client does
 (reporting what it owns, taking what it is given), until the group is Stable with every member
 at its target; then ConsumerGroupDescribe's state, members, assignments and targets must be the
-same on both (epochs left out: Kafka 4.4 batches target assignments, KIP-1263, so its epochs
-run ahead; docs/GROUPS.md). At every heartbeat no partition is owned by two members."""
+same on both, the group's and every member's epoch included (the test broker assigns in the
+heartbeat, as offsetlog does: docs/GROUPS.md). At every heartbeat no partition is owned by two
+members."""
 
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ def test_groups_settle_where_kafkas_do(targets, gid, assignor):
         # uniform: Kafka breaks ties between equally good assignments in hash order, so
         # only the shape is compared: the same members, each with as many partitions
         def shape(views):
-            return [(v["state"], v["assignor"], [(m[0], m[1], len(m[2])) for m in v["members"]])
-                    for v in views]
+            return [(v["state"], v["assignor"], [(m[0], m[1], len(m[2])) for m in v["members"]],
+                     v["epochs"]) for v in views]
         assert shape(kafka) == shape(ours)
 
 
@@ -102,7 +103,8 @@ def commits_at_older_epochs(port: int, group: str, transactional: bool = False
     settles, a's OffsetCommit v9 (or, ``transactional``, TxnOffsetCommit v3 in one
     transaction, then committed) at each epoch from one before the one it got orders-0 at to
     one past its own, of its partition, of b's, and of both; then what was committed.
-    Returns (how far a's epoch moved, the answers by epoch relative to a's first)."""
+    Returns (the epoch a got orders-0 at, how far a's epoch moved, the answers by epoch
+    relative to that one)."""
     a = Member(port, group, f"{group}-a", ("orders",), "range")
     settle([a])
     first = a.epoch
@@ -133,20 +135,20 @@ def commits_at_older_epochs(port: int, group: str, transactional: bool = False
     moved = a.epoch - first
     a.leave()
     b.leave()
-    return moved, out
+    return first, moved, out
 
 
 def test_a_commit_at_an_older_epoch_is_judged_by_assignment_epochs(targets, gid):
     """KIP-1251 (Kafka 4.3+): a member's commit at an older epoch than its own is taken when
     every partition it names was given to the member at that epoch or before; otherwise the
-    whole commit is STALE_MEMBER_EPOCH and nothing of it is written. Epochs differ between
-    the two (Kafka 4.4 batches assignments, KIP-1263), so answers are compared by epoch
-    relative to the one a got orders-0 at."""
+    whole commit is STALE_MEMBER_EPOCH and nothing of it is written. The epochs themselves
+    are compared too (a new group starts at 1, its first member joins at 2)."""
     kafka = commits_at_older_epochs(targets[0], gid)
     ours = commits_at_older_epochs(targets[1], gid + "-o")
     assert kafka == ours
-    moved, answers = kafka
+    first, moved, answers = kafka
     stale, ok = 113, 0
+    assert first == 2
     # what the case is about, on Kafka's answers: a moved one epoch on, and at the epoch it got
     # orders-0 at, orders-0 alone commits and b's orders-2 (alone or beside it) does not
     assert moved == 1
@@ -161,7 +163,7 @@ def test_a_transactional_commit_at_an_older_epoch(targets, gid):
     kafka = commits_at_older_epochs(targets[0], gid, transactional=True)
     ours = commits_at_older_epochs(targets[1], gid + "-o", transactional=True)
     assert kafka == ours
-    moved, answers = kafka
+    _, moved, answers = kafka
     assert moved == 1
     # what the case is about, on Kafka's answers: KIP-1251's rule holds for transactions too
     # (at the epoch a got orders-0 at, orders-0 is taken and b's orders-2 is not), with

@@ -1,7 +1,8 @@
 """Raw ConsumerGroupHeartbeat members that behave as clients do, and ``settle``: heartbeat them
 until their group is Stable with every member at its target, checking at every heartbeat that
-no partition is owned by two members; what the tests judged by Kafka compare (Kafka 4.4
-batches target assignments, KIP-1263, so they compare where groups settle, not each step)."""
+no partition is owned by two members; what the tests judged by Kafka compare: the group's
+state, its and every member's epoch, assignments and targets where the group settles (how many
+heartbeats it takes to get there is the client's pace, not the coordinator's rules)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,9 @@ def settle(members: list[Member], timeout_s: float = 60) -> dict:
         view = {"state": g.group_state, "assignor": g.assignor_name, "members": sorted(
             (m.member_id, m.instance_id, _assignment(m.assignment),
              _assignment(m.target_assignment)) for m in g.members),
-            "racks": sorted((m.member_id, m.rack_id) for m in g.members)}
+            "racks": sorted((m.member_id, m.rack_id) for m in g.members),
+            "epochs": (g.group_epoch, g.assignment_epoch,
+                       sorted((m.member_id, m.member_epoch) for m in g.members))}
         settled = (g.group_state == "Stable" and g.group_epoch == g.assignment_epoch
                    and all(m.member_epoch == g.assignment_epoch for m in g.members)
                    and all(a == t for _, _, a, t in view["members"]))
