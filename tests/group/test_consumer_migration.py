@@ -358,6 +358,26 @@ def test_classic_leave_removes_the_member_and_bumps_the_epoch():
     assert a.member_id not in group.members and group.group_epoch == epoch + 1
 
 
+def test_classic_members_rejoin_for_a_new_target_not_a_new_group_epoch():
+    """A leave bumps the group epoch and leaves the new target to the next heartbeat that
+    computes one. Until then a classic member at its epoch is not told to rejoin, by
+    Heartbeat or SyncGroup: only a newer target assignment is worth a rejoin (Kafka 4.4,
+    KAFKA-20272; found by tests/kafka/test_diff_random_mixed_groups.py). Once the consumer
+    member's heartbeat has computed it, the classic member is told to rejoin."""
+    m, a, b, x, now = upgraded()
+    assert b.beat(now).error is None
+    r = m.leave_group("g", member_id=a.member_id, now_ms=now + 1)
+    assert r.response.error is None
+    group = m.consumer.group("g")
+    assert group.group_epoch == group.assignment_epoch + 1 == b.generation + 1
+    assert b.beat(now + 2).error is None
+    assert b.sync(now + 3).response.error is None
+    x.beat(now + 4)
+    assert group.assignment_epoch == group.group_epoch
+    assert isinstance(b.beat(now + 5).error, RebalanceInProgressError)
+    assert isinstance(b.sync(now + 6).response.error, RebalanceInProgressError)
+
+
 def test_a_leave_by_instance_id_answers_the_member_id_it_was_given():
     """LeaveGroup naming a static member of a consumer group by its instance id alone (how
     admin tools remove one): the member is gone, and the answer names the member id the

@@ -183,7 +183,10 @@ def sync(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, request_id: i
                 f"The protocol name {protocol_name} from member {member_id} request is not equal "
                 f"to the protocol name {name} returned in the join response.",
                 member_protocols={})
-        if group.group_epoch > member.member_epoch and member.state != UNREVOKED_PARTITIONS:
+        # (the assignment epoch, not the group's: a leave bumps the group epoch but leaves the
+        # target to the next heartbeat, and only a new target is worth a rejoin; Kafka 4.4,
+        # KAFKA-20272)
+        if group.assignment_epoch > member.member_epoch and member.state != UNREVOKED_PARTITIONS:
             coord.schedule(JOIN, group.group_id, member.member_id, member.rebalance_timeout_ms,
                            if_absent=True)
             raise RebalanceInProgressError(
@@ -213,7 +216,8 @@ def heartbeat(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, request_
     except OffsetlogError as e:
         return HeartbeatResponse(request_id, e)
     coord.touch(group.group_id, member)
-    if (member.member_epoch < group.group_epoch or member.state == UNREVOKED_PARTITIONS
+    # (a new target, not just a new group epoch, calls for a rejoin: see sync)
+    if (member.member_epoch < group.assignment_epoch or member.state == UNREVOKED_PARTITIONS
             or (member.state == UNRELEASED_PARTITIONS
                 and not _waiting_on_unreleased(group, member))):
         coord.schedule(JOIN, group.group_id, member.member_id, member.rebalance_timeout_ms,
