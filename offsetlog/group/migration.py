@@ -185,12 +185,14 @@ class Migration:
                 and (limit is None or len(members) <= limit))
 
     def _downgrade(self, group: ConsumerGroup, members: list, records: list, *,
-                   rebalance: bool) -> None:
-        """``group`` becomes a classic group of ``members`` (all classic), Stable at its group
-        epoch with their targets as assignments; a rebalance starts if ``rebalance``."""
+                   rebalance: bool, generation: int | None = None) -> None:
+        """``group`` becomes a classic group of ``members`` (all classic), Stable at
+        ``generation`` (by default its group epoch) with their targets as assignments; a
+        rebalance starts if ``rebalance``."""
         now = self.consumer.now_ms
         classic = Group(group.group_id, state=CLASSIC_STABLE, state_timestamp=now,
-                        generation=group.group_epoch, protocol_type=PROTOCOL_TYPE)
+                        generation=group.group_epoch if generation is None else generation,
+                        protocol_type=PROTOCOL_TYPE)
         for m in members:
             classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host,
                                m.classic.session_timeout_ms, m.rebalance_timeout_ms,
@@ -239,6 +241,25 @@ class Migration:
         protocols = tuple((n, bytes(m)) for n, m in request["protocols"])
         instance_id = request.get("group_instance_id")
         held_by = group.members.get(group.static.get(instance_id, "")) if instance_id else None
+        generation = group.group_epoch  # (the classic group's, should this join downgrade)
+        stale: list = []
+
+        def replacing(member) -> bool:
+            """A classic process takes the place of the last consumer-protocol member (a
+            static one): the group turns classic (Kafka's
+            validateOnlineDowngradeWithReplacedMemberId)."""
+            return (held_by is not None and not held_by.uses_classic_protocol
+                    and member.member_id != held_by.member_id
+                    and self._may_downgrade(list(group.members.values())))
+
+        def unsettled(member) -> bool:
+            # a downgrade with a target behind the group epoch (a leave bumped it, or this
+            # join's new subscription did) leaves the target alone and rebalances, as Kafka
+            # 4.4 (KAFKA-20273); the answer names the process's unreconciled epoch, 0
+            if replacing(member) and group.assignment_epoch < group.group_epoch:
+                stale.append(True)
+            return bool(stale)
+
         answer = classic_members.join(
             self.consumer, group, request_id=out.request_id, member_id=request["member_id"],
             group_instance_id=request.get("group_instance_id"),
@@ -247,17 +268,16 @@ class Migration:
             rebalance_timeout_ms=session if rebalance is None else rebalance,
             protocol_type=request.get("protocol_type", PROTOCOL_TYPE), protocols=protocols,
             require_known_member_id=request.get("require_known_member_id", False),
-            topics=topics, records=records)
+            topics=topics, records=records, unsettled=unsettled)
         out.responses.append(answer)
-        if (answer.error is None and held_by is not None and not held_by.uses_classic_protocol
-                and answer.member_id != held_by.member_id
-                and self._may_downgrade(list(group.members.values()))):
-            # a classic process replaced the last consumer-protocol member (a static one):
-            # the group is classic again, without a rebalance (Kafka's
-            # validateOnlineDowngradeWithReplacedMemberId)
-            # (its JoinGroup is answered with the group's generation, which its SyncGroup then
-            # names: judged in tests/kafka/test_diff_consumer_group_migration.py)
-            self._downgrade(group, list(group.members.values()), records, rebalance=False)
+        joined = group.members.get(answer.member_id)
+        if answer.error is None and joined is not None and replacing(joined):
+            # the group is classic again, at the generation it had: without a rebalance when
+            # its target was current, the JoinGroup answered with the group's generation,
+            # which its SyncGroup then names; else with one (judged in
+            # tests/kafka/test_diff_consumer_group_migration.py)
+            self._downgrade(group, list(group.members.values()), records,
+                            rebalance=bool(stale), generation=generation)
         return self._finish(out, records)
 
     def sync_group(self, group_id: str, *, now_ms: int, **request) -> Result:

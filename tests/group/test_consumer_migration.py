@@ -550,3 +550,38 @@ def test_classic_process_replacing_the_last_static_consumer_member_downgrades():
                           generation_id=answer.generation_id, protocol_type="consumer",
                           protocol_name="range", assignments=None).response
     assert synced.error is None and decode_assignment(synced.assignment)
+
+
+def test_a_replacing_process_downgrades_a_stale_group_with_a_rebalance():
+    """As above, but a classic member's leave has just bumped the group epoch, so the target
+    is behind it: the process is answered generation 0, and the group turns classic at the
+    generation it had with the stale target as assignments and a rebalance started, as Kafka
+    4.4 (KAFKA-20273; judged in tests/kafka/test_diff_consumer_group_migration.py)."""
+    m = make()
+    r = m.consumer_heartbeat("g", member_id="x", member_epoch=0, topics=TOPICS, now_ms=0,
+                             instance_id="I", rebalance_timeout_ms=REBALANCE,
+                             subscribed_topic_names=["t"], owned=frozenset())
+    assert r.response.error is None
+    c, d = Classic(m), Classic(m)
+    c.joined(1)
+    c.sync(2)
+    d.joined(3)
+    assert m.leave_group("g", member_id=d.member_id, now_ms=4).response.error is None
+    group = m.consumer.group("g")
+    epoch, stale = group.group_epoch, dict(group.targets)
+    assert group.assignment_epoch < epoch
+    k = m.join_group("g", topics=TOPICS, now_ms=5, member_id="", group_instance_id="I",
+                     client_id="py", session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE,
+                     protocol_type="consumer", protocols=[("range", c.metadata())])
+    answer = k.response
+    assert answer.error is None and answer.generation_id == 0
+    assert m.consumer.group("g") is None
+    d = m.classic.describe_group("g")
+    assert (d.state, d.generation) == ("PreparingRebalance", epoch)
+    assert {mm.member_id for mm in d.members} == {c.member_id, answer.member_id}
+    g = m.classic.group("g")
+    # the stale target, the process holding x's
+    assert decode_assignment(g.members[answer.member_id].assignment) == sorted(stale["x"])
+    assert decode_assignment(g.members[c.member_id].assignment) == sorted(stale[c.member_id])
+    # (c joined at a generation the leave moved past: it must rejoin)
+    assert isinstance(c.beat(6).error, IllegalGenerationError)

@@ -25,7 +25,7 @@ Every handler takes the coordinator, the group (which has members) and the class
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from offsetlog.assignors.errors import InconsistentGroupProtocolError
@@ -70,8 +70,14 @@ def join(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, request_id: i
          member_id: str, group_instance_id: str | None, client_id: str, client_host: str,
          session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
          protocols: tuple, require_known_member_id: bool, topics: Mapping[str, int],
-         records: list) -> JoinGroupResponse:
-    """A classic member's JoinGroup to ``group``; its records go to ``records``."""
+         records: list,
+         unsettled: Callable[[ConsumerMember], bool] | None = None) -> JoinGroupResponse:
+    """A classic member's JoinGroup to ``group``; its records go to ``records``.
+
+    :param unsettled: asked, once the member's subscription is written (and the group epoch
+        bumped if it changed), whether to leave the target and the member as they are: the
+        caller turns the group classic with a rebalance instead (``Migration``: a stale
+        target at a downgrade), and the answer names the member's epoch unreconciled."""
     unknown = not member_id
     if unknown:
         member_id = coord.config.member_id_factory()
@@ -108,7 +114,11 @@ def join(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, request_id: i
         client_id=client_id, client_host=client_host, classic=classic)
     owned = frozenset((tp.topic, tp.partition) for tp in subscription["owned_partitions"]
                       if tp.topic in topics)
-    reconciled = coord.update_member(group, member, updated, topics, owned, records)
+    coord.update_subscription(group, member, updated, topics, records)
+    if unsettled is not None and unsettled(updated):
+        reconciled = updated
+    else:
+        reconciled = coord.settle_member(group, updated, owned, records)
     coord.cancel(JOIN, group.group_id, member_id)
     coord.touch(group.group_id, reconciled)
     coord.schedule(SYNC, group.group_id, member_id, rebalance_timeout_ms)

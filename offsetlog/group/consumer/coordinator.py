@@ -301,8 +301,16 @@ class ConsumerGroupCoordinator:
                       owned: frozenset | None, records: list) -> ConsumerMember:
         """Steps 2-4 of a heartbeat (a classic member's JoinGroup takes them too): write the
         member's changes, bump the group epoch if its subscription or the subscribed topics
-        changed, compute the target assignment if it is behind, and reconcile the member.
-        Returns the member as reconciled."""
+        changed (``update_subscription``), compute the target assignment if it is behind, and
+        reconcile the member (``settle_member``). Returns the member as reconciled."""
+        self.update_subscription(group, member, updated, topics, records)
+        return self.settle_member(group, updated, owned, records)
+
+    def update_subscription(self, group: ConsumerGroup, member: ConsumerMember,
+                            updated: ConsumerMember, topics: Mapping[str, int],
+                            records: list) -> None:
+        """Step 2 of a heartbeat: write the member's changes, and bump the group epoch if its
+        subscription or the subscribed topics changed."""
         bump = False
         if (updated.metadata() != member.metadata()
                 or updated.member_id not in group.members):
@@ -318,6 +326,12 @@ class ConsumerGroupCoordinator:
         if bump:
             group.group_epoch += 1
             records.append(group_record(group))
+
+    def settle_member(self, group: ConsumerGroup, updated: ConsumerMember,
+                      owned: frozenset | None, records: list) -> ConsumerMember:
+        """Steps 3-4 of a heartbeat: compute the target assignment if it is behind the group
+        epoch, and reconcile ``updated`` (in the group) with its target. Returns the member as
+        reconciled."""
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, records, here=updated.member_id)
         target = group.targets.get(updated.member_id, frozenset())
