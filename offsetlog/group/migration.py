@@ -242,7 +242,7 @@ class Migration:
         instance_id = request.get("group_instance_id")
         held_by = group.members.get(group.static.get(instance_id, "")) if instance_id else None
         generation = group.group_epoch  # (the classic group's, should this join downgrade)
-        stale: list = []
+        stale = False
 
         def replacing(member) -> bool:
             """A classic process takes the place of the last consumer-protocol member (a
@@ -256,9 +256,9 @@ class Migration:
             # a downgrade with a target behind the group epoch (a leave bumped it, or this
             # join's new subscription did) leaves the target alone and rebalances, as Kafka
             # 4.4 (KAFKA-20273); the answer names the process's unreconciled epoch, 0
-            if replacing(member) and group.assignment_epoch < group.group_epoch:
-                stale.append(True)
-            return bool(stale)
+            nonlocal stale
+            stale = replacing(member) and group.assignment_epoch < group.group_epoch
+            return stale
 
         answer = classic_members.join(
             self.consumer, group, request_id=out.request_id, member_id=request["member_id"],
@@ -277,7 +277,7 @@ class Migration:
             # which its SyncGroup then names; else with one (judged in
             # tests/kafka/test_diff_consumer_group_migration.py)
             self._downgrade(group, list(group.members.values()), records,
-                            rebalance=bool(stale), generation=generation)
+                            rebalance=stale, generation=generation)
         return self._finish(out, records)
 
     def sync_group(self, group_id: str, *, now_ms: int, **request) -> Result:
