@@ -109,3 +109,37 @@ def test_upgrade_and_downgrade_survive_a_reopen(tmp_path, mode):
         assert len(owned) == len(set(owned))  # nobody's partition is also another's
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("mode", ["log", "snapshot", "compaction"])
+def test_a_stale_downgrade_by_a_replacing_process_survives_a_reopen(tmp_path, mode):
+    """A classic process replacing the last consumer-protocol member (static "I") after a
+    classic member's leave left the target behind the group epoch: the group is classic,
+    rebalancing, at the generation it had, and so it reopens."""
+    clock = ManualClock()
+    path = tmp_path / "s"
+    store = opened(path, clock, mode)
+    try:
+        store.registries.create_topic("t", 6, topic_id=TOPIC_ID)
+        x = store.consumer_groups.heartbeat(
+            "g", topics={"t": 6}, member_id="x", member_epoch=0, instance_id="I",
+            rebalance_timeout_ms=30_000, subscribed_topic_names=["t"],
+            owned=frozenset()).result(timeout=10)
+        assert x.error is None
+        c, d = (join(store).result(timeout=10) for _ in range(2))
+        assert c.error is None and d.error is None
+        assert store.leave_group("g", member_id=d.member_id).result(timeout=10).error is None
+        group = store.consumer_groups.describe("g")
+        epoch = group.group_epoch
+        assert group.assignment_epoch < epoch
+        k = store.join_group("g", member_id="", group_instance_id="I", client_id="py",
+                             session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
+                             protocols=[("range", subscription(["t"]))]).result(timeout=10)
+        assert k.error is None and k.generation_id == 0
+        assert store.consumer_groups.describe("g") is None
+        before = store.describe_group("g")
+        assert (before.state, before.generation) == ("PreparingRebalance", epoch)
+        assert {m.member_id for m in before.members} == {c.member_id, k.member_id}
+        store = reopen_check(path, clock, mode, store)
+    finally:
+        store.close()
