@@ -108,7 +108,9 @@ public final class Txn {
                 first.sendOffsetsToTransaction(Map.of(p0, new OffsetAndMetadata(66),
                                                       p1, new OffsetAndMetadata(5)), anyone);
                 first.abortTransaction();
-                return offsets(admin, group);
+                // (asked until partition 0 is answered: Kafka may leave it out until the
+                // abort's markers are written, as above)
+                return offsets(admin, group, 0);
             });
             first.beginTransaction();
             first.sendOffsetsToTransaction(Map.of(p1, new OffsetAndMetadata(7)), anyone);
