@@ -136,14 +136,15 @@ def test_power_loss_under_the_lax_policies_always_reopens_as_a_prefix(tmp_path, 
 
 
 def test_a_power_cut_before_the_store_exists_cuts_nothing(tmp_path):
-    """Every child killed during start-up: the first may die before it created the store,
+    """Every child killed as it starts: the first may die before it created the store,
     and the simulated power cut then has nothing to cut (it used to raise
-    FileNotFoundError)."""
+    FileNotFoundError). (A child can be quick enough to finish its start-up before the kill
+    lands: seen once in a CI run, 1 of 2 killed during start-up; so at least one.)"""
     rng = Seeded()
     result = run_crashtest(tmp_path / "ct", CrashTestConfig(
         seed=rng.seed_value, cycles=2, threads=2, partitions=3, power_loss=True,
         early_kill_probability=1.0, kill_delay_s=(0.0, 0.0)))
-    assert result.ok and result.killed_during_startup == 2, rng.why(result.summary())
+    assert result.ok and result.killed_during_startup >= 1, rng.why(result.summary())
 
 
 def test_pytest_fixture_crash_tests_a_service_workload(offsetlog_crashtest):
