@@ -4,7 +4,7 @@
 //!
 //! The tests replace `offsetlog.log.segment._write_dsync`, `offsetlog.store.lone_commit.
 //! frame_fields` and `OffsetTable.apply_commit_calls`; the lone commit then calls what they
-//! put there (the write: `lone::append_durable`, through `global`) or hands that step to
+//! put there (the write: `durable::append_durable`, through `global`) or hands that step to
 //! Python. `getattr` on a module or a type costs ~150-300 instructions a call
 //! (three of them were ~9% of a `commit_sync`).
 

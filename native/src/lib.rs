@@ -25,6 +25,8 @@ pub mod apply;
 mod async_commit;
 pub mod batch;
 mod commits;
+mod durable;
+mod follow;
 mod hooks;
 mod huge_alloc;
 mod key_cache;
@@ -66,6 +68,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     commits::register(m)?;
     write::register(m)?;
     lone::register(m)?;
+    durable::register(m)?;
     key_cache::register(m)?;
     part_lock::register(m)?;
     async_commit::register(m)?;

@@ -1,7 +1,7 @@
 //! The lone commit (`offsetlog/store/lone_commit.py` has its guarantees): a `commit_sync`
 //! alone in its log partition decided, written and applied in one native call, with the GIL
-//! released only for its `pwritev2(RWF_DSYNC)`. And `append_durable`, the durable write of a
-//! group-commit round, which rounds and lone commits share.
+//! released only for its `pwritev2(RWF_DSYNC)` (`durable`'s usual write); and a commit that
+//! finds such a commit writing follows it (`follow`).
 //!
 //! The state is the one the Python protocol uses, held natively (`state`: the partition's
 //! lock, queue and flags, the log's next offset, the active segment's position and reserve,
@@ -14,34 +14,33 @@
 //! and any failure (`lone_commit.failed`). A test's `segment._write_dsync` hook is called in
 //! place of the system call, so fault injection reaches the native write's outcomes too.
 
-use pyo3::exceptions::{PyNotImplementedError, PyOSError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyModule, PyString, PyTuple};
 
 use crate::commits;
+use crate::durable::{append_durable, usual_write};
+use crate::follow::{Baton, Follow, Tail};
 use crate::hooks;
+use crate::part_lock::PartLock;
 use crate::route::{self, Member, Route};
 use crate::txn_board;
 use crate::wire_conn::Entry as WireEntry;
-use crate::state::{LogState, PartitionState, SegmentState, TableState, WriterState};
+use crate::state::{LogState, PartitionState, TableState, WriterState};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_lone, m)?)?;
-    m.add_function(wrap_pyfunction!(append_durable, m)?)?;
     Ok(())
 }
 
-/// Modules and functions looked up once: `offsetlog.log.segment` (whose `_write_dsync` hook
-/// tests replace), `offsetlog.store.lone_commit` (the failure path, and the `frame_fields`
-/// hook tests replace), and this module's own `pwrite_dsync`, `frame_fields` and
+/// Modules and functions looked up once: `offsetlog.store.lone_commit` (the failure path, and
+/// the `frame_fields` hook tests replace), and this module's own `frame_fields` and
 /// `TableState.apply_commit_calls` objects (what the hooks hold when nobody replaced them).
 struct Refs {
-    segment: Py<PyModule>,
     lone: Py<PyModule>,
     failed: Py<PyAny>,
-    pwrite_dsync: Option<Py<PyAny>>,
     frame_fields: Py<PyAny>,
     apply_commit_calls: Py<PyAny>,
 }
@@ -53,10 +52,8 @@ fn refs(py: Python<'_>) -> PyResult<&Refs> {
         let native = py.import("offsetlog.log._native")?;
         let lone = py.import("offsetlog.store.lone_commit")?;
         Ok(Refs {
-            segment: py.import("offsetlog.log.segment")?.unbind(),
             failed: lone.getattr("failed")?.unbind(),
             lone: lone.unbind(),
-            pwrite_dsync: native.getattr("pwrite_dsync").ok().map(Bound::unbind),
             frame_fields: native.getattr("frame_fields")?.unbind(),
             apply_commit_calls: native.getattr("TableState")?.getattr("apply_commit_calls")?
                 .unbind(),
@@ -201,7 +198,7 @@ fn steady_passes(py: Python<'_>, part: &Bound<'_, PartitionState>, group: &Bound
 /// `commit_lone`, with its check (see there); a transaction's offsets (`Check::Txn`) are
 /// framed as its batch (`TRANSACTIONAL`, its producer id and epoch) and applied as pending
 /// (`OffsetTable.apply_transactional_call`). True once applied; false when the check declined
-/// (nothing done).
+/// (nothing done). A plain commit that finds a lone commit writing follows it (`follow`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
                         part: &Bound<'py, PartitionState>,
@@ -213,50 +210,35 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
     let lock = part.borrow().lock.clone_ref(py);
     let lock = lock.get();
     lock.lock(py)?;
-    let decided = decide(py, writer, part, &precheck).and_then(|lone| match lone {
-        Decided::Declined => Ok(Err(())),
-        Decided::Lone => Ok(Ok(None)),
+    let decided = decide(py, writer, part, &precheck).and_then(|decided| match decided {
         Decided::Busy => {
             let args = (part, fields, nbytes, timestamp, timeout, producer);
-            writer.call_method1(intern!(py, "_queue_sync"), args).map(|q| Ok(Some(q)))
+            writer.call_method1(intern!(py, "_queue_sync"), args).map(Path::Queued)
         }
+        Decided::Declined => Ok(Path::Declined),
+        Decided::Lone => Ok(Path::Lead(None)),
+        Decided::Follow(follow) => Ok(Path::Lead(Some(follow))),
     });
     lock.unlock()?;
-    let Ok(decided) = decided? else { return Ok(false) };
-    if let Some(queued) = decided {
-        let mut args = vec![part.clone().into_any()];
-        args.extend(queued.try_iter()?.collect::<PyResult<Vec<_>>>()?);
-        writer.call_method1(intern!(py, "_await"), PyTuple::new(py, args)?)?;
-        return Ok(true);
-    }
-
-    // The leadership is ours: nothing else writes or applies in this partition until we
-    // give it up.
-    // (from here on every error goes to the failure path, which gives the leadership up)
-    let written = (|| -> PyResult<i64> {
-        let log = part.borrow().log.clone_ref(py).into_bound(py);
-        let base = log.cast::<LogState>()?.borrow().next_offset;
-        let (seq, n) = commits::triples(fields)?;
-        let after = base + n as i64;
-        let name = intern!(py, "frame_fields");
-        // (the hook frames plain commits only: a transaction's batch is always framed here)
-        let data = if producer.is_some()
-            || hooks::global_is(refs.lone.bind(py), name, refs.frame_fields.bind(py))?
-        {
-            commits::frame_calls(py, base, timestamp, std::slice::from_ref(&seq), n, producer)?
-        } else {
-            refs.lone.bind(py).getattr(name)?.call1((base, timestamp, (fields,)))?
-                .cast_into::<PyBytes>()?
-        };
-        if writer.borrow().fsync_always {
-            append_durable(py, &log, &data, after)?;
-        } else {
-            log.call_method1(intern!(py, "append"), (data, after))?;
+    let follow = match decided? {
+        Path::Declined => return Ok(false),
+        Path::Queued(queued) => {
+            let mut args = vec![part.clone().into_any()];
+            args.extend(queued.try_iter()?.collect::<PyResult<Vec<_>>>()?);
+            writer.call_method1(intern!(py, "_await"), PyTuple::new(py, args)?)?;
+            return Ok(true);
         }
-        Ok(base)
-    })();
-    let base = written.map_err(|e| failed(py, refs, writer.as_any(), part, e, "write to"))?;
-    lock.lock(py)?;
+        Path::Lead(follow) => follow,
+    };
+
+    // The leadership is ours (or, following, will be once our predecessor passes it on):
+    // nothing else writes or applies in this partition until we give it up or pass it on.
+    // (from here on every error goes to the failure path, which gives it up or passes it on)
+    let batch = Batch { fields, timestamp, producer };
+    let mut mine = None; // the tail we publish for a follower of our own
+    let base = frame_and_write(py, refs, writer, part, lock, &batch, follow.as_ref(), &mut mine)
+        .map_err(|e| fail(py, refs, writer.as_any(), part, lock, mine, e, "write to"))?;
+    lock.lock_quietly(py);
     let table = part.borrow().table.clone_ref(py).into_bound(py);
     let applied = match producer {
         None => apply(py, refs, &table, base, fields),
@@ -264,12 +246,96 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
             intern!(py, "apply_transactional_call"),
             (base, fields, producer_id, producer_epoch)).map(drop),
     };
-    let ended = applied.and_then(|_| end_leadership(py, writer.as_any(), part));
+    let Ok(()) = applied else {
+        lock.unlock()?;
+        // (durable, but the table no longer follows the log: the failure path poisons the
+        // store and passes the failure on)
+        let error = applied.err().unwrap_or_else(|| PyRuntimeError::new_err("apply failed"));
+        return Err(fail(py, refs, writer.as_any(), part, lock, mine, error,
+                        "applying a round of"));
+    };
+    let ended = end_leadership(py, writer.as_any(), part, mine);
     lock.unlock()?;
-    // (durable, but the table no longer follows the log: the failure path poisons the store,
-    // and ends the leadership if that is what failed)
-    ended.map_err(|e| failed(py, refs, writer.as_any(), part, e, "applying a round of"))?;
+    // (applied, but what queued could not be handed on: the failure path poisons the store
+    // and gives the leadership up, as it would have been)
+    ended.map_err(|e| failed(py, refs, writer.as_any(), part, e, "applying a round of", false))?;
     Ok(true)
+}
+
+/// What `lone` does with a commit after its first lock hold.
+enum Path<'py> {
+    Declined,
+    /// queued: `GroupCommitter._queue_sync`'s answer, `_await`'s arguments after `part`
+    Queued(Bound<'py, PyAny>),
+    /// leading, or following a lone commit that writes (`follow`)
+    Lead(Option<Follow>),
+}
+
+/// A commit's batch: its checked fields, stamp, and producer (a transaction's).
+struct Batch<'a, 'py> {
+    fields: &'a Bound<'py, PyAny>,
+    timestamp: i64,
+    producer: Option<(i64, i16)>,
+}
+
+/// Frame `batch` at the log's next offset (a follower: its predecessor's tail) and write it,
+/// durably under `fsync="always"`; its base offset. The usual write publishes its tail for a
+/// follower (`mine`) before it starts; a follower writes beside its predecessor when its batch
+/// fits the reserve there, and in every case moves the segment and the log on only once its
+/// predecessor passed the leadership.
+#[allow(clippy::too_many_arguments)]
+fn frame_and_write<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, WriterState>,
+                        part: &Bound<'py, PartitionState>, lock: &PartLock,
+                        batch: &Batch<'_, 'py>, follow: Option<&Follow>,
+                        mine: &mut Option<Tail>) -> PyResult<i64> {
+    let log = part.borrow().log.clone_ref(py).into_bound(py);
+    let base = match follow {
+        Some(follow) => follow.tail.after,
+        None => log.cast::<LogState>()?.borrow().next_offset,
+    };
+    let (seq, n) = commits::triples(batch.fields)?;
+    let after = base + n as i64;
+    let name = intern!(py, "frame_fields");
+    // (the hook frames plain commits only: a transaction's batch is always framed here)
+    let data = if batch.producer.is_some()
+        || hooks::global_is(refs.lone.bind(py), name, refs.frame_fields.bind(py))?
+    {
+        commits::frame_calls(py, base, batch.timestamp, std::slice::from_ref(&seq), n,
+                             batch.producer)?
+    } else {
+        refs.lone.bind(py).getattr(name)?.call1((base, batch.timestamp, (batch.fields,)))?
+            .cast_into::<PyBytes>()?
+    };
+    let usual = if writer.borrow().fsync_always {
+        usual_write(py, &log, data.as_bytes().len() as i64, follow.map(|f| f.tail.end))?
+    } else {
+        None
+    };
+    let early = match usual {
+        Some(usual) => {
+            let tail = Tail { after, end: usual.at + data.as_bytes().len() as i64 };
+            lock.lock_quietly(py);
+            part.borrow_mut().tail = Some(tail);
+            *mine = Some(tail);
+            lock.unlock()?;
+            let written = usual.write(py, &data);
+            Some((usual, written))
+        }
+        None => None,
+    };
+    if let Some(follow) = follow {
+        if !follow.baton.wait(py) {
+            // (the predecessor poisoned the store before it passed: this raises its error)
+            writer.call_method0(intern!(py, "check_usable"))?;
+            return Err(PyRuntimeError::new_err("the commit before this one failed"));
+        }
+    }
+    match early {
+        Some((usual, written)) => usual.settle(py, &data, written, after)?,
+        None if writer.borrow().fsync_always => append_durable(py, &log, &data, after)?,
+        None => drop(log.call_method1(intern!(py, "append"), (data, after))?),
+    }
+    Ok(base)
 }
 
 /// What a commit found in its first lock hold (`decide`).
@@ -278,12 +344,17 @@ enum Decided {
     Declined,
     /// the partition was idle: its leadership is the commit's
     Lone,
+    /// a lone commit was writing, with no one queued or following: the commit follows it
+    Follow(Follow),
     /// the partition was busy: the commit is to be queued (in the same hold)
     Busy,
 }
 
 /// Under `part.lock`: the store usable, the fencing check passed (or declined), and whether
-/// the partition is idle; if it is, its leadership is taken.
+/// the partition is idle; if it is, its leadership is taken. A plain commit (not a
+/// transaction's) that finds a lone commit's tail published, with nothing queued, no one
+/// following and no one waiting, takes the tail and follows, where the partition is
+/// `followable`.
 fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, PartitionState>,
           precheck: &Check<'_, '_>) -> PyResult<Decided> {
     if !writer.borrow().usable(py) {
@@ -293,10 +364,20 @@ fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, Part
         return Ok(Decided::Declined);
     }
     let mut p = part.borrow_mut();
+    let waiting = p.async_scheduled || p.exclusive_waiting != 0;
     // (a deque's truth runs no Python code)
-    if p.leader_active || p.async_scheduled || p.exclusive_waiting != 0
-        || p.queue.bind(py).is_truthy()?
-    {
+    if p.leader_active {
+        if waiting || p.follower.is_some() || !p.followable || precheck.producer().is_some()
+            || p.queue.bind(py).is_truthy()?
+        {
+            return Ok(Decided::Busy);
+        }
+        let Some(tail) = p.tail.take() else { return Ok(Decided::Busy) };
+        let baton = Baton::new();
+        p.follower = Some(baton.clone());
+        return Ok(Decided::Follow(Follow { baton, tail }));
+    }
+    if waiting || p.queue.bind(py).is_truthy()? {
         return Ok(Decided::Busy);
     }
     p.leader_active = true;
@@ -318,11 +399,17 @@ fn apply(py: Python<'_>, refs: &Refs, table: &Bound<'_, PyAny>, base: i64,
     }
 }
 
-/// Give the leadership up (`part.lock` held) and hand on what queued meanwhile.
-fn end_leadership(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionState>)
-                  -> PyResult<()> {
+/// End the commit's leadership (`part.lock` held): withdraw its tail (`mine`) if no follower
+/// took it, and pass the leadership to the follower if there is one; else give it up and hand
+/// on what queued meanwhile.
+fn end_leadership(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, PartitionState>,
+                  mine: Option<Tail>) -> PyResult<()> {
     let hand_on = {
         let mut p = part.borrow_mut();
+        if let Some(follower) = leave(&mut p, mine) {
+            follower.pass(true);
+            return Ok(());
+        }
         p.leader_active = false;
         p.idle_waiters != 0 || p.queue.bind(py).is_truthy()?
     };
@@ -332,97 +419,39 @@ fn end_leadership(py: Python<'_>, writer: &Bound<'_, PyAny>, part: &Bound<'_, Pa
     Ok(())
 }
 
-/// `lone_commit.failed(writer, part, error, what)`: poisons the store, gives the leadership
-/// up and returns the error to raise.
+/// Withdraw the commit's tail if it is still the published one, and take its follower.
+fn leave(p: &mut PartitionState, mine: Option<Tail>) -> Option<std::sync::Arc<Baton>> {
+    if mine.is_some() && p.tail == mine {
+        p.tail = None;
+    }
+    p.follower.take()
+}
+
+/// The failure path of a commit that holds the leadership: withdraw its tail, poison the store
+/// (`failed`), then pass the failure to its follower if it has one (else `failed` gave the
+/// leadership up); the error to raise.
+#[allow(clippy::too_many_arguments)]
+fn fail(py: Python<'_>, refs: &Refs, writer: &Bound<'_, PyAny>,
+        part: &Bound<'_, PartitionState>, lock: &PartLock, mine: Option<Tail>, error: PyErr,
+        what: &str) -> PyErr {
+    lock.lock_quietly(py);
+    let follower = leave(&mut part.borrow_mut(), mine);
+    // (it is ours: taken just above)
+    let _ = lock.unlock();
+    let raised = failed(py, refs, writer, part, error, what, follower.is_some());
+    if let Some(follower) = follower {
+        follower.pass(false); // (after the poison: the follower fails, and so does what follows)
+    }
+    raised
+}
+
+/// `lone_commit.failed(writer, part, error, what, handed)`: poisons the store, gives the
+/// leadership up unless it is `handed` to a follower, and returns the error to raise.
 fn failed(py: Python<'_>, refs: &Refs, writer: &Bound<'_, PyAny>,
           part: &Bound<'_, PartitionState>,
-          error: PyErr, what: &str) -> PyErr {
-    match refs.failed.bind(py).call1((writer, part, error.into_value(py), what)) {
-        Ok(_) => pyo3::exceptions::PyRuntimeError::new_err("lone_commit.failed returned"),
+          error: PyErr, what: &str, handed: bool) -> PyErr {
+    match refs.failed.bind(py).call1((writer, part, error.into_value(py), what, handed)) {
+        Ok(_) => PyRuntimeError::new_err("lone_commit.failed returned"),
         Err(e) => e,
     }
-}
-
-/// `log.append_durable(data, next_offset)` (`PartitionLog`): `data` appended to the active
-/// segment and durable on return. The usual write, into the reserved space of an active segment
-/// where `RWF_DSYNC` already worked, with nothing unsynced before it, is made here: one
-/// `pwritev2(RWF_DSYNC)` without the GIL (or the `segment._write_dsync` hook a test put in its
-/// place, so fault injection sees this path), then the segment's size and the log's next
-/// offset moved on (a short write or an error is the segment's `end_durable` to finish or
-/// raise, as `SegmentFile.append_durable` has it). Anything else is
-/// `PartitionLog.append_durable`'s.
-#[pyfunction]
-pub fn append_durable(py: Python<'_>, log: &Bound<'_, PyAny>, data: &Bound<'_, PyBytes>,
-                      next_offset: i64) -> PyResult<()> {
-    let bytes = data.as_bytes();
-    let Some((state, active, fd, at, hook)) = usual_write(py, log, bytes.len() as i64)? else {
-        log.call_method1(intern!(py, "append_durable"), (data, next_offset))?;
-        return Ok(());
-    };
-    let written = match hook {
-        // (no borrow of either state is held while the GIL is released)
-        None => write(py, fd, bytes, at).map_err(crate::write::os_error),
-        Some(hook) => hook.call1((fd, data, at)).and_then(|n| n.extract::<usize>()),
-    };
-    let end_durable = intern!(py, "end_durable");
-    match written {
-        Ok(n) if n == bytes.len() => active.borrow_mut().size = at + n as i64,
-        Ok(n) => drop(active.call_method1(end_durable, (data, n))?),
-        // (the errors `SegmentFile.append_durable` passes on; any other is raised as it is)
-        Err(e) if e.is_instance_of::<PyOSError>(py)
-            || e.is_instance_of::<PyNotImplementedError>(py) =>
-        {
-            drop(active.call_method1(end_durable, (data, e.into_value(py)))?)
-        }
-        Err(e) => return Err(e),
-    }
-    state.borrow_mut().next_offset = next_offset;
-    Ok(())
-}
-
-/// For the usual write of `len` bytes (see `append_durable`): the log's state, its active
-/// segment (its position left behind: `pwritev2` does not move it), the segment's fd, the
-/// offset to write at, and the `_write_dsync` hook to call if a test replaced the native one;
-/// else None (also when a test set it to None: no combined write at all).
-#[allow(clippy::type_complexity)]
-fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i64)
-                    -> PyResult<Option<(Bound<'py, LogState>, Bound<'py, SegmentState>, i32,
-                                        i64, Option<Bound<'py, PyAny>>)>> {
-    let refs = refs(py)?;
-    let Some(native) = refs.pwrite_dsync.as_ref() else { return Ok(None) };
-    let Ok(state) = log.cast::<LogState>() else { return Ok(None) };
-    let (active, limit) = {
-        let s = state.borrow();
-        match &s.active {
-            Some(active) if !s.dirty && len > 0 => (active.clone_ref(py), s.segment_bytes),
-            _ => return Ok(None),
-        }
-    };
-    let Ok(active) = active.into_bound(py).cast_into::<SegmentState>() else { return Ok(None) };
-    let hook = match hooks::global(refs.segment.bind(py), intern!(py, "_write_dsync"))? {
-        Some(f) if f.is(native.bind(py)) => None,
-        Some(f) if !f.is_none() => Some(f),
-        _ => return Ok(None),
-    };
-    let (fd, at) = {
-        let mut a = active.borrow_mut();
-        let end = a.size + len;
-        if a.dsync != Some(true) || end > a.allocated || end > limit {
-            return Ok(None); // a first try, a reserve or a roll: the Python path's
-        }
-        a.positioned = false;
-        (a.fd, a.size)
-    };
-    Ok(Some((state.clone(), active, fd, at, hook)))
-}
-
-#[cfg(target_os = "linux")]
-fn write(py: Python<'_>, fd: i32, buf: &[u8], at: i64) -> std::io::Result<usize> {
-    crate::write::write_dsync(py, fd, buf, at)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn write(_py: Python<'_>, _fd: i32, _buf: &[u8], _at: i64) -> std::io::Result<usize> {
-    // (never called: without pwritev2 there is no pwrite_dsync, so no usual write)
-    Err(std::io::ErrorKind::Unsupported.into())
 }

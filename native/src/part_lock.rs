@@ -105,6 +105,16 @@ impl PartLock {
         self.wait(py, None).map(drop)
     }
 
+    /// Take the lock, blocking (the GIL released) while another holds it, with no look at the
+    /// signal handlers: for a commit that is already durable and must still apply it and end
+    /// its leadership (`lone`), which an exception here would leave held for ever (and a
+    /// follower waiting for it). The lock is held for short steps only.
+    pub fn lock_quietly(&self, py: Python<'_>) {
+        if !self.raw.try_lock() {
+            py.detach(|| self.raw.lock());
+        }
+    }
+
     /// Release the lock; an unlocked one is an error, as `threading.Lock` has it.
     pub fn unlock(&self) -> PyResult<()> {
         if !self.raw.is_locked() {

@@ -14,7 +14,10 @@ use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
 use pyo3::types::{PyDict, PyTuple};
 
+use std::sync::Arc;
+
 use crate::commits;
+use crate::follow::{Baton, Tail};
 use crate::part_lock::PartLock;
 use crate::steady::SteadyBoard;
 
@@ -136,6 +139,15 @@ pub struct PartitionState {
     /// coordinator's to publish on and clear; None until the store's router sets it
     #[pyo3(get, set)]
     pub steady: Option<Py<SteadyBoard>>,
+    /// where the batch of the lone commit writing now ends, until a follower takes it or that
+    /// commit ends (`follow`)
+    pub tail: Option<Tail>,
+    /// the follower waiting for the leadership (`follow`): at most one
+    pub follower: Option<Arc<Baton>>,
+    /// the store's RECOVERY-POINTS file holds this partition's point, so recovery cuts a hole
+    /// past it as a torn tail: a lone commit may be followed (`follow`); set at open
+    #[pyo3(get, set)]
+    pub followable: bool,
 }
 
 #[pymethods]
@@ -151,7 +163,8 @@ impl PartitionState {
                             table: py.None(), leader_active: false, async_scheduled: false,
                             exclusive_waiting: 0, idle_waiters: 0, open_run: py.None(),
                             async_calls: 0,
-                            steady: None })
+                            steady: None, tail: None, follower: None,
+                            followable: false })
     }
 }
 

@@ -14,7 +14,7 @@ from offsetlog.log.segment import SegmentFile
 #: the usual write (the active segment's reserved space, ``RWF_DSYNC`` known to work, nothing
 #: unsynced before it) made natively: one ``pwritev2(RWF_DSYNC)`` without the GIL and no
 #: Python between it and the caller (the group-commit rounds and the lone commit call it;
-#: native/src/lone.rs), or ``segment._write_dsync`` where a test replaced it. Anything else
+#: native/src/durable.rs), or ``segment._write_dsync`` where a test replaced it. Anything else
 #: (``_write_dsync`` set to None too) is ``PartitionLog.append_durable``, which it calls.
 write_durable = _native.append_durable
 

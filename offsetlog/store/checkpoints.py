@@ -33,14 +33,24 @@ def write_at_open(path: str, parts: Sequence[PartitionWriter],
                   found: recovery_points.Points) -> None:
     """After recovery: every partition is durable to its end (recovery fsynced what it kept);
     written unless the file (``found``, as recovery read it) says so already. A failure is
-    logged and the store opens anyway: the file on disk only lags."""
+    logged and the store opens anyway: the file on disk only lags.
+
+    Once the file holds every partition's point, the partitions are ``followable``: a commit
+    may write beside a lone commit's write (native/src/follow.rs), since a crash between the
+    two leaves a hole past the point, which recovery cuts as a torn tail. Without the file
+    such a hole would read as corruption, so a store that could not write it has no
+    followers."""
     points = {part.index: part.log.next_offset for part in parts}
     try:
         if found != points:
             recovery_points.write(path, points)
     except OSError as e:
-        log.warning("%s: could not write %s (%s); the store opens without it", path,
+        log.warning("%s: could not write %s (%s); the store opens without it, and commits "
+                    "that share a log partition take turns at the disk", path,
                     recovery_points.RECOVERY_POINTS_FILE, e)
+        return
+    for part in parts:
+        part.followable = True
 
 
 class RecoveryPoints:

@@ -8,10 +8,12 @@ system call that also syncs under ``fsync="always"``
 (``pwritev`` with ``RWF_DSYNC``; ``write`` then ``fdatasync`` where the flag is refused), then
 applies them to the table in queue order and wakes everyone whose batch it carried (one after
 another: each woken committer wakes the next). A lone committer is its own leader, so a single
-thread pays no hand-off to another thread. Work left queued after a round goes to a background
-writer thread, which then leads round after round while committers keep coming (they wait for
-it rather than lead); ``commit_async`` calls are led by it, and back-to-back ones join
-one batch with one future (``AsyncRun``).
+thread pays no hand-off to another thread; a ``commit_sync`` that finds a lone committer
+writing, with nothing queued, writes beside it and takes the leadership over from it
+(``lone_commit``: a *follower*), so two writes are then in flight in one partition. Work
+left queued after a round goes to a background writer thread, which then leads round after
+round while committers keep coming (they wait for it rather than lead); ``commit_async``
+calls are led by it, and back-to-back ones join one batch with one future (``AsyncRun``).
 
 Why this order gives the guarantees:
 

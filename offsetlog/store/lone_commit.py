@@ -28,6 +28,10 @@ The guarantees are the protocol's, for the same reasons:
 * the table changes only after the write (and, under ``fsync="always"``, its sync) returned,
   under the partition lock, as a round's apply does;
 * a failed write or apply poisons the store and fails the call: nothing later is written.
+
+A ``commit_sync`` that finds a lone commit writing, with nothing queued, *follows* it: it
+writes its batch right behind the lone commit's, at the same time, and takes the leadership
+over once that commit is applied (native/src/follow.rs has why and how the guarantees hold).
 """
 
 from __future__ import annotations
@@ -42,19 +46,23 @@ from offsetlog.store.commit_queue import PartitionWriter
 __all__ = ["commit_lone", "failed", "frame_fields"]
 
 
-def failed(writer: Any, part: PartitionWriter, error: BaseException, what: str) -> NoReturn:
+def failed(writer: Any, part: PartitionWriter, error: BaseException, what: str,
+           handed: bool = False) -> NoReturn:
     """A lone commit's frame, write or apply raised ``error``: poison the store (the next
-    commit would be given offsets the log may already hold), give ``part``'s leadership up,
-    hand on what queued meanwhile, and raise (``StoreFailedError``, or ``error`` itself for a
-    ``KeyboardInterrupt`` and the like: the store is poisoned all the same)."""
+    commit would be given offsets the log may already hold), give ``part``'s leadership up
+    unless it is ``handed`` to a follower (which the caller then tells of the failure: see
+    native/src/follow.rs), hand on what queued meanwhile, and raise (``StoreFailedError``, or
+    ``error`` itself for a ``KeyboardInterrupt`` and the like, or for the ``StoreFailedError``
+    of a follower whose predecessor failed: the store is poisoned all the same)."""
     with part.lock:
         try:
             writer.poison(error)
         finally:
-            part.leader_active = False
-            if part.queue or part.idle_waiters:  # (hand_on has nothing to do otherwise)
-                writer.hand_on(part)
-    if not isinstance(error, Exception):
+            if not handed:
+                part.leader_active = False
+                if part.queue or part.idle_waiters:  # (hand_on has nothing to do otherwise)
+                    writer.hand_on(part)
+    if not isinstance(error, Exception) or isinstance(error, StoreFailedError):
         raise error
     raise StoreFailedError(f"{what} log partition {part.index} failed: {error!r}",
                            cause=error)
