@@ -29,6 +29,10 @@
 //!   Its batch may be on disk past a hole where the predecessor's should be: both were past
 //!   the recovery point, so recovery cuts the log at the hole as a torn tail (docs/FORMAT.md,
 //!   "Recovery"), as it does for a disk that persisted pages out of order;
+//! * **timeouts**: a call with a timeout never follows. A follower's batch is on its way to
+//!   the disk and only the follower can apply it, so it cannot give up waiting for its
+//!   predecessor; such a call queues instead, and a `CommitTimeoutError` still leaves it
+//!   queued, as the protocol has it;
 //! * **no starvation**: a follower is taken only while nothing is queued, no one waits for
 //!   exclusive use and the async writer is not scheduled, and there is at most one waiting
 //!   follower; so two committers cannot pass the leadership back and forth past a third.

@@ -210,7 +210,9 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
     let lock = part.borrow().lock.clone_ref(py);
     let lock = lock.get();
     lock.lock(py)?;
-    let decided = decide(py, writer, part, &precheck).and_then(|decided| match decided {
+    // (a call with a timeout queues rather than follows: a follower cannot give up its wait)
+    let may_follow = producer.is_none() && timeout.is_none();
+    let decided = decide(py, writer, part, &precheck, may_follow).and_then(|decided| match decided {
         Decided::Busy => {
             let args = (part, fields, nbytes, timestamp, timeout, producer);
             writer.call_method1(intern!(py, "_queue_sync"), args).map(Path::Queued)
@@ -351,12 +353,12 @@ enum Decided {
 }
 
 /// Under `part.lock`: the store usable, the fencing check passed (or declined), and whether
-/// the partition is idle; if it is, its leadership is taken. A plain commit (not a
-/// transaction's) that finds a lone commit's tail published, with nothing queued, no one
-/// following and no one waiting, takes the tail and follows, where the partition is
-/// `followable`.
+/// the partition is idle; if it is, its leadership is taken. A commit that `may_follow` (a
+/// plain one, not a transaction's, with no timeout) and finds a lone commit's tail published,
+/// with nothing queued, no one following and no one waiting, takes the tail and follows,
+/// where the partition is `followable`.
 fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, PartitionState>,
-          precheck: &Check<'_, '_>) -> PyResult<Decided> {
+          precheck: &Check<'_, '_>, may_follow: bool) -> PyResult<Decided> {
     if !writer.borrow().usable(py) {
         writer.call_method0(intern!(py, "check_usable"))?;
     }
@@ -367,7 +369,7 @@ fn decide(py: Python<'_>, writer: &Bound<'_, WriterState>, part: &Bound<'_, Part
     let waiting = p.async_scheduled || p.exclusive_waiting != 0;
     // (a deque's truth runs no Python code)
     if p.leader_active {
-        if waiting || p.follower.is_some() || !p.followable || precheck.producer().is_some()
+        if waiting || !may_follow || p.follower.is_some() || !p.followable
             || p.queue.bind(py).is_truthy()?
         {
             return Ok(Decided::Busy);

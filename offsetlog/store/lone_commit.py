@@ -29,9 +29,10 @@ The guarantees are the protocol's, for the same reasons:
   under the partition lock, as a round's apply does;
 * a failed write or apply poisons the store and fails the call: nothing later is written.
 
-A ``commit_sync`` that finds a lone commit writing, with nothing queued, *follows* it: it
-writes its batch right behind the lone commit's, at the same time, and takes the leadership
-over once that commit is applied (native/src/follow.rs has why and how the guarantees hold).
+A ``commit_sync`` (without a timeout, not a transaction's) that finds a lone commit
+writing, with nothing queued, *follows* it: it writes its batch right behind the lone
+commit's, at the same time, and takes the leadership over once that commit is applied
+(native/src/follow.rs has why and how the guarantees hold).
 """
 
 from __future__ import annotations

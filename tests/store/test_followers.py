@@ -19,7 +19,7 @@ import time
 import pytest
 
 import offsetlog.log.segment as segment_mod
-from offsetlog.errors import StoreFailedError
+from offsetlog.errors import CommitTimeoutError, StoreFailedError
 from offsetlog.log import _native, recovery_points
 from support.durability_helpers import TP, last_segment, open_store, store_state
 
@@ -310,5 +310,28 @@ def test_a_store_that_could_not_write_its_recovery_points_has_no_followers(tmp_p
     held.gate.set()
     for t in (a, b):
         assert t.returned.wait(10) and t.error is None, t.error
+    assert (offset_of(store, g1), offset_of(store, g2)) == (10, 20)
+    store.close()
+
+
+def test_a_commit_with_a_timeout_queues_instead_of_following_and_can_time_out(tmp_path,
+                                                                             monkeypatch):
+    """A follower cannot give up its wait, so a call with a timeout queues as before: it
+    raises ``CommitTimeoutError`` while the write ahead of it is held, stays queued, and is
+    applied once that write ends."""
+    store, (g1, g2, _) = primed_store(tmp_path)
+    held = HeldWrites("A")
+    held.install(monkeypatch)
+    a = Committer("A", store, g1, 10)
+    a.start()
+    assert held.entered.wait(10)
+    with pytest.raises(CommitTimeoutError):
+        store.commit_sync(g2, {TP("t", 0): 20}, timeout=0.2)
+    assert len(held.writes) == 1  # (nothing written beside A's)
+    held.gate.set()
+    assert a.returned.wait(10) and a.error is None, a.error
+    deadline = time.monotonic() + 10
+    while offset_of(store, g2) != 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert (offset_of(store, g1), offset_of(store, g2)) == (10, 20)
     store.close()
