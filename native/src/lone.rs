@@ -21,7 +21,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyModule, PyString, PyTuple};
 
 use crate::commits;
-use crate::durable::{append_durable, usual_write};
+use crate::durable::{append_durable, usual_write, Usual};
 use crate::follow::{Baton, Follow, Tail};
 use crate::hooks;
 use crate::part_lock::PartLock;
@@ -248,14 +248,13 @@ pub(crate) fn lone<'py>(py: Python<'py>, writer: &Bound<'py, PyAny>,
             intern!(py, "apply_transactional_call"),
             (base, fields, producer_id, producer_epoch)).map(drop),
     };
-    let Ok(()) = applied else {
+    if let Err(error) = applied {
         lock.unlock()?;
         // (durable, but the table no longer follows the log: the failure path poisons the
         // store and passes the failure on)
-        let error = applied.err().unwrap_or_else(|| PyRuntimeError::new_err("apply failed"));
         return Err(fail(py, refs, writer.as_any(), part, lock, mine, error,
                         "applying a round of"));
-    };
+    }
     let ended = end_leadership(py, writer.as_any(), part, mine);
     lock.unlock()?;
     // (applied, but what queued could not be handed on: the failure path poisons the store
@@ -283,14 +282,47 @@ struct Batch<'a, 'py> {
 /// Frame `batch` at the log's next offset (a follower: its predecessor's tail) and write it,
 /// durably under `fsync="always"`; its base offset. The usual write publishes its tail for a
 /// follower (`mine`) before it starts; a follower writes beside its predecessor when its batch
-/// fits the reserve there, and in every case moves the segment and the log on only once its
-/// predecessor passed the leadership.
+/// fits the reserve there, and in every case, whatever happened to its own batch, waits for
+/// its predecessor to pass the leadership before it moves the segment and the log on or
+/// reports a failure (which would otherwise give up a leadership that is not yet its own).
 #[allow(clippy::too_many_arguments)]
 fn frame_and_write<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, WriterState>,
                         part: &Bound<'py, PartitionState>, lock: &PartLock,
                         batch: &Batch<'_, 'py>, follow: Option<&Follow>,
                         mine: &mut Option<Tail>) -> PyResult<i64> {
     let log = part.borrow().log.clone_ref(py).into_bound(py);
+    let begun = begin(py, refs, writer, part, lock, &log, batch, follow, mine);
+    if let Some(follow) = follow {
+        if !follow.baton.wait(py) {
+            // (the predecessor poisoned the store before it passed: this raises its error)
+            writer.call_method0(intern!(py, "check_usable"))?;
+            return Err(PyRuntimeError::new_err("the commit before this one failed"));
+        }
+    }
+    let Begun { base, after, data, early } = begun?;
+    match early {
+        Some((usual, written)) => usual.settle(py, &data, written, after)?,
+        None if writer.borrow().fsync_always => append_durable(py, &log, &data, after)?,
+        None => drop(log.call_method1(intern!(py, "append"), (data, after))?),
+    }
+    Ok(base)
+}
+
+/// A batch framed (`begin`), with its usual write's outcome if it was written at once.
+struct Begun<'py> {
+    base: i64,
+    after: i64,
+    data: Bound<'py, PyBytes>,
+    early: Option<(Usual<'py>, PyResult<usize>)>,
+}
+
+/// `frame_and_write`'s steps before the wait for a predecessor: the frame, and the usual
+/// write where it applies, its tail published first.
+#[allow(clippy::too_many_arguments)]
+fn begin<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, WriterState>,
+              part: &Bound<'py, PartitionState>, lock: &PartLock, log: &Bound<'py, PyAny>,
+              batch: &Batch<'_, 'py>, follow: Option<&Follow>, mine: &mut Option<Tail>)
+              -> PyResult<Begun<'py>> {
     let base = match follow {
         Some(follow) => follow.tail.after,
         None => log.cast::<LogState>()?.borrow().next_offset,
@@ -309,7 +341,7 @@ fn frame_and_write<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, Writer
             .cast_into::<PyBytes>()?
     };
     let usual = if writer.borrow().fsync_always {
-        usual_write(py, &log, data.as_bytes().len() as i64, follow.map(|f| f.tail.end))?
+        usual_write(py, log, data.as_bytes().len() as i64, follow.map(|f| f.tail.end))?
     } else {
         None
     };
@@ -325,19 +357,7 @@ fn frame_and_write<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, Writer
         }
         None => None,
     };
-    if let Some(follow) = follow {
-        if !follow.baton.wait(py) {
-            // (the predecessor poisoned the store before it passed: this raises its error)
-            writer.call_method0(intern!(py, "check_usable"))?;
-            return Err(PyRuntimeError::new_err("the commit before this one failed"));
-        }
-    }
-    match early {
-        Some((usual, written)) => usual.settle(py, &data, written, after)?,
-        None if writer.borrow().fsync_always => append_durable(py, &log, &data, after)?,
-        None => drop(log.call_method1(intern!(py, "append"), (data, after))?),
-    }
-    Ok(base)
+    Ok(Begun { base, after, data, early })
 }
 
 /// What a commit found in its first lock hold (`decide`).

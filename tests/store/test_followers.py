@@ -335,3 +335,36 @@ def test_a_commit_with_a_timeout_queues_instead_of_following_and_can_time_out(tm
         time.sleep(0.01)
     assert (offset_of(store, g1), offset_of(store, g2)) == (10, 20)
     store.close()
+
+
+def test_a_follower_that_fails_before_its_write_waits_for_its_turn_to_fail(tmp_path,
+                                                                          monkeypatch):
+    """A follower whose batch cannot even be framed still waits for its predecessor before
+    it poisons the store and gives the leadership up: the predecessor is acknowledged, the
+    follower fails, and the store closes (no leadership left held or given up twice)."""
+    import offsetlog.store.lone_commit as lone_mod
+
+    store, (g1, g2, _) = primed_store(tmp_path)
+    frame = lone_mod.frame_fields
+
+    def frame_but_not_for_b(*args):
+        if threading.current_thread().name == "B":
+            raise RuntimeError("injected")
+        return frame(*args)
+
+    monkeypatch.setattr(lone_mod, "frame_fields", frame_but_not_for_b)
+    held = HeldWrites("A")
+    held.install(monkeypatch)
+    a, b = held_then_behind(store, g1, g2, held)
+    assert not b.returned.wait(0.3)
+    held.gate.set()
+    for t in (a, b):
+        assert t.returned.wait(10)
+    assert a.error is None and isinstance(b.error, StoreFailedError), (a.error, b.error)
+    assert offset_of(store, g1) == 10
+    with pytest.raises(StoreFailedError):
+        store.commit_sync(g1, {TP("t", 0): 11})
+    monkeypatch.undo()
+    store.close()
+    with open_store(tmp_path) as again:
+        assert offset_of(again, g1) == 10 and offset_of(again, g2) == 1
