@@ -104,6 +104,22 @@ def held_then_behind(store, g1: str, g2: str, held: HeldWrites) -> tuple[Committ
     return a, b
 
 
+def assert_only_the_follower_failed(path, store, monkeypatch, a: Committer, b: Committer,
+                                    g1: str, g2: str) -> None:
+    """A (10 in ``g1``) was acknowledged and B (20 in ``g2``) failed and poisoned the store;
+    reopened, the log holds A's commit and not B's."""
+    for t in (a, b):
+        assert t.returned.wait(10)
+    assert a.error is None and isinstance(b.error, StoreFailedError), (a.error, b.error)
+    assert offset_of(store, g1) == 10
+    with pytest.raises(StoreFailedError):
+        store.commit_sync(g1, {TP("t", 0): 11})
+    monkeypatch.undo()
+    store.close()
+    with open_store(path) as again:
+        assert offset_of(again, g1) == 10 and offset_of(again, g2) == 1
+
+
 def primed_store(path):
     """A store whose groups' partition has an active segment where ``RWF_DSYNC`` worked
     (the native write's usual case), with offset 1 committed by each group."""
@@ -246,15 +262,7 @@ def test_a_follower_whose_own_write_fails_poisons_the_store_after_its_predecesso
     time.sleep(0.1)
     assert not b.returned.is_set()  # (its failure waits for A as its success would)
     held.gate.set()
-    for t in (a, b):
-        assert t.returned.wait(10)
-    assert a.error is None and isinstance(b.error, StoreFailedError), (a.error, b.error)
-    with pytest.raises(StoreFailedError):
-        store.commit_sync(g1, {TP("t", 0): 11})
-    monkeypatch.undo()
-    store.close()
-    with open_store(tmp_path) as again:
-        assert offset_of(again, g1) == 10 and offset_of(again, g2) == 1
+    assert_only_the_follower_failed(tmp_path, store, monkeypatch, a, b, g1, g2)
 
 
 def test_commits_that_share_a_partition_lose_nothing_with_followers(tmp_path):
@@ -358,13 +366,4 @@ def test_a_follower_that_fails_before_its_write_waits_for_its_turn_to_fail(tmp_p
     a, b = held_then_behind(store, g1, g2, held)
     assert not b.returned.wait(0.3)
     held.gate.set()
-    for t in (a, b):
-        assert t.returned.wait(10)
-    assert a.error is None and isinstance(b.error, StoreFailedError), (a.error, b.error)
-    assert offset_of(store, g1) == 10
-    with pytest.raises(StoreFailedError):
-        store.commit_sync(g1, {TP("t", 0): 11})
-    monkeypatch.undo()
-    store.close()
-    with open_store(tmp_path) as again:
-        assert offset_of(again, g1) == 10 and offset_of(again, g2) == 1
+    assert_only_the_follower_failed(tmp_path, store, monkeypatch, a, b, g1, g2)
