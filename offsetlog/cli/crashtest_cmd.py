@@ -82,7 +82,9 @@ def _run(args: argparse.Namespace, out: Output, config) -> int:
             ("killed during start-up/recovery", result.killed_during_startup)]
     rows += [(f"killed at swap step {s}", n) for s, n in sorted(result.killed_at_step.items())]
     rows += [("tails torn by the harness", result.tails_torn),
-             ("of those, holes before kept bytes", result.holes), ("bytes cut", result.bytes_cut),
+             ("of those, holes before kept bytes", result.holes),
+             ("of the holes, before durable bytes", result.cut_before_durable),
+             ("bytes cut", result.bytes_cut),
              ("torn tails repaired by recovery", result.torn_tails_repaired),
              ("violations", len(result.violations))]
     out.table(("WHAT", "COUNT"), [[what, str(n)] for what, n in rows],

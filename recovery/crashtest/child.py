@@ -14,9 +14,11 @@ Besides the workload, the child can:
 * run ``store.compact()`` in a loop on its own thread, so kills land in the middle of cleaning;
 * kill itself with SIGKILL at a chosen step of a cleaner swap (``kill_at_step``), so every
   step of the swap protocol is hit over the cycles;
-* log every successful data sync (``SYNC <path> <size>`` after ``fdatasync``, or the combined
-  ``pwritev(RWF_DSYNC)`` write, returned) so the harness knows which bytes were durable and may
-  drop any of the rest (a power cut).
+* log every successful data sync so the harness knows which bytes were durable and may drop
+  any of the rest (a power cut): ``SYNC <path> <size>`` after an ``fdatasync`` (every byte
+  before ``size``), ``DSYNC <path> <start> <end>`` after a combined ``pwritev(RWF_DSYNC)``
+  write (only the bytes it wrote: a commit that follows a lone commit's write can be durable
+  before it, docs/DESIGN.md).
 
 Ack file lines, each written with one ``write`` so a line is whole or absent::
 
@@ -129,8 +131,9 @@ def load_workload(spec: str | None) -> Callable[[WorkloadContext], None]:
 
 
 def _install_sync_log(path: str, delay_ms: float) -> None:
-    """Log every data sync that returned (``SYNC <path> <size>``): ``segment._sync`` and the
-    combined write + sync ``segment._write_dsync``, whose bytes are durable once it returns."""
+    """Log every data sync that returned: ``segment._sync`` (``SYNC <path> <size>``) and the
+    combined write + sync ``segment._write_dsync``, whose own bytes are durable once it
+    returns (``DSYNC <path> <start> <end>``)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     real = segment._sync
     real_dsync = segment._write_dsync
@@ -150,7 +153,11 @@ def _install_sync_log(path: str, delay_ms: float) -> None:
             os.pwrite(sync_fd, data, offset)
             time.sleep(delay_ms / 1000.0)
         n = real_dsync(sync_fd, data, offset)
-        log_synced(sync_fd, offset + n)  # what it wrote is durable (a short count included)
+        # what it wrote is durable (a short count included), and only that: the bytes before
+        # it may be a write still in flight (a follower's write can end before its
+        # predecessor's)
+        target = os.readlink(f"/proc/self/fd/{sync_fd}")
+        os.write(fd, f"DSYNC {target} {offset} {offset + n}\n".encode())
         return n
 
     def log_synced(sync_fd: int, size: int) -> None:

@@ -175,6 +175,9 @@ class CrashTestResult:
     tails_torn: int = 0  # segments the harness cut (tear_tail and power_loss)
     tails_zeroed: int = 0  # of those, cut by zeroing the bytes in the reserve, not truncating
     holes: int = 0  # of those, zeroed in the middle, the unsynced bytes after the hole kept
+    #: of the holes, those that durable bytes follow (a commit's write that ended before the
+    #: write it followed: power_cut's ``kept``)
+    cut_before_durable: int = 0
     bytes_cut: int = 0
     duration_s: float = 0.0
 
@@ -190,7 +193,8 @@ class CrashTestResult:
                  f"  killed during start-up/recovery: {self.killed_during_startup}; "
                  f"at cleaner swap steps: {steps}",
                  f"  tails torn by the harness: {self.tails_torn} ({self.bytes_cut} bytes, "
-                 f"{self.tails_zeroed} zeroed in the reserve, {self.holes} holes); "
+                 f"{self.tails_zeroed} zeroed in the reserve, {self.holes} holes, "
+                 f"{self.cut_before_durable} before durable bytes); "
                  f"torn tails repaired by recovery: {self.torn_tails_repaired}"]
         lines += [f"  VIOLATION {v}" for v in self.violations[:50]]
         return "\n".join(lines)
@@ -337,11 +341,14 @@ class _Harness:
             chosen = [self.rng.choice(candidates)]
         else:
             chosen = []
-        for path, durable, size in chosen:
-            shape, lost = power_cut.cut(path, durable, size, self.rng)
+        for path, durable, size, kept in chosen:
+            shape, lost = power_cut.cut(path, durable, size, self.rng, kept)
             self.result.tails_torn += 1
             self.result.bytes_cut += lost
-            if shape == power_cut.HOLE:
+            if shape == power_cut.HOLE_BEFORE_DURABLE:
+                self.result.holes += 1
+                self.result.cut_before_durable += 1
+            elif shape == power_cut.HOLE:
                 self.result.holes += 1
             elif shape == power_cut.ZEROED:
                 self.result.tails_zeroed += 1

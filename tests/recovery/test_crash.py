@@ -75,6 +75,31 @@ def test_power_loss_that_persists_a_round_out_of_order_reopens_without_it(tmp_pa
     assert result.holes > 0 and result.acknowledged > 0, rng.why(result.summary())
 
 
+@pytest.mark.slow
+def test_power_loss_keeps_a_followers_durable_write_and_cuts_the_hole_before_it(tmp_path):
+    """Two threads in one log partition, so a commit often follows the other's lone write
+    and writes beside it; their writes end in a random order. A kill while the first is
+    still writing leaves the follower's batch durable past unsynced bytes: the power cut may
+    lose only the unsynced ones (a hole before a durable batch), and recovery must cut from
+    the hole on, taking back nothing acknowledged. With the sync log read as a prefix (the
+    harness before followers), the follower's durable line covered its predecessor's bytes
+    too and no such hole was ever cut."""
+    from support.crash_workloads import FOLLOWERS_FIRST
+
+    rng = Seeded()
+    config = CrashTestConfig(seed=rng.seed_value, cycles=16, threads=2, partitions=1,
+                             power_loss=True, early_kill_probability=0.0, sync_delay_ms=0,
+                             segment_bytes=1 << 20, time_budget_s=30,
+                             store_options={"fsync": "always"})
+    result = run_crashtest(tmp_path / "ct", config,
+                           workload="support.crash_workloads:followers_ending_first")
+    print(result.summary())
+    assert result.ok, rng.why(result.summary())
+    firsts = tmp_path / "ct" / FOLLOWERS_FIRST
+    assert firsts.exists() and firsts.read_text().count("first") >= 2, rng.why(result.summary())
+    assert result.cut_before_durable > 0 and result.acknowledged > 0, rng.why(result.summary())
+
+
 def test_verify_foresees_the_markers_open_writes_for_a_decided_transaction(tmp_path):
     """Children killed between a transaction's decision and its markers, its transactional
     id's log partition not its group's: the read-only scan of each crashed store, with the

@@ -170,3 +170,74 @@ def transactions_killed_once_decided(ctx) -> None:
             txn.commit()
             ctx.ack(group, offsets)
         offset += 1
+
+
+#: where ``followers_ending_first`` notes, once per child, that a follower's write ended
+#: before the write it followed (next to the store)
+FOLLOWERS_FIRST = "followers-first"
+
+
+def followers_ending_first(ctx) -> None:
+    """Plain ``commit_sync`` calls of a group per thread, all in one log partition (run it
+    with two threads, ``fsync="always"`` and no sync delay): a call that finds the other
+    thread's lone commit writing follows it, its write beside the first. A combined write
+    that starts alone first waits 2-4 ms, one that starts beside another (a follower's) at
+    most 0.5 ms, so a follower's write mostly ends, and is logged durable, before the one it
+    follows: a kill then leaves durable bytes past unsynced ones, which a power cut must keep
+    while it may lose those before them (a hole, then the follower's batch, never
+    acknowledged). The first such write of each child is noted in ``FOLLOWERS_FIRST``."""
+    with _first_lock:
+        if not _first_installed:
+            _install_random_waits(ctx)
+            _first_installed.append(True)
+    group = f"follow-{ctx.thread}"
+    tp = TopicPartition(f"follow-{ctx.thread}", 0)
+    offset = ctx.offset_base
+    while True:
+        offsets = {tp: offset}
+        ctx.store.commit_sync(group, offsets)
+        ctx.ack(group, offsets)
+        offset += 1
+
+
+_first_lock = threading.Lock()
+_first_installed: list[bool] = []
+
+
+def _install_random_waits(ctx) -> None:
+    import os
+    import random
+    import time
+
+    from offsetlog.log import segment
+
+    logged = segment._write_dsync
+    if logged is None or logged.__name__ != "logged_write_dsync":
+        raise RuntimeError(f"the sync log does not wrap the combined write: {logged!r}")
+    note = os.path.join(os.path.dirname(ctx.store.path), FOLLOWERS_FIRST)
+    lock = threading.Lock()
+    started = [0]  # writes begun, in order
+    in_flight: set[int] = set()  # their numbers, while they write
+    noted = []
+
+    def waited(fd, data, offset):
+        with lock:
+            started[0] += 1
+            mine = started[0]
+            beside = bool(in_flight)
+            in_flight.add(mine)
+        try:
+            time.sleep(random.uniform(0.0, 0.0005) if beside else random.uniform(0.002, 0.004))
+            return logged(fd, data, offset)
+        finally:
+            with lock:
+                in_flight.discard(mine)
+                first = any(n < mine for n in in_flight) and not noted
+                if first:
+                    noted.append(True)
+            if first:  # (an earlier write still in flight: ours ended first)
+                fd_note = os.open(note, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                os.write(fd_note, b"first\n")
+                os.close(fd_note)
+
+    segment._write_dsync = waited
