@@ -70,7 +70,7 @@ def unsynced(store_dir: str, sync_log: str, durable_at_start: dict[str, int]
             continue
         last = segments[-1][1]
         size = data_size(last)  # not the file size: the active segment holds a reserve
-        durable, kept = _durable(prefixes.get(last, 0), ranges.get(last, []), size)
+        durable, kept = durable_ranges(prefixes.get(last, 0), ranges.get(last, []), size)
         # (the scan that finds the data's end stops at the first hole, so with bytes written
         # past one, a follower's beside the write it follows, it counts the reserve's zeros
         # as data too: the data ends at the last byte written, or where a durable range ends
@@ -81,8 +81,8 @@ def unsynced(store_dir: str, sync_log: str, durable_at_start: dict[str, int]
     return out
 
 
-def _durable(prefix: int, ranges: list[tuple[int, int]], size: int
-             ) -> tuple[int, list[tuple[int, int]]]:
+def durable_ranges(prefix: int, ranges: list[tuple[int, int]], size: int
+                   ) -> tuple[int, list[tuple[int, int]]]:
     """The durable size (``prefix``, grown by the ranges that reach it) and the durable
     ranges past it, merged, of a segment whose data ends at ``size``."""
     kept: list[tuple[int, int]] = []

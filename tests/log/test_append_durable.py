@@ -163,7 +163,7 @@ def test_log_syncs_earlier_unsynced_appends_and_keeps_its_position(tmp_path, mon
     assert (tracker.combined, tracker.syncs) == (1, 3) and not log.dirty
     log.append_durable(b"e" * 3, 5)
     [path] = [p for _, p in log.segments]
-    assert tracker.durable[path] == 168 == log.end_position()[1]
+    assert tracker.durable_size(path) == 168 == log.end_position()[1]
     assert tracker.drop_unsynced() == {}
     log.close()
     assert segment.read_file(path) == b"a" * 100 + b"b" * 50 + b"c" * 10 + b"d" * 5 + b"e" * 3
@@ -178,7 +178,7 @@ def test_a_short_combined_write_is_finished_and_synced(tmp_path, monkeypatch):
     f.append_durable(b"0123456789")
     f.append_durable(b"abcdef")
     assert f.size == 16 and tracker.combined == 2 and tracker.syncs == 4
-    assert tracker.durable[f.path] == 16
+    assert tracker.durable_size(f.path) == 16
     assert os.lseek(f.fd, 0, os.SEEK_CUR) == 16  # the fallback leaves it positioned
     f.trim()
     f.close()
@@ -187,7 +187,7 @@ def test_a_short_combined_write_is_finished_and_synced(tmp_path, monkeypatch):
 
 def test_the_crash_childs_sync_log_counts_a_combined_write_as_synced(tmp_path, monkeypatch):
     """The power-loss simulation keeps only bytes the child logged as synced: a combined
-    write must be logged with the end of what it wrote, or an acknowledged round is cut."""
+    write must be logged with the range it wrote, or an acknowledged round is cut."""
     from offsetlog.recovery.crashtest import child as crash_child
     for name in ("_sync", "_write_dsync"):  # restored after the test
         monkeypatch.setattr(segment, name, getattr(segment, name))
@@ -202,8 +202,12 @@ def test_the_crash_childs_sync_log_counts_a_combined_write_as_synced(tmp_path, m
         store.commit_sync("g", {TP("t", 0): i})
         [seg] = segment_files(tmp_path / "store")[0]
         ends.append(data_size(seg))
+    # (a combined write logs the range it made durable, an fdatasync the size it covered)
     logged = [line.split() for line in sync_log.read_text().splitlines()]
-    assert [(path, int(size)) for _, path, size in logged[-8:]] == [(seg, e) for e in ends]
+    assert [(path, int(end)) for _, path, *_, end in logged[-8:]] == [(seg, e) for e in ends]
+    if combined is not None:
+        assert [(kind, int(start)) for kind, _, start, _ in logged[-7:]] == [
+            ("DSYNC", e) for e in ends[:-1]]
     if combined is not None:
         assert len(combined.calls) == 8
     store.close()

@@ -17,6 +17,7 @@ from typing import Iterable
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.log import naming, segment
+from offsetlog.recovery.crashtest.power_cut import durable_ranges
 from offsetlog.recovery.tools.inspect import data_size
 from support.stores import ManualClock, open_log_store  # noqa: F401 - the suites import them from here
 
@@ -156,7 +157,9 @@ class SyncTracker:
 
     ``drop_unsynced()`` then truncates every segment to its last synced size: the state a power
     failure may leave (LevelDB's ``fault_injection_test.cc``). Files that existed when the
-    tracker was installed count as durable up to their size then.
+    tracker was installed count as durable up to their size then. A combined write makes
+    only its own bytes durable: a follower's write can end before the one it follows, and
+    its batch is then kept past the unsynced bytes before it, which are zeroed (a hole).
 
     ``fault``, when set, is called before every data sync of either kind; if it raises, that
     sync fails as a failing ``fdatasync`` would after its write: the combined call writes its
@@ -166,6 +169,8 @@ class SyncTracker:
     def __init__(self, monkeypatch, root) -> None:
         self.root = str(root)
         self.durable: dict[str, int] = dict(file_sizes(self.root))
+        #: the ranges [start, end) combined writes made durable, per file
+        self.ranges: dict[str, list[tuple[int, int]]] = {}
         self.fault = None
         self.syncs = 0  # data syncs that returned, of either kind
         self.combined = 0  # ... of which combined writes
@@ -181,7 +186,7 @@ class SyncTracker:
             self.fault(fd)
         self._real(fd)  # raises -> nothing is recorded as durable
         # the writer's position: the end of the data
-        self._record(fd, os.lseek(fd, 0, os.SEEK_CUR), combined=False)
+        self._record(fd, os.lseek(fd, 0, os.SEEK_CUR))
 
     def _write_dsync(self, fd: int, data, offset: int) -> int:
         if self.fault is not None:
@@ -191,25 +196,45 @@ class SyncTracker:
                 os.pwrite(fd, data, offset)  # written, never synced
                 raise
         n = self._real_dsync(fd, data, offset)
-        self._record(fd, offset + n, combined=True)
+        self._record(fd, (offset, offset + n))
         return n
 
-    def _record(self, fd: int, size: int, *, combined: bool) -> None:
+    def _record(self, fd: int, synced: int | tuple[int, int]) -> None:
+        """A data sync returned: every byte before ``synced``, or (a combined write) the
+        range ``synced``, is durable."""
         path = _fd_path(fd)
         with self._lock:
             self.syncs += 1
-            self.combined += combined
-            if path is not None:
-                self.durable[path] = max(self.durable.get(path, 0), size)
+            self.combined += isinstance(synced, tuple)
+            if path is None:
+                pass
+            elif isinstance(synced, tuple):
+                self.ranges.setdefault(path, []).append(synced)
+            else:
+                self.durable[path] = max(self.durable.get(path, 0), synced)
+
+    def durable_size(self, path: str, size: int = 1 << 62) -> int:
+        """How much of file ``path`` from its start is durable."""
+        return durable_ranges(self.durable.get(path, 0), self.ranges.get(path, []), size)[0]
 
     def drop_unsynced(self) -> dict[str, tuple[int, int]]:
-        """Truncate every segment to its durable size; returns path -> (old, new) size."""
+        """Lose every segment's unsynced bytes: truncate it after its last durable byte and
+        zero the unsynced bytes before that; returns path -> (old, new) size."""
         cut = {}
         for path, size in file_sizes(self.root).items():
-            keep = self.durable.get(path, 0)
+            prefix, kept = durable_ranges(self.durable.get(path, 0),
+                                          self.ranges.get(path, []), size)
+            keep = kept[-1][1] if kept else prefix
             if keep < size:
                 os.truncate(path, keep)
                 cut[path] = (size, keep)
+            if kept:  # (durable batches past unsynced bytes: holes before them)
+                cut[path] = (size, keep)
+                with open(path, "r+b") as f:
+                    for start, end in zip([prefix] + [e for _, e in kept[:-1]],
+                                          [s for s, _ in kept]):
+                        f.seek(start)
+                        f.write(bytes(end - start))
         return cut
 
 
