@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -84,7 +85,8 @@ def measure_latency(ops: dict[str, Callable[[], object]], *, rounds: int, per_ro
 
 def run_threads(n: int, make_op: Callable[[int], tuple[Callable[[], object], Callable[[], None]]],
                 *, duration_s: float = 1.0, warmup_s: float = 0.2,
-                calls_per_thread: int | None = None, batch: bool = False) -> tuple[int, int]:
+                calls_per_thread: int | None = None, batch: bool = False,
+                cpu: dict | None = None) -> tuple[int, int]:
     """Run ``n`` threads that each call their op in a loop; return ``(calls, elapsed_ns)``.
 
     ``make_op(i)`` runs inside thread ``i`` (so per-thread resources such as a sqlite3
@@ -93,7 +95,9 @@ def run_threads(n: int, make_op: Callable[[int], tuple[Callable[[], object], Cal
     window is the next ``duration_s``; with ``calls_per_thread`` each thread makes exactly that
     many calls and the window runs from the common start until the last thread is done.
     With ``batch`` each thread first puts itself under ``SCHED_BATCH``, as ``offsetlog
-    serve``'s connection threads do (``connection.no_wakeup_preemption``).
+    serve``'s connection threads do (``connection.no_wakeup_preemption``). ``cpu``, if
+    given, is filled with the process's CPU and context switches in the window
+    (``window_cpu``).
     """
     counts = [0] * n
     stop = [False]
@@ -143,23 +147,39 @@ def run_threads(n: int, make_op: Callable[[int], tuple[Callable[[], object], Cal
         if errors:
             pass
         elif fixed is not None:
-            t0 = time.perf_counter_ns()
+            t0, r0 = time.perf_counter_ns(), resource.getrusage(resource.RUSAGE_SELF)
             for t in threads:
                 t.join()
-            t1 = time.perf_counter_ns()
+            t1, r1 = time.perf_counter_ns(), resource.getrusage(resource.RUSAGE_SELF)
             c1 = sum(counts)
         else:
             time.sleep(warmup_s)
             c0, t0 = sum(counts), time.perf_counter_ns()
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
             time.sleep(duration_s)
             c1, t1 = sum(counts), time.perf_counter_ns()
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
     finally:
         stop[0] = True
         for t in threads:
             t.join()
     if errors:
         raise RuntimeError(f"a benchmark thread failed: {errors[0]!r}") from errors[0]
+    if cpu is not None:
+        cpu.update(window_cpu(r0, r1, c1 - c0))
     return c1 - c0, t1 - t0
+
+
+def window_cpu(r0, r1, calls: int) -> dict:
+    """Per call, between two ``getrusage(RUSAGE_SELF)``: the process's user and system CPU
+    (µs: every thread's, the kernel's work for them included) and its threads' voluntary
+    and involuntary context switches."""
+    per = max(calls, 1)
+    return {"calls": calls,
+            "user_us": (r1.ru_utime - r0.ru_utime) * 1e6 / per,
+            "system_us": (r1.ru_stime - r0.ru_stime) * 1e6 / per,
+            "voluntary_switches": (r1.ru_nvcsw - r0.ru_nvcsw) / per,
+            "involuntary_switches": (r1.ru_nivcsw - r0.ru_nivcsw) / per}
 
 
 def run_child(module: str, *args: str, timeout: float = 900) -> dict:

@@ -15,7 +15,7 @@ from typing import Callable
 
 from offsetlog.bench import baselines, cases
 from offsetlog.bench.common import case_dir, median
-from offsetlog.bench.report import HIGHER, Row
+from offsetlog.bench.report import HIGHER, LOWER, Row
 from offsetlog.bench.workload import apart_groups, framed_commit, many_group, many_partition
 
 #: issue 25's goals for this case (ratio offsetlog / baseline, all >=)
@@ -47,6 +47,8 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
                           "threads under SCHED_BATCH"}
     results: dict[str, list[float | None]] = {k: [] for k in names}
     runs: dict[str, dict[int, list[float]]] = {k: {} for k in names}
+    #: (key, threads) -> each window's CPU per commit (common.window_cpu)
+    cpu: dict[tuple[str, int], list[dict]] = {}
     data = framed_commit(group=many_group(31), partition=many_partition(31))
     kw = {"duration_s": s["thread_duration_s"], "warmup_s": s["thread_warmup_s"]}
     for n in threads:
@@ -57,6 +59,7 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
         for r in range(s["thread_reps"]):
             order = keys if (n + r) % 2 else keys[::-1]  # interleaved, alternating
             for key in order:
+                kw["cpu"] = window = {}
                 with case_dir(data_dir, f"threads-{key}-{n}") as d:
                     if key in ("many", "one", "many-batch", "many-apart"):
                         v = cases.commit_sync_threads(
@@ -78,12 +81,15 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
                         v = baselines.sqlite_threads(os.path.join(d, "offsets.db"), n,
                                                      many_groups=True, **kw)
                 runs[key].setdefault(n, []).append(v)
+                cpu.setdefault((key, n), []).append(window)
         for key in names:
             results[key].append(median(runs[key][n]) if n in runs[key] else None)
         log(f"threads={n}: " + ", ".join(f"{k} {results[k][-1]:,.0f}/s" for k in keys))
+    del kw["cpu"]
     series = {"threads": threads, "commits_per_s": {names[k]: results[k] for k in names}}
     raw = {"threads": threads, "commits_per_s": results,
            "runs": {k: {str(n): v for n, v in r.items()} for k, r in runs.items()},
+           "cpu_per_commit": {f"{k}@{n}": w for (k, n), w in cpu.items()},
            "bytes_per_write": len(data), **kw}
     at = {k: dict(zip(threads, v)) for k, v in results.items()}
 
@@ -153,4 +159,34 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
                     "the same threads under the default policy", at["many-batch"][32],
                     at["many"][32], "commits/s", HIGHER,
                     note=spread("many-batch", "many", 32)))
+    rows += cpu_rows(cpu)
     return rows, raw, series
+
+
+def cpu_rows(cpu: dict[tuple[str, int], list[dict]]) -> list[Row]:
+    """CPU per commit, the process's (issue 25 asks for it at 1 and 32 threads): the engine
+    against a thread's own DSYNC write at 1 thread and against the lean commit at 32, the
+    user/system split and context switches in the note. Most of it is the kernel's: the
+    write itself, and at 32 threads the hand-offs of the GIL (a thread that finds it held
+    sleeps)."""
+
+    def med(key: str, n: int, field: str) -> float:
+        return median([w[field] for w in cpu[(key, n)]])
+
+    def split(key: str, n: int) -> str:
+        return (f"{med(key, n, 'user_us'):.1f} user + {med(key, n, 'system_us'):.1f} system "
+                f"µs, {med(key, n, 'voluntary_switches'):.2f} context switches")
+
+    rows = []
+    for n, base, what in ((1, "own", "1 thread, own file, one DSYNC write per commit"),
+                          (32, "ownpy", "32 threads, own file each, a lean commit's Python")):
+        if (base, n) not in cpu:
+            continue
+        total = {k: med(k, n, "user_us") + med(k, n, "system_us") for k in ("many", base)}
+        note = f"median of the windows; offsetlog {split('many', n)}; baseline {split(base, n)}"
+        if n > 1 and ("own", n) in cpu:
+            note += f"; own file, no Python: {split('own', n)}"
+        rows.append(Row(f"many groups, {n} thread{'s' * (n > 1)}, commit_sync: the process's "
+                        f"CPU per commit (info)", what, total["many"], total[base], "us",
+                        LOWER, note=note))
+    return rows

@@ -130,3 +130,36 @@ def test_the_latency_cases_member_commits_as_its_groups_member(tmp_path):
                 TopicPartition(TOPIC, 0): OffsetAndMetadata(FIRST_OFFSET + 1)}
         finally:
             close()
+
+
+def test_run_threads_reports_the_windows_cpu_per_call(tmp_path):
+    """``cpu`` holds the process's CPU and context switches per call of the window: a call
+    that sleeps switches at least once and costs little CPU, one that spins costs its time."""
+    import time
+
+    from offsetlog.bench.common import run_threads
+    from offsetlog.bench.threads_case import cpu_rows
+
+    def sleeper(i):
+        return (lambda: time.sleep(0.001)), (lambda: None)
+
+    def spinner(i):
+        def op():
+            end = time.thread_time() + 0.002
+            while time.thread_time() < end:
+                pass
+        return op, (lambda: None)
+
+    slept, spun = {}, {}
+    calls, _ = run_threads(2, sleeper, duration_s=0.3, warmup_s=0.05, cpu=slept)
+    assert slept["calls"] == calls > 0
+    assert slept["voluntary_switches"] >= 0.9 and slept["user_us"] < 500
+    run_threads(1, spinner, calls_per_thread=50, cpu=spun)
+    assert spun["calls"] == 50 and spun["user_us"] + spun["system_us"] >= 1900
+    # the bench's rows: the medians of the windows, user and system added
+    windows = {(key, n): [dict(user_us=u, system_us=1.0, voluntary_switches=2.0)
+                          for u in (1.0, 5.0, 3.0)]
+               for key in ("many", "own", "ownpy") for n in (1, 32)}
+    rows = cpu_rows(windows)
+    assert [(r.offsetlog, r.baseline_value, r.unit) for r in rows] == [(4.0, 4.0, "us")] * 2
+    assert "own file, no Python" in rows[1].note and "context switches" in rows[0].note
