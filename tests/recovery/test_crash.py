@@ -64,15 +64,23 @@ def test_power_loss_that_persists_a_round_out_of_order_reopens_without_it(tmp_pa
     refuse the store as corrupt. Without the recovery point the store fails to reopen within
     a few cycles in most runs; the recovery tests pin the rule itself."""
     rng = Seeded()
-    config = CrashTestConfig(seed=rng.seed_value, cycles=24, threads=8, partitions=1,
-                             power_loss=True, early_kill_probability=0.0,
-                             segment_bytes=1 << 20, time_budget_s=30,
-                             store_options={"fsync": "always"})
+    result = _power_cuts_in_one_partition(tmp_path, rng, "rounds_of_several_batches",
+                                          cycles=24, threads=8)
+    assert result.holes > 0 and result.acknowledged > 0, rng.why(result.summary())
+
+
+def _power_cuts_in_one_partition(tmp_path, rng, workload: str, **config):
+    """A crash test of ``workload`` (in support.crash_workloads) on a store of one log
+    partition under ``fsync="always"``, a power cut after every kill; its result, which must
+    be ok."""
+    config = CrashTestConfig(seed=rng.seed_value, partitions=1, power_loss=True,
+                             early_kill_probability=0.0, segment_bytes=1 << 20,
+                             time_budget_s=30, store_options={"fsync": "always"}, **config)
     result = run_crashtest(tmp_path / "ct", config,
-                           workload="support.crash_workloads:rounds_of_several_batches")
+                           workload=f"support.crash_workloads:{workload}")
     print(result.summary())
     assert result.ok, rng.why(result.summary())
-    assert result.holes > 0 and result.acknowledged > 0, rng.why(result.summary())
+    return result
 
 
 @pytest.mark.slow
@@ -87,14 +95,8 @@ def test_power_loss_keeps_a_followers_durable_write_and_cuts_the_hole_before_it(
     from support.crash_workloads import FOLLOWERS_FIRST
 
     rng = Seeded()
-    config = CrashTestConfig(seed=rng.seed_value, cycles=16, threads=2, partitions=1,
-                             power_loss=True, early_kill_probability=0.0, sync_delay_ms=0,
-                             segment_bytes=1 << 20, time_budget_s=30,
-                             store_options={"fsync": "always"})
-    result = run_crashtest(tmp_path / "ct", config,
-                           workload="support.crash_workloads:followers_ending_first")
-    print(result.summary())
-    assert result.ok, rng.why(result.summary())
+    result = _power_cuts_in_one_partition(tmp_path, rng, "followers_ending_first",
+                                          cycles=16, threads=2, sync_delay_ms=0)
     firsts = tmp_path / "ct" / FOLLOWERS_FIRST
     assert firsts.exists() and firsts.read_text().count("first") >= 2, rng.why(result.summary())
     assert result.cut_before_durable > 0 and result.acknowledged > 0, rng.why(result.summary())
