@@ -79,6 +79,20 @@ impl<'py> Usual<'py> {
         }
     }
 
+    /// `write`, then `then()` (a wait), in one release of the GIL where no hook is set: a
+    /// follower's write and its wait for its predecessor, which would otherwise take the GIL
+    /// back between them only to let it go again.
+    pub fn write_then<T: Send>(&self, py: Python<'py>, data: &Bound<'py, PyBytes>,
+                               then: impl FnOnce() -> T + Send) -> (PyResult<usize>, T) {
+        if self.hook.is_some() {
+            let written = self.write(py, data);
+            return (written, py.detach(then));
+        }
+        let (fd, buf, at) = (self.fd, data.as_bytes(), self.at);
+        let (written, after) = py.detach(|| (raw_write(fd, buf, at), then()));
+        (written.map_err(crate::write::os_error), after)
+    }
+
     /// After the write (and, for a follower, once its predecessor moved them on): the
     /// segment's size and the log's next offset moved on (a short write or an error is the
     /// segment's `end_durable` to finish or raise, as `SegmentFile.append_durable` has it).
@@ -145,6 +159,16 @@ pub(crate) fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i6
 #[cfg(target_os = "linux")]
 fn write(py: Python<'_>, fd: i32, buf: &[u8], at: i64) -> std::io::Result<usize> {
     crate::write::write_dsync(py, fd, buf, at)
+}
+
+#[cfg(target_os = "linux")]
+fn raw_write(fd: i32, buf: &[u8], at: i64) -> std::io::Result<usize> {
+    crate::write::pwritev2_dsync(fd, buf, at)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn raw_write(_fd: i32, _buf: &[u8], _at: i64) -> std::io::Result<usize> {
+    Err(std::io::ErrorKind::Unsupported.into()) // (never called, as `write` below)
 }
 
 #[cfg(not(target_os = "linux"))]

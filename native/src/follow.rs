@@ -73,15 +73,18 @@ impl Baton {
     /// predecessor always passes: every way its commit ends (applied, a failed write, a
     /// failed apply) goes through the place that passes the baton (`lone`).
     pub fn wait(&self, py: Python<'_>) -> bool {
-        py.detach(|| {
-            let mut passed = self.passed.lock().unwrap_or_else(|e| e.into_inner());
-            loop {
-                if let Some(ok) = *passed {
-                    return ok;
-                }
-                passed = self.turn.wait(passed).unwrap_or_else(|e| e.into_inner());
+        py.detach(|| self.wait_released())
+    }
+
+    /// `wait`, for a caller that has released the GIL.
+    pub fn wait_released(&self) -> bool {
+        let mut passed = self.passed.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(ok) = *passed {
+                return ok;
             }
-        })
+            passed = self.turn.wait(passed).unwrap_or_else(|e| e.into_inner());
+        }
     }
 }
 

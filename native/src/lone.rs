@@ -282,7 +282,8 @@ struct Batch<'a, 'py> {
 /// Frame `batch` at the log's next offset (a follower: its predecessor's tail) and write it,
 /// durably under `fsync="always"`; its base offset. The usual write publishes its tail for a
 /// follower (`mine`) before it starts; a follower writes beside its predecessor when its batch
-/// fits the reserve there, and in every case, whatever happened to its own batch, waits for
+/// fits the reserve there (the write and the wait below in one release of the GIL), and in
+/// every case, whatever happened to its own batch, waits for
 /// its predecessor to pass the leadership before it moves the segment and the log on or
 /// reports a failure (which would otherwise give up a leadership that is not yet its own).
 #[allow(clippy::too_many_arguments)]
@@ -291,9 +292,19 @@ fn frame_and_write<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, Writer
                         batch: &Batch<'_, 'py>, follow: Option<&Follow>,
                         mine: &mut Option<Tail>) -> PyResult<i64> {
     let log = part.borrow().log.clone_ref(py).into_bound(py);
-    let begun = begin(py, refs, writer, part, lock, &log, batch, follow, mine);
+    let mut begun = begin(py, refs, writer, part, lock, &log, batch, follow, mine);
     if let Some(follow) = follow {
-        if !follow.baton.wait(py) {
+        // (a follower's usual write and its wait for its turn, in one release of the GIL)
+        let passed = match &mut begun {
+            Ok(Begun { data, early: Some((usual, written @ None)), .. }) => {
+                let (result, passed) = usual.write_then(py, data,
+                                                        || follow.baton.wait_released());
+                *written = Some(result);
+                passed
+            }
+            _ => follow.baton.wait(py),
+        };
+        if !passed {
             // (the predecessor poisoned the store before it passed: this raises its error)
             writer.call_method0(intern!(py, "check_usable"))?;
             return Err(PyRuntimeError::new_err("the commit before this one failed"));
@@ -301,23 +312,32 @@ fn frame_and_write<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, Writer
     }
     let Begun { base, after, data, early } = begun?;
     match early {
-        Some((usual, written)) => usual.settle(py, &data, written, after)?,
+        Some((usual, Some(written))) => usual.settle(py, &data, written, after)?,
+        Some((_, None)) => unreachable_write()?,
         None if writer.borrow().fsync_always => append_durable(py, &log, &data, after)?,
         None => drop(log.call_method1(intern!(py, "append"), (data, after))?),
     }
     Ok(base)
 }
 
-/// A batch framed (`begin`), with its usual write's outcome if it was written at once.
+/// (a usual write is made at once, or by a follower before it takes its turn: never left
+/// unmade past `frame_and_write`'s wait)
+fn unreachable_write() -> PyResult<()> {
+    Err(PyRuntimeError::new_err("a usual write was framed but never made"))
+}
+
+/// A batch framed (`begin`), with its usual write's outcome if it was written at once (None
+/// for a follower's, which writes as it waits for its turn).
 struct Begun<'py> {
     base: i64,
     after: i64,
     data: Bound<'py, PyBytes>,
-    early: Option<(Usual<'py>, PyResult<usize>)>,
+    early: Option<(Usual<'py>, Option<PyResult<usize>>)>,
 }
 
 /// `frame_and_write`'s steps before the wait for a predecessor: the frame, and the usual
-/// write where it applies, its tail published first.
+/// write where it applies (a follower's: left to be made with its wait), its tail published
+/// first.
 #[allow(clippy::too_many_arguments)]
 fn begin<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, WriterState>,
               part: &Bound<'py, PartitionState>, lock: &PartLock, log: &Bound<'py, PyAny>,
@@ -352,7 +372,7 @@ fn begin<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, WriterState>,
             part.borrow_mut().tail = Some(tail);
             *mine = Some(tail);
             lock.unlock()?;
-            let written = usual.write(py, &data);
+            let written = if follow.is_some() { None } else { Some(usual.write(py, &data)) };
             Some((usual, written))
         }
         None => None,

@@ -39,8 +39,14 @@ pub(crate) fn os_error(error: std::io::Error) -> PyErr {
 #[cfg(target_os = "linux")]
 pub(crate) fn write_dsync(py: Python<'_>, fd: i32, buf: &[u8], offset: i64)
                           -> std::io::Result<usize> {
+    py.detach(|| pwritev2_dsync(fd, buf, offset))
+}
+
+/// `write_dsync`'s system call, retried on EINTR, for a caller that has released the GIL.
+#[cfg(target_os = "linux")]
+pub(crate) fn pwritev2_dsync(fd: i32, buf: &[u8], offset: i64) -> std::io::Result<usize> {
     // (a slice of usize length fits the iovec; the kernel caps one write at 2 GiB anyway)
-    py.detach(|| loop {
+    loop {
         let iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
         // SAFETY: `iov` points at `buf`, borrowed for the whole call; the callers pass the
         // contents of a `bytes` object, which is immutable and kept alive by their reference
@@ -54,5 +60,5 @@ pub(crate) fn write_dsync(py: Python<'_>, fd: i32, buf: &[u8], offset: i64)
         if error.kind() != std::io::ErrorKind::Interrupted {
             return Err(error);
         }
-    })
+    }
 }

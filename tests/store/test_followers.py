@@ -95,6 +95,17 @@ class Committer(threading.Thread):
             self.returned.set()
 
 
+def held_first(store, g1: str, monkeypatch) -> tuple[HeldWrites, Committer]:
+    """Thread A commits ``g1`` and is held in its write (the hook installed): the hook and
+    A."""
+    held = HeldWrites("A")
+    held.install(monkeypatch)
+    a = Committer("A", store, g1, 10)
+    a.start()
+    assert held.entered.wait(10)
+    return held, a
+
+
 def held_then_behind(store, g1: str, g2: str, held: HeldWrites) -> tuple[Committer, Committer]:
     """Thread A commits ``g1`` and is held in its write; then thread B commits ``g2``."""
     a, b = Committer("A", store, g1, 10), Committer("B", store, g2, 20)
@@ -161,6 +172,43 @@ def test_a_commit_behind_a_lone_write_is_written_beside_it_and_acknowledged_afte
     with open_store(tmp_path) as again:
         assert store_state(again) == expected
         assert again.recovery_report.truncations == []
+
+
+def test_a_followers_native_write_is_durable_before_its_turn_and_acknowledged_after_it(
+        tmp_path, monkeypatch):
+    """With no hook in its way, a follower makes its system call and waits for its turn in
+    one release of the GIL: its batch is in the file, right behind the held one, while it is
+    neither acknowledged nor visible; A's release then lets both through."""
+    store, (g1, g2, _) = primed_store(tmp_path)
+    held, a = held_first(store, g1, monkeypatch)
+    # (B finds the native write in the hook's place: the combined write and wait)
+    monkeypatch.setattr(segment_mod, "_write_dsync", _native.pwrite_dsync)
+    b = Committer("B", store, g2, 20)
+    b.start()
+    (a_at, a_len) = held.of("A")[0]
+    seg = last_segment(tmp_path, store.partition_of(g1))
+    deadline = time.monotonic() + 10
+    while not _read(seg, a_at + a_len, 8).strip(b"\0"):
+        assert time.monotonic() < deadline, "B never wrote behind A"
+        time.sleep(0.005)
+    assert not b.returned.wait(0.3)
+    assert (offset_of(store, g1), offset_of(store, g2)) == (1, 1)
+    assert held.of("B") == []  # (its write was the native one)
+    held.gate.set()
+    for t in (a, b):
+        assert t.returned.wait(10) and t.error is None, t.error
+    assert (offset_of(store, g1), offset_of(store, g2)) == (10, 20)
+    expected = store_state(store)
+    store.close()
+    with open_store(tmp_path) as again:
+        assert store_state(again) == expected
+        assert again.recovery_report.truncations == []
+
+
+def _read(path: str, at: int, n: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(at)
+        return f.read(n)
 
 
 def test_a_third_commit_queues_behind_a_follower_and_lands_after_it(tmp_path, monkeypatch):
@@ -328,11 +376,7 @@ def test_a_commit_with_a_timeout_queues_instead_of_following_and_can_time_out(tm
     raises ``CommitTimeoutError`` while the write ahead of it is held, stays queued, and is
     applied once that write ends."""
     store, (g1, g2, _) = primed_store(tmp_path)
-    held = HeldWrites("A")
-    held.install(monkeypatch)
-    a = Committer("A", store, g1, 10)
-    a.start()
-    assert held.entered.wait(10)
+    held, a = held_first(store, g1, monkeypatch)
     with pytest.raises(CommitTimeoutError):
         store.commit_sync(g2, {TP("t", 0): 20}, timeout=0.2)
     assert len(held.writes) == 1  # (nothing written beside A's)
