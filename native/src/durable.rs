@@ -74,7 +74,10 @@ impl<'py> Usual<'py> {
     /// call; no borrow of either state is held meanwhile).
     pub fn write(&self, py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<usize> {
         match &self.hook {
-            None => write(py, self.fd, data.as_bytes(), self.at).map_err(crate::write::os_error),
+            None => {
+                let (fd, buf, at) = (self.fd, data.as_bytes(), self.at);
+                py.detach(|| raw_write(fd, buf, at)).map_err(crate::write::os_error)
+            }
             Some(hook) => hook.call1((self.fd, data, self.at)).and_then(|n| n.extract::<usize>()),
         }
     }
@@ -157,22 +160,12 @@ pub(crate) fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i6
 }
 
 #[cfg(target_os = "linux")]
-fn write(py: Python<'_>, fd: i32, buf: &[u8], at: i64) -> std::io::Result<usize> {
-    crate::write::write_dsync(py, fd, buf, at)
-}
-
-#[cfg(target_os = "linux")]
 fn raw_write(fd: i32, buf: &[u8], at: i64) -> std::io::Result<usize> {
     crate::write::pwritev2_dsync(fd, buf, at)
 }
 
 #[cfg(not(target_os = "linux"))]
 fn raw_write(_fd: i32, _buf: &[u8], _at: i64) -> std::io::Result<usize> {
-    Err(std::io::ErrorKind::Unsupported.into()) // (never called, as `write` below)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn write(_py: Python<'_>, _fd: i32, _buf: &[u8], _at: i64) -> std::io::Result<usize> {
     // (never called: without pwritev2 there is no pwrite_dsync, so no usual write)
     Err(std::io::ErrorKind::Unsupported.into())
 }

@@ -292,52 +292,41 @@ fn frame_and_write<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, Writer
                         batch: &Batch<'_, 'py>, follow: Option<&Follow>,
                         mine: &mut Option<Tail>) -> PyResult<i64> {
     let log = part.borrow().log.clone_ref(py).into_bound(py);
-    let mut begun = begin(py, refs, writer, part, lock, &log, batch, follow, mine);
-    if let Some(follow) = follow {
-        // (a follower's usual write and its wait for its turn, in one release of the GIL)
-        let passed = match &mut begun {
-            Ok(Begun { data, early: Some((usual, written @ None)), .. }) => {
-                let (result, passed) = usual.write_then(py, data,
-                                                        || follow.baton.wait_released());
-                *written = Some(result);
-                passed
-            }
-            _ => follow.baton.wait(py),
-        };
-        if !passed {
-            // (the predecessor poisoned the store before it passed: this raises its error)
-            writer.call_method0(intern!(py, "check_usable"))?;
-            return Err(PyRuntimeError::new_err("the commit before this one failed"));
+    let begun = begin(py, refs, writer, part, lock, &log, batch, follow, mine);
+    // The usual write where it applies, and a follower's wait for its turn (whatever became
+    // of its own batch), in one release of the GIL.
+    let wait = || follow.is_none_or(|f| f.baton.wait_released());
+    let (written, passed) = match &begun {
+        Ok(Begun { data, usual: Some(usual), .. }) => {
+            let (written, passed) = usual.write_then(py, data, wait);
+            (Some(written), passed)
         }
+        _ => (None, follow.is_none_or(|f| f.baton.wait(py))),
+    };
+    if !passed {
+        // (the predecessor poisoned the store before it passed: this raises its error)
+        writer.call_method0(intern!(py, "check_usable"))?;
+        return Err(PyRuntimeError::new_err("the commit before this one failed"));
     }
-    let Begun { base, after, data, early } = begun?;
-    match early {
-        Some((usual, Some(written))) => usual.settle(py, &data, written, after)?,
-        Some((_, None)) => unreachable_write()?,
+    let Begun { base, after, data, usual } = begun?;
+    match usual.zip(written) {
+        Some((usual, written)) => usual.settle(py, &data, written, after)?,
         None if writer.borrow().fsync_always => append_durable(py, &log, &data, after)?,
         None => drop(log.call_method1(intern!(py, "append"), (data, after))?),
     }
     Ok(base)
 }
 
-/// (a usual write is made at once, or by a follower before it takes its turn: never left
-/// unmade past `frame_and_write`'s wait)
-fn unreachable_write() -> PyResult<()> {
-    Err(PyRuntimeError::new_err("a usual write was framed but never made"))
-}
-
-/// A batch framed (`begin`), with its usual write's outcome if it was written at once (None
-/// for a follower's, which writes as it waits for its turn).
+/// A batch framed (`begin`), and its usual write if one applies.
 struct Begun<'py> {
     base: i64,
     after: i64,
     data: Bound<'py, PyBytes>,
-    early: Option<(Usual<'py>, Option<PyResult<usize>>)>,
+    usual: Option<Usual<'py>>,
 }
 
-/// `frame_and_write`'s steps before the wait for a predecessor: the frame, and the usual
-/// write where it applies (a follower's: left to be made with its wait), its tail published
-/// first.
+/// `frame_and_write`'s steps before the write: the frame, and the usual write's state where
+/// it applies, its tail published for a follower.
 #[allow(clippy::too_many_arguments)]
 fn begin<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, WriterState>,
               part: &Bound<'py, PartitionState>, lock: &PartLock, log: &Bound<'py, PyAny>,
@@ -365,19 +354,14 @@ fn begin<'py>(py: Python<'py>, refs: &Refs, writer: &Bound<'py, WriterState>,
     } else {
         None
     };
-    let early = match usual {
-        Some(usual) => {
-            let tail = Tail { after, end: usual.at + data.as_bytes().len() as i64 };
-            lock.lock_quietly(py);
-            part.borrow_mut().tail = Some(tail);
-            *mine = Some(tail);
-            lock.unlock()?;
-            let written = if follow.is_some() { None } else { Some(usual.write(py, &data)) };
-            Some((usual, written))
-        }
-        None => None,
-    };
-    Ok(Begun { base, after, data, early })
+    if let Some(usual) = &usual {
+        let tail = Tail { after, end: usual.at + data.as_bytes().len() as i64 };
+        lock.lock_quietly(py);
+        part.borrow_mut().tail = Some(tail);
+        *mine = Some(tail);
+        lock.unlock()?;
+    }
+    Ok(Begun { base, after, data, usual })
 }
 
 /// What a commit found in its first lock hold (`decide`).
