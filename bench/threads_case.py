@@ -59,33 +59,33 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
         for r in range(s["thread_reps"]):
             order = keys if (n + r) % 2 else keys[::-1]  # interleaved, alternating
             for key in order:
-                kw["cpu"] = window = {}
+                window: dict = {}
+                wkw = {**kw, "cpu": window}  # (the window's CPU, common.window_cpu)
                 with case_dir(data_dir, f"threads-{key}-{n}") as d:
                     if key in ("many", "one", "many-batch", "many-apart"):
                         v = cases.commit_sync_threads(
                             os.path.join(d, "store"), n, one_group=key == "one",
                             many_groups=key != "one", batch=key == "many-batch",
-                            groups=apart_groups(n) if key == "many-apart" else None, **kw)
+                            groups=apart_groups(n) if key == "many-apart" else None, **wkw)
                     elif key == "lock":
                         v = baselines.lock_fsync_threads(os.path.join(d, "lock.log"), n,
-                                                         data, **kw)
+                                                         data, **wkw)
                     elif key in ("own", "own-batch"):
                         v = baselines.own_file_dsync_threads(d, n, data,
-                                                             batch=key == "own-batch", **kw)
+                                                             batch=key == "own-batch", **wkw)
                     elif key == "ownnat":
-                        v = baselines.own_file_native_threads(d, n, **kw)
+                        v = baselines.own_file_native_threads(d, n, **wkw)
                     elif key in ("ownpy", "ownpy5"):
                         v = baselines.own_file_python_threads(
-                            d, n, spin_us=5.0 if key == "ownpy5" else 0.0, **kw)
+                            d, n, spin_us=5.0 if key == "ownpy5" else 0.0, **wkw)
                     else:
                         v = baselines.sqlite_threads(os.path.join(d, "offsets.db"), n,
-                                                     many_groups=True, **kw)
+                                                     many_groups=True, **wkw)
                 runs[key].setdefault(n, []).append(v)
                 cpu.setdefault((key, n), []).append(window)
         for key in names:
             results[key].append(median(runs[key][n]) if n in runs[key] else None)
         log(f"threads={n}: " + ", ".join(f"{k} {results[k][-1]:,.0f}/s" for k in keys))
-    del kw["cpu"]
     series = {"threads": threads, "commits_per_s": {names[k]: results[k] for k in names}}
     raw = {"threads": threads, "commits_per_s": results,
            "runs": {k: {str(n): v for n, v in r.items()} for k, r in runs.items()},

@@ -143,7 +143,7 @@ def _install_sync_log(path: str, delay_ms: float) -> None:
             time.sleep(delay_ms / 1000.0)  # widen the window where unsynced bytes exist
         real(sync_fd)
         size = os.lseek(sync_fd, 0, os.SEEK_CUR)  # the end of the data (the file is preallocated)
-        log_synced(sync_fd, size)
+        log_synced(sync_fd, "SYNC", size)
 
     def logged_write_dsync(sync_fd: int, data, offset: int) -> int:
         if delay_ms:
@@ -156,13 +156,12 @@ def _install_sync_log(path: str, delay_ms: float) -> None:
         # what it wrote is durable (a short count included), and only that: the bytes before
         # it may be a write still in flight (a follower's write can end before its
         # predecessor's)
-        target = os.readlink(f"/proc/self/fd/{sync_fd}")
-        os.write(fd, f"DSYNC {target} {offset} {offset + n}\n".encode())
+        log_synced(sync_fd, "DSYNC", offset, offset + n)
         return n
 
-    def log_synced(sync_fd: int, size: int) -> None:
+    def log_synced(sync_fd: int, kind: str, *span: int) -> None:
         target = os.readlink(f"/proc/self/fd/{sync_fd}")
-        os.write(fd, f"SYNC {target} {size}\n".encode())
+        os.write(fd, " ".join([kind, target, *map(str, span)]).encode() + b"\n")
 
     segment._sync = logged_sync
     if real_dsync is not None:

@@ -94,7 +94,16 @@ def durable_ranges(prefix: int, ranges: list[tuple[int, int]], size: int
             kept[-1] = (kept[-1][0], max(kept[-1][1], end))
         elif start < end:
             kept.append((start, end))
-    return min(prefix, size), [(s, e) for s, e in kept if s > prefix]
+    # (sorted by start, so once a range is kept past the prefix none after it reaches it)
+    return min(prefix, size), kept
+
+
+def unsynced_gaps(durable: int, kept: Sequence[tuple[int, int]], end: int
+                  ) -> list[tuple[int, int]]:
+    """The unsynced ranges ``[start, end)`` of a segment's bytes before ``end``: between the
+    durable size and the ``kept`` ranges, and after the last of them."""
+    return [(s, e) for s, e in zip([durable] + [e for _, e in kept],
+                                   [s for s, _ in kept] + [end]) if s < e]
 
 
 def cut(path: str, durable: int, size: int, rng: random.Random,
@@ -111,8 +120,7 @@ def cut(path: str, durable: int, size: int, rng: random.Random,
     ``TRUNCATED``. A cut before a ``kept`` range is always a hole that ends before it
     (``HOLE_BEFORE_DURABLE``): durable bytes are never lost.
     """
-    gaps = [(s, e) for s, e in zip([durable] + [e for _, e in kept],
-                                   [s for s, _ in kept] + [size]) if s < e]
+    gaps = unsynced_gaps(durable, kept, size)
     at = rng.randint(0, sum(e - s for s, e in gaps) - 1)
     for start, end in gaps:  # the chosen unsynced byte's place, in the gaps' order
         if at < end - start:

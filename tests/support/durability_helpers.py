@@ -17,7 +17,7 @@ from typing import Iterable
 
 from offsetlog import OffsetAndMetadata, OffsetStore, TopicPartition
 from offsetlog.log import naming, segment
-from offsetlog.recovery.crashtest.power_cut import durable_ranges
+from offsetlog.recovery.crashtest.power_cut import durable_ranges, unsynced_gaps
 from offsetlog.recovery.tools.inspect import data_size
 from support.stores import ManualClock, open_log_store  # noqa: F401 - the suites import them from here
 
@@ -225,14 +225,13 @@ class SyncTracker:
             prefix, kept = durable_ranges(self.durable.get(path, 0),
                                           self.ranges.get(path, []), size)
             keep = kept[-1][1] if kept else prefix
+            if keep < size or kept:
+                cut[path] = (size, keep)
             if keep < size:
                 os.truncate(path, keep)
-                cut[path] = (size, keep)
             if kept:  # (durable batches past unsynced bytes: holes before them)
-                cut[path] = (size, keep)
                 with open(path, "r+b") as f:
-                    for start, end in zip([prefix] + [e for _, e in kept[:-1]],
-                                          [s for s, _ in kept]):
+                    for start, end in unsynced_gaps(prefix, kept, keep):
                         f.seek(start)
                         f.write(bytes(end - start))
         return cut
