@@ -113,38 +113,44 @@ def lock_fsync_threads(path: str, n: int, data: bytes, **window) -> float:
 OWN_FILE_BYTES = 8 << 20
 
 
-def own_file_dsync_threads(directory: str, n: int, data: bytes, **window) -> float:
+def own_file_dsync_threads(directory: str, n: int, data: bytes, *,
+                           files: Callable[[int], int] | None = None, **window) -> float:
     """Commits/s of ``n`` threads that each write ``data`` to a preallocated file of their own
     with one ``pwritev(..., RWF_DSYNC)`` per commit (issue 16): what the disk allows when no
     two committers share anything. No lock, no framing, no table.
 
     Each file is ``posix_fallocate``d as the engine's active segment is (writes land in
     reserved, never-written space, as the engine's do); a thread that reaches its end wraps
-    around to the start.
+    around to the start. ``files``: see ``_Files`` (threads that share a file, as the
+    case's groups that share a log partition do).
     """
     dsync = getattr(os, "RWF_DSYNC", None)
     size = len(data)
+    opened = _Files(directory, n, files)
 
     def make_op(i: int):
-        fd = _own_file(directory, i)
-        state = [0]
+        fd, place, lock = opened.of[i]
         pwritev, buffers, limit = os.pwritev, [data], OWN_FILE_BYTES - size
+        take = None if lock is None else _taker(place, lock, limit)
 
-        if dsync is None:  # no pwritev2 here: write + fdatasync, as the engine falls back
-            def op() -> None:
-                pos = state[0]
+        def op() -> None:
+            if take is None:
+                pos = place[0]
+                place[0] = pos + size if pos < limit else 0
+            else:
+                pos = take(size)
+            if dsync is None:  # no pwritev2 here: write + fdatasync, as the engine falls back
                 os.pwrite(fd, data, pos)
                 os.fdatasync(fd)
-                state[0] = pos + size if pos < limit else 0
-        else:
-            def op() -> None:
-                pos = state[0]
+            else:
                 pwritev(fd, buffers, pos, dsync)
-                state[0] = pos + size if pos < limit else 0
 
-        return op, lambda: os.close(fd)
+        return op, lambda: None
 
-    calls, ns = run_threads(n, make_op, **window)
+    try:
+        calls, ns = run_threads(n, make_op, **window)
+    finally:
+        opened.close()
     return calls / (ns / 1e9)
 
 
@@ -155,12 +161,46 @@ def _own_file(directory: str, i: int) -> int:
     return fd
 
 
+class _Files:
+    """The files ``n`` threads write: one each, unless ``files`` (thread -> file number) gives
+    one to several. Threads that share a file append to it side by side, each taking its
+    write position under the file's lock and writing outside it, as the engine's commits in
+    one log partition do (a commit that finds another writing follows it: its write beside
+    the first). Opened and preallocated before the threads start; ``close`` closes them."""
+
+    def __init__(self, directory: str, n: int, files: Callable[[int], int] | None) -> None:
+        numbers = [files(i) if files is not None else i for i in range(n)]
+        by_number: dict[int, tuple[int, list[int], threading.Lock | None]] = {}
+        for k in numbers:
+            if k not in by_number:
+                shared = threading.Lock() if numbers.count(k) > 1 else None
+                by_number[k] = (_own_file(directory, k), [0], shared)
+        #: thread i's ``(descriptor, [next write position], lock or None: its own file)``
+        self.of = [by_number[k] for k in numbers]
+        self._fds = [fd for fd, _, _ in by_number.values()]
+
+    def close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+
+
+def _taker(place: list[int], lock: threading.Lock, limit: int) -> Callable[[int], int]:
+    """For a shared file (``_Files``): take the next ``size`` bytes' position under ``lock``
+    (wrapping around past ``limit`` as a thread's own file does)."""
+    def take(size: int) -> int:
+        with lock:
+            pos = place[0]
+            place[0] = pos + size if pos < limit else 0
+            return pos
+    return take
+
+
 def own_file_python_threads(directory: str, n: int, *, spin_us: float = 0.0,
-                            **window) -> float:
+                            files: Callable[[int], int] | None = None, **window) -> float:
     """``own_file_dsync_threads`` with the least Python a commit can cost before its write:
     thread k's record (group-k, partition k % 8, as the engine's many-groups case) packed
     with msgpack, CRC'd and framed as the lean pipeline does, and put in a dict all threads
-    share; then ``spin_us`` more microseconds of plain bytecode.
+    share; then ``spin_us`` more microseconds of plain bytecode. ``files``: see ``_Files``.
 
     What it shows: how much of the disk's headroom survives once each commit holds the GIL
     for a few microseconds. The engine's commit holds it for ~6.5 us when hot (one thread,
@@ -169,34 +209,42 @@ def own_file_python_threads(directory: str, n: int, *, spin_us: float = 0.0,
     spins = _spins_for(spin_us)
     table: dict = {}
     dsync = getattr(os, "RWF_DSYNC", None)
+    opened = _Files(directory, n, files)
 
     def make_op(i: int):
-        fd = _own_file(directory, i)
+        fd, place, lock = opened.of[i]
         pack = msgpack.Packer(use_bin_type=True).pack
         header, crc32 = LeanWriter.HEADER.pack, zlib.crc32
         key = (many_group(i), TOPIC, many_partition(i))
-        state = [0, FIRST_OFFSET]
+        state = [FIRST_OFFSET]
         limit = OWN_FILE_BYTES - 256
+        take = None if lock is None else _taker(place, lock, limit)
 
         def op() -> None:
-            value = (state[1], "", None, now_ms(), None)
+            value = (state[0], "", None, now_ms(), None)
             payload = pack((key, value))
             frame = header(len(payload), crc32(payload)) + payload
             for _ in range(spins):
                 pass
-            pos = state[0]
+            if take is None:
+                pos = place[0]
+                place[0] = pos + len(frame) if pos < limit else 0
+            else:
+                pos = take(len(frame))
             if dsync is None:
                 os.pwrite(fd, frame, pos)
                 os.fdatasync(fd)
             else:
                 os.pwritev(fd, [frame], pos, dsync)
             table[key] = value
-            state[0] = pos + len(frame) if pos < limit else 0
-            state[1] += 1
+            state[0] += 1
 
-        return op, lambda: os.close(fd)
+        return op, lambda: None
 
-    calls, ns = run_threads(n, make_op, **window)
+    try:
+        calls, ns = run_threads(n, make_op, **window)
+    finally:
+        opened.close()
     return calls / (ns / 1e9)
 
 

@@ -3,7 +3,8 @@
 ``pwritev(RWF_DSYNC)`` each commit), a lock around write + fsync, and sqlite3; and, for
 information, what the GIL costs those own-file threads once each commit runs some Python
 first, what the case's groups cost by sharing log partitions (32 groups on 32 of them
-against ``group-k``'s 30), and what 32 threads of the engine and of the own-file loop do
+against ``group-k``'s 30, and the baselines' threads sharing files as those groups share
+log partitions), and what 32 threads of the engine and of the own-file loop do
 with their threads under ``SCHED_BATCH`` (the policy ``offsetlog serve`` gives its
 connection threads: a woken thread does not preempt the GIL's holder).
 """
@@ -16,7 +17,13 @@ from typing import Callable
 from offsetlog.bench import baselines, cases
 from offsetlog.bench.common import case_dir, median
 from offsetlog.bench.report import HIGHER, LOWER, Row
-from offsetlog.bench.workload import apart_groups, framed_commit, many_group, many_partition
+from offsetlog.bench.workload import (
+    apart_groups,
+    framed_commit,
+    many_group,
+    many_log_partition,
+    many_partition,
+)
 
 #: issue 25's goals for this case (ratio offsetlog / baseline, all >=)
 THREAD_TARGETS = {("lock", 32): 5.5, ("own", 8): 0.8, ("own", 32): 0.7, ("ownpy", 32): 1.0,
@@ -44,7 +51,11 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
                            "partition of its own",
              "many-batch": "offsetlog commit_sync, group per thread, threads under SCHED_BATCH",
              "own-batch": "threads: own file each, one pwritev(RWF_DSYNC) per commit, "
-                          "threads under SCHED_BATCH"}
+                          "threads under SCHED_BATCH",
+             "own-case": "threads: one pwritev(RWF_DSYNC) per commit, to the file of their "
+                         "group's log partition (two pairs share one, as the case's groups)",
+             "ownpy-case": "threads: a lean commit's Python before each write, to the file of "
+                           "their group's log partition (two pairs share one)"}
     results: dict[str, list[float | None]] = {k: [] for k in names}
     runs: dict[str, dict[int, list[float]]] = {k: {} for k in names}
     #: (key, threads) -> each window's CPU per commit (common.window_cpu)
@@ -54,8 +65,9 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
     for n in threads:
         # one thread: the engine and its two disk baselines only (information)
         keys = [k for k in names if n > 1 or k in ("many", "lock", "own")]
-        # (the scheduling policy's pair and the groups apart: at 32 threads only)
-        keys = [k for k in keys if n == 32 or not k.endswith(("-batch", "-apart"))]
+        # (the scheduling policy's pair, the groups apart and the files shared as the case's
+        # groups share log partitions: at 32 threads only)
+        keys = [k for k in keys if n == 32 or not k.endswith(("-batch", "-apart", "-case"))]
         for r in range(s["thread_reps"]):
             order = keys if (n + r) % 2 else keys[::-1]  # interleaved, alternating
             for key in order:
@@ -70,14 +82,16 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
                     elif key == "lock":
                         v = baselines.lock_fsync_threads(os.path.join(d, "lock.log"), n,
                                                          data, **wkw)
-                    elif key in ("own", "own-batch"):
-                        v = baselines.own_file_dsync_threads(d, n, data,
-                                                             batch=key == "own-batch", **wkw)
+                    elif key in ("own", "own-batch", "own-case"):
+                        v = baselines.own_file_dsync_threads(
+                            d, n, data, batch=key == "own-batch",
+                            files=many_log_partition if key == "own-case" else None, **wkw)
                     elif key == "ownnat":
                         v = baselines.own_file_native_threads(d, n, **wkw)
-                    elif key in ("ownpy", "ownpy5"):
+                    elif key in ("ownpy", "ownpy5", "ownpy-case"):
                         v = baselines.own_file_python_threads(
-                            d, n, spin_us=5.0 if key == "ownpy5" else 0.0, **wkw)
+                            d, n, spin_us=5.0 if key == "ownpy5" else 0.0,
+                            files=many_log_partition if key == "ownpy-case" else None, **wkw)
                     else:
                         v = baselines.sqlite_threads(os.path.join(d, "offsets.db"), n,
                                                      many_groups=True, **wkw)
@@ -151,6 +165,17 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
                     "32 threads, own file each, one DSYNC write per commit",
                     at["many-apart"][32], at["own"][32], "commits/s", HIGHER,
                     note=spread("many-apart", "own", 32)))
+    # The same sharing in the baselines: pairs of threads appending to one file side by side.
+    rows.append(Row("many groups, 32 threads, commit_sync (info)",
+                    "32 threads, a lean commit's Python, each writing to its group's log "
+                    "partition's file (two pairs share one, as in the case)",
+                    at["many"][32], at["ownpy-case"][32], "commits/s", HIGHER,
+                    note=spread("many", "ownpy-case", 32)))
+    rows.append(Row("32 threads, one DSYNC write per commit, each to its group's log "
+                    "partition's file (info: what the case's sharing costs the disk)",
+                    "32 threads, own file each, one DSYNC write per commit",
+                    at["own-case"][32], at["own"][32], "commits/s", HIGHER,
+                    note=spread("own-case", "own", 32)))
     rows.append(Row("many groups, 32 threads, commit_sync, threads under SCHED_BATCH (info)",
                     "32 threads, own file each, one DSYNC write per commit, under SCHED_BATCH",
                     at["many-batch"][32], at["own-batch"][32], "commits/s", HIGHER,

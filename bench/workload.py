@@ -72,6 +72,13 @@ def apart_groups(n: int, partitions: int = DEFAULT_PARTITIONS) -> list[str]:
     return groups
 
 
+def many_log_partition(thread: int, partitions: int = DEFAULT_PARTITIONS) -> int:
+    """The log partition of thread ``thread``'s group in the many-groups case (``group-k``'s
+    home): the own-file baselines give threads this file number to share files as the case's
+    groups share log partitions."""
+    return partition_for(many_group(thread), partitions)
+
+
 def many_partition(thread: int) -> int:
     """The one topic partition thread ``thread`` commits in the many-groups case: ``k % 8``."""
     return thread % 8

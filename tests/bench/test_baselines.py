@@ -36,6 +36,31 @@ def test_own_file_python_threads_writes_each_threads_records(tmp_path):
         assert [value[0] for _, value in records] == list(range(FIRST_OFFSET, FIRST_OFFSET + 7))
 
 
+def test_threads_given_one_file_append_their_records_to_it_side_by_side(tmp_path):
+    """``files`` gives two threads one file (as the case's groups that share a log
+    partition): each frame lands whole, none over another, each thread's in its order, and
+    a thread alone in its file writes there as before."""
+    from offsetlog.bench.baselines import own_file_dsync_threads
+
+    files = {0: 0, 1: 0, 2: 5}.__getitem__
+    (tmp_path / "py").mkdir()
+    (tmp_path / "raw").mkdir()
+    own_file_python_threads(str(tmp_path / "py"), 3, files=files, calls_per_thread=50)
+    shared = _frames(os.path.join(tmp_path, "py", "own-0.log"))
+    assert len(shared) == 100
+    for i in (0, 1):
+        mine = [value[0] for key, value in shared if key[0] == many_group(i)]
+        assert mine == list(range(FIRST_OFFSET, FIRST_OFFSET + 50))
+    alone = _frames(os.path.join(tmp_path, "py", "own-5.log"))
+    assert [key for key, _ in alone] == [(many_group(2), TOPIC, many_partition(2))] * 50
+
+    data = bytes(range(1, 95))
+    own_file_dsync_threads(str(tmp_path / "raw"), 3, data, files=files, calls_per_thread=50)
+    with open(os.path.join(tmp_path, "raw", "own-0.log"), "rb") as f:
+        written = f.read(101 * len(data))
+    assert written == data * 100 + bytes(len(data))
+
+
 def test_own_file_native_threads_writes_each_threads_batches(tmp_path):
     """The native floor writes real batches of the engine's format, one commit each, read
     back by the engine's reader, with the offsets each thread committed in order."""
