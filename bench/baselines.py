@@ -2,7 +2,8 @@
 
 Each is what the project's issues name, written plainly and fairly (no deliberately slow
 code): the bare ``write`` + ``fsync`` loop, threads that ``write`` + ``fsync`` under one lock,
-threads that each write their own file with one ``RWF_DSYNC`` write per commit, sqlite3 in WAL
+threads that each write their own file with one ``RWF_DSYNC`` write per commit (or share files
+as the engine's groups share log partitions), sqlite3 in WAL
 mode with ``synchronous=FULL``, the same threads with the native core's pieces of a commit
 around each write (the floor of a wholly native commit path), issue 16's lean pipeline (pack + CRC + frame per record, dict,
 1 000-record chunks to a writer thread) and lean replay loop, a bare replay loop over the

@@ -153,37 +153,29 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
                 f"{n} threads, own file each, one DSYNC write per commit", at[key][n],
                 at["own"][n], "commits/s", HIGHER,
                 note=spread(key, "own", n) if n == 32 else ""))
-    # Two pairs of the case's 32 groups share a log partition (30 logs for 32 threads):
-    # each pair's commits take turns on one file, where the baselines have a file per thread.
-    rows.append(Row("many groups, 32 threads, commit_sync, each group in a log partition of "
-                    "its own (info)",
-                    "the case's groups (group-k: 30 log partitions for 32 threads)",
-                    at["many-apart"][32], at["many"][32], "commits/s", HIGHER,
-                    note=spread("many-apart", "many", 32)))
-    rows.append(Row("many groups, 32 threads, commit_sync, each group in a log partition of "
-                    "its own (info)",
-                    "32 threads, own file each, one DSYNC write per commit",
-                    at["many-apart"][32], at["own"][32], "commits/s", HIGHER,
-                    note=spread("many-apart", "own", 32)))
-    # The same sharing in the baselines: pairs of threads appending to one file side by side.
-    rows.append(Row("many groups, 32 threads, commit_sync (info)",
-                    "32 threads, a lean commit's Python, each writing to its group's log "
-                    "partition's file (two pairs share one, as in the case)",
-                    at["many"][32], at["ownpy-case"][32], "commits/s", HIGHER,
-                    note=spread("many", "ownpy-case", 32)))
-    rows.append(Row("32 threads, one DSYNC write per commit, each to its group's log "
-                    "partition's file (info: what the case's sharing costs the disk)",
-                    "32 threads, own file each, one DSYNC write per commit",
-                    at["own-case"][32], at["own"][32], "commits/s", HIGHER,
-                    note=spread("own-case", "own", 32)))
-    rows.append(Row("many groups, 32 threads, commit_sync, threads under SCHED_BATCH (info)",
-                    "32 threads, own file each, one DSYNC write per commit, under SCHED_BATCH",
-                    at["many-batch"][32], at["own-batch"][32], "commits/s", HIGHER,
-                    note=spread("many-batch", "own-batch", 32)))
-    rows.append(Row("many groups, 32 threads, commit_sync, threads under SCHED_BATCH (info)",
-                    "the same threads under the default policy", at["many-batch"][32],
-                    at["many"][32], "commits/s", HIGHER,
-                    note=spread("many-batch", "many", 32)))
+    def at_32(name: str, baseline: str, key: str, base: str) -> Row:
+        """An information row at 32 threads: ``key``'s commits/s against ``base``'s."""
+        return Row(name, baseline, at[key][32], at[base][32], "commits/s", HIGHER,
+                   note=spread(key, base, 32))
+
+    own_32 = "32 threads, own file each, one DSYNC write per commit"
+    apart = "many groups, 32 threads, commit_sync, each group in a log partition of its own (info)"
+    batch = "many groups, 32 threads, commit_sync, threads under SCHED_BATCH (info)"
+    rows += [
+        # Two pairs of the case's 32 groups share a log partition (30 logs for 32 threads):
+        # each pair's commits take turns on one file, where the baselines have a file per
+        # thread; then the same sharing in the baselines (pairs appending to one file).
+        at_32(apart, "the case's groups (group-k: 30 log partitions for 32 threads)",
+              "many-apart", "many"),
+        at_32(apart, own_32, "many-apart", "own"),
+        at_32("many groups, 32 threads, commit_sync (info)",
+              "32 threads, a lean commit's Python, each writing to its group's log partition's "
+              "file (two pairs share one, as in the case)", "many", "ownpy-case"),
+        at_32("32 threads, one DSYNC write per commit, each to its group's log partition's "
+              "file (info: what the case's sharing costs the disk)", own_32, "own-case", "own"),
+        at_32(batch, own_32 + ", under SCHED_BATCH", "many-batch", "own-batch"),
+        at_32(batch, "the same threads under the default policy", "many-batch", "many"),
+    ]
     rows += cpu_rows(cpu)
     return rows, raw, series
 
