@@ -73,13 +73,7 @@ impl<'py> Usual<'py> {
     /// The write itself: its bytes written, or its error (the GIL released for the system
     /// call; no borrow of either state is held meanwhile).
     pub fn write(&self, py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<usize> {
-        match &self.hook {
-            None => {
-                let (fd, buf, at) = (self.fd, data.as_bytes(), self.at);
-                py.detach(|| raw_write(fd, buf, at)).map_err(crate::write::os_error)
-            }
-            Some(hook) => hook.call1((self.fd, data, self.at)).and_then(|n| n.extract::<usize>()),
-        }
+        self.write_then(py, data, || ()).0
     }
 
     /// `write`, then `then()` (a wait), in one release of the GIL where no hook is set: a
@@ -87,13 +81,18 @@ impl<'py> Usual<'py> {
     /// back between them only to let it go again.
     pub fn write_then<T: Send>(&self, py: Python<'py>, data: &Bound<'py, PyBytes>,
                                then: impl FnOnce() -> T + Send) -> (PyResult<usize>, T) {
-        if self.hook.is_some() {
-            let written = self.write(py, data);
-            return (written, py.detach(then));
+        match &self.hook {
+            None => {
+                let (fd, buf, at) = (self.fd, data.as_bytes(), self.at);
+                let (written, after) = py.detach(|| (raw_write(fd, buf, at), then()));
+                (written.map_err(crate::write::os_error), after)
+            }
+            Some(hook) => {
+                let written = hook.call1((self.fd, data, self.at))
+                    .and_then(|n| n.extract::<usize>());
+                (written, py.detach(then))
+            }
         }
-        let (fd, buf, at) = (self.fd, data.as_bytes(), self.at);
-        let (written, after) = py.detach(|| (raw_write(fd, buf, at), then()));
-        (written.map_err(crate::write::os_error), after)
     }
 
     /// After the write (and, for a follower, once its predecessor moved them on): the

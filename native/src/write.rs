@@ -21,7 +21,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyfunction]
 pub fn pwrite_dsync(py: Python<'_>, fd: i32, data: &Bound<'_, PyBytes>, offset: i64)
                     -> PyResult<usize> {
-    write_dsync(py, fd, data.as_bytes(), offset).map_err(os_error)
+    let buf = data.as_bytes();
+    py.detach(|| pwritev2_dsync(fd, buf, offset)).map_err(os_error)
 }
 
 /// The `OSError` Python's own `os` functions raise for `error`: `errno` and `strerror` set
@@ -35,14 +36,8 @@ pub(crate) fn os_error(error: std::io::Error) -> PyErr {
     pyo3::exceptions::PyOSError::new_err((code, strerror))
 }
 
-/// `pwrite_dsync`'s system call, for the callers in this crate (`lone`).
-#[cfg(target_os = "linux")]
-pub(crate) fn write_dsync(py: Python<'_>, fd: i32, buf: &[u8], offset: i64)
-                          -> std::io::Result<usize> {
-    py.detach(|| pwritev2_dsync(fd, buf, offset))
-}
-
-/// `write_dsync`'s system call, retried on EINTR, for a caller that has released the GIL.
+/// `pwrite_dsync`'s system call, retried on EINTR, for a caller that has released the GIL
+/// (`pwrite_dsync`, and the usual write in `durable`).
 #[cfg(target_os = "linux")]
 pub(crate) fn pwritev2_dsync(fd: i32, buf: &[u8], offset: i64) -> std::io::Result<usize> {
     // (a slice of usize length fits the iovec; the kernel caps one write at 2 GiB anyway)
