@@ -84,16 +84,18 @@ def member_commit_op(store: OffsetStore, group: str = MEMBER_GROUP
 # -- 2. throughput: N threads ------------------------------------------------------------------
 
 def commit_sync_threads(path: str, n: int, *, one_group: bool, many_groups: bool = False,
-                        groups: list[str] | None = None, **window) -> float:
+                        groups: list[str] | None = None, partitions: int | None = None,
+                        **window) -> float:
     """Commits/s of ``n`` threads calling ``commit_sync`` on one store.
 
     Each thread commits its own partitions (one offset per call, in turn), either all of one
     group (one log partition, the consumers of one group) or each of its own group;
     ``many_groups`` is issue 16's shape: thread k commits group ``group-k``, partition
     ``k % 8``; ``groups`` (with ``many_groups``) names thread k's group instead of
-    ``group-k``. ``window``: see ``run_threads``.
+    ``group-k``. ``partitions``: the store's log partitions (default: the store's, 50).
+    ``window``: see ``run_threads``.
     """
-    store = open_store(path)
+    store = open_store(path) if partitions is None else open_store(path, partitions=partitions)
     try:
         def make_op(i: int):
             if many_groups:

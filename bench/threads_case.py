@@ -4,7 +4,9 @@
 information, what the GIL costs those own-file threads once each commit runs some Python
 first, what the case's groups cost by sharing log partitions (32 groups on 32 of them
 against ``group-k``'s 30, and the baselines' threads sharing files as those groups share
-log partitions), and what 32 threads of the engine and of the own-file loop do
+log partitions), what the case's groups do in a store of one log partition (their commits
+then share rounds: one write, one sync for many groups), and what 32 threads of the engine
+and of the own-file loop do
 with their threads under ``SCHED_BATCH`` (the policy ``offsetlog serve`` gives its
 connection threads: a woken thread does not preempt the GIL's holder).
 """
@@ -49,6 +51,8 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
              "sqlite": "sqlite3 WAL FULL, connection per thread (group-k, partition k % 8)",
              "many-apart": "offsetlog commit_sync, group per thread, each group in a log "
                            "partition of its own",
+             "many-one-log": "offsetlog commit_sync, group per thread, a store of one log "
+                             "partition (the groups' commits share rounds)",
              "many-batch": "offsetlog commit_sync, group per thread, threads under SCHED_BATCH",
              "own-batch": "threads: own file each, one pwritev(RWF_DSYNC) per commit, "
                           "threads under SCHED_BATCH",
@@ -67,18 +71,20 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
         keys = [k for k in names if n > 1 or k in ("many", "lock", "own")]
         # (the scheduling policy's pair, the groups apart and the files shared as the case's
         # groups share log partitions: at 32 threads only)
-        keys = [k for k in keys if n == 32 or not k.endswith(("-batch", "-apart", "-case"))]
+        keys = [k for k in keys
+                if n == 32 or not k.endswith(("-batch", "-apart", "-case", "-one-log"))]
         for r in range(s["thread_reps"]):
             order = keys if (n + r) % 2 else keys[::-1]  # interleaved, alternating
             for key in order:
                 window: dict = {}
                 wkw = {**kw, "cpu": window}  # (the window's CPU, common.window_cpu)
                 with case_dir(data_dir, f"threads-{key}-{n}") as d:
-                    if key in ("many", "one", "many-batch", "many-apart"):
+                    if key in ("many", "one", "many-batch", "many-apart", "many-one-log"):
                         v = cases.commit_sync_threads(
                             os.path.join(d, "store"), n, one_group=key == "one",
                             many_groups=key != "one", batch=key == "many-batch",
-                            groups=apart_groups(n) if key == "many-apart" else None, **wkw)
+                            groups=apart_groups(n) if key == "many-apart" else None,
+                            partitions=1 if key == "many-one-log" else None, **wkw)
                     elif key == "lock":
                         v = baselines.lock_fsync_threads(os.path.join(d, "lock.log"), n,
                                                          data, **wkw)
@@ -161,6 +167,7 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
     own_32 = "32 threads, own file each, one DSYNC write per commit"
     apart = "many groups, 32 threads, commit_sync, each group in a log partition of its own (info)"
     batch = "many groups, 32 threads, commit_sync, threads under SCHED_BATCH (info)"
+    one_log = "many groups, 32 threads, commit_sync, a store of one log partition (info)"
     rows += [
         # Two pairs of the case's 32 groups share a log partition (30 logs for 32 threads):
         # each pair's commits take turns on one file, where the baselines have a file per
@@ -173,6 +180,12 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
               "file (two pairs share one, as in the case)", "many", "ownpy-case"),
         at_32("32 threads, one DSYNC write per commit, each to its group's log partition's "
               "file (info: what the case's sharing costs the disk)", own_32, "own-case", "own"),
+        # The same groups in a store of one log partition: their commits share rounds (one
+        # write and one sync for many groups), what a store-wide write-ahead file would give
+        # the default's 50 (docs/DESIGN.md, "Where the time goes under contention").
+        at_32(one_log, "the case's groups (group-k: 30 log partitions for 32 threads)",
+              "many-one-log", "many"),
+        at_32(one_log, own_32, "many-one-log", "own"),
         at_32(batch, own_32 + ", under SCHED_BATCH", "many-batch", "own-batch"),
         at_32(batch, "the same threads under the default policy", "many-batch", "many"),
     ]

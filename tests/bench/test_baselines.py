@@ -115,6 +115,25 @@ def test_apart_groups_give_each_thread_a_log_partition_of_its_own(tmp_path):
             assert store.fetch(g)[tp].offset == FIRST_OFFSET + 3
         assert store.fetch(many_group(0)) == {}
 
+def test_the_one_log_partition_side_puts_every_group_in_one_log(tmp_path):
+    """The threads case's one-partition side: the groups' commits all land in log partition 0
+    of a store made with one (and the default side's store has the default's 50)."""
+    import os
+
+    from offsetlog.bench.cases import commit_sync_threads, open_store
+
+    for partitions, want in ((1, 1), (None, 50)):
+        path = str(tmp_path / f"store-{partitions}")
+        assert commit_sync_threads(path, 3, one_group=False, many_groups=True,
+                                   partitions=partitions, calls_per_thread=4) > 0
+        with open_store(path) as store:
+            assert store.partitions == want
+            for i in range(3):
+                tp = TopicPartition(TOPIC, many_partition(i))
+                assert store.fetch(many_group(i))[tp].offset == FIRST_OFFSET + 3
+        logs = sorted(d for d in os.listdir(path) if d.startswith("__consumer_offsets-"))
+        assert (logs == ["__consumer_offsets-0"]) == (want == 1)
+
 
 def test_the_latency_cases_epoch_side_commits_epochs_in_a_log_partition_of_its_own(tmp_path):
     """The leader-epoch row's commits carry the epoch, and stay out of the log partition
