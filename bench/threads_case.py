@@ -181,8 +181,9 @@ def run_threads_case(data_dir: str, sizes: dict, log: Callable[[str], None]
         at_32("32 threads, one DSYNC write per commit, each to its group's log partition's "
               "file (info: what the case's sharing costs the disk)", own_32, "own-case", "own"),
         # The same groups in a store of one log partition: their commits share rounds (one
-        # write and one sync for many groups), what a store-wide write-ahead file would give
-        # the default's 50 (docs/DESIGN.md, "Where the time goes under contention").
+        # write and one sync for many groups) in their log itself, which the store's
+        # write-ahead file gives the default's 50 (docs/DESIGN.md, "Many groups: a
+        # store-wide write-ahead file").
         at_32(one_log, "the case's groups (group-k: 30 log partitions for 32 threads)",
               "many-one-log", "many"),
         at_32(one_log, own_32, "many-one-log", "own"),

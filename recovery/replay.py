@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from types import EllipsisType
-from typing import Callable
+from typing import Callable, Sequence
 
 from offsetlog.errors import CorruptLogError, PartitionMismatchError
 from offsetlog.log import naming, recovery_points, segment
@@ -60,6 +60,21 @@ def _replay_decoded(reader: BatchReader, apply: ApplyBatches, path: str, shift: 
         apply(chunk)
 
 
+def _overlaid(data: bytes, shift: int, overlay: Sequence[tuple[int, bytes]]) -> bytes:
+    """``data`` (a segment's bytes from ``shift``) with each ``(position, bytes)`` of
+    ``overlay`` written over it, past its end too (the gap zeros), as opening would write
+    them."""
+    out = bytearray(data)
+    for position, piece in overlay:
+        at = position - shift
+        if at < 0:  # (read from a snapshot's position on: only what lies past it)
+            piece, at = piece[-at:], 0
+        if at + len(piece) > len(out):
+            out.extend(bytes(at + len(piece) - len(out)))
+        out[at:at + len(piece)] = piece
+    return bytes(out)
+
+
 def check_limit(path: str, position: int, last_offset: int, limit: int | None) -> None:
     if limit is not None and last_offset >= limit:
         raise CorruptLogError(path, position, f"batch reaches offset {last_offset}, past the "
@@ -71,7 +86,8 @@ def recover_partition(directory: str, partition: int, *,
                       salvage: bool = False, progress: Callable[[int], None] | None = None,
                       start_offset: int = 0,
                       start_position: tuple[int, int] | None = None,
-                      recovery_point: int | None | EllipsisType = ...) -> PartitionRecovery:
+                      recovery_point: int | None | EllipsisType = ...,
+                      overlay: Sequence[tuple[int, bytes]] = ()) -> PartitionRecovery:
     """Read every segment of one partition, handing valid batches, in order and in chunks,
     to ``apply_batches`` (``OffsetTable.apply_batches``).
 
@@ -93,6 +109,9 @@ def recover_partition(directory: str, partition: int, *,
     :param recovery_point: the partition's recovery point (None: it has none), for a caller
         that read the store's RECOVERY-POINTS once for every partition; by default it is
         read here
+    :param overlay: ``(position, data)`` the store's WRITE-AHEAD file would write into the
+        last segment on open (``write_ahead.overlay``), laid over its bytes as read, for a
+        read-only caller to see what opening will
     """
     apply = apply_batches if table is None else table.apply_batches
     result = PartitionRecovery(partition=partition, directory=directory,
@@ -122,6 +141,8 @@ def recover_partition(directory: str, partition: int, *,
                 result.start_beyond_end = True  # the file ends before the snapshot's position
                 return result
         data = segment.read_file(path, shift)
+        if last and overlay:
+            data = _overlaid(data, shift, overlay)
         result.bytes_read += len(data)
         first, floor = 0, base
         if start_offset > base and shift == 0:

@@ -47,6 +47,9 @@ class RecoveryReport:
     #: why the whole snapshot store (``<store>/snapshots``) was found damaged and discarded
     #: (it did not open, was unreadable, or its data.mdb was empty); None if it was not
     snapshot_store_discarded: str | None = None
+    #: batches the store's WRITE-AHEAD file held that a segment lacked, written back into it
+    #: before the segments were read (offsetlog.log.write_ahead): a power cut's loss, undone
+    write_ahead_restored: int = 0
 
     @property
     def records(self) -> int:
@@ -79,6 +82,9 @@ class RecoveryReport:
         lines = [f"recovered {self.records} records in {self.batches} batches "
                  f"({self.bytes_read} bytes, {len(self.partitions)} partitions) "
                  f"in {self.duration_s:.3f}s"]
+        if self.write_ahead_restored:
+            lines.append(f"wrote {self.write_ahead_restored} batches back from the write-ahead "
+                         "file")
         if self.snapshots_loaded:
             lines.append(f"loaded {len(self.snapshots_loaded)} snapshots")
         if self.snapshot_store_discarded is not None:

@@ -13,6 +13,7 @@ use pyo3::types::{PyBytes, PyModule};
 
 use crate::hooks;
 use crate::state::{LogState, SegmentState};
+use crate::write_ahead::WriteAhead;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(append_durable, m)?)?;
@@ -67,6 +68,8 @@ pub(crate) struct Usual<'py> {
     fd: i32,
     pub at: i64,
     hook: Option<Bound<'py, PyAny>>,
+    /// the store's write-ahead file, with the entry's partition and segment base offset
+    ahead: Option<(Py<WriteAhead>, u32, i64)>,
 }
 
 impl<'py> Usual<'py> {
@@ -84,7 +87,14 @@ impl<'py> Usual<'py> {
         match &self.hook {
             None => {
                 let (fd, buf, at) = (self.fd, data.as_bytes(), self.at);
-                let (written, after) = py.detach(|| (raw_write(fd, buf, at), then()));
+                let ahead = self.ahead.as_ref().map(|(w, p, b)| (w.get(), *p, *b));
+                let (written, after) = py.detach(|| {
+                    let written = match ahead {
+                        None => raw_write(fd, buf, at),
+                        Some((w, partition, base)) => write_ahead(w, fd, buf, at, partition, base),
+                    };
+                    (written, then())
+                });
                 (written.map_err(crate::write::os_error), after)
             }
             Some(hook) => {
@@ -145,7 +155,8 @@ pub(crate) fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i6
         Some(f) if !f.is_none() => Some(f),
         _ => return Ok(None),
     };
-    let (fd, at) = {
+    let ahead = state.borrow().write_ahead.as_ref().map(|w| w.clone_ref(py));
+    let (fd, at, ahead) = {
         let mut a = active.borrow_mut();
         let at = at.unwrap_or(a.size);
         let end = at + len;
@@ -153,9 +164,56 @@ pub(crate) fn usual_write<'py>(py: Python<'py>, log: &Bound<'py, PyAny>, len: i6
             return Ok(None); // a first try, a reserve or a roll: the Python path's
         }
         a.positioned = false;
-        (a.fd, at)
+        let partition = state.borrow().partition;
+        (a.fd, at, ahead.map(|w| (w, partition, a.base_offset)))
     };
-    Ok(Some(Usual { state: state.clone(), active, fd, at, hook }))
+    Ok(Some(Usual { state: state.clone(), active, fd, at, hook, ahead }))
+}
+
+/// The usual write through the store's write-ahead file: `buf` written at `at` of the
+/// segment `fd` without a sync, then made durable in a round of the file (`WriteAhead::commit`).
+/// A short segment write is finished here: the entry holds the whole batch.
+#[cfg(target_os = "linux")]
+fn write_ahead(w: &WriteAhead, fd: i32, buf: &[u8], at: i64, partition: u32, base: i64)
+               -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &buf[done..];
+        // SAFETY: `rest` is borrowed for the whole call (the contents of a `bytes` object,
+        // immutable and kept alive by the caller's reference while the GIL is released); the
+        // kernel only reads those `rest.len()` bytes.
+        let n = unsafe {
+            libc::pwrite(fd, rest.as_ptr() as *const libc::c_void, rest.len(), at + done as i64)
+        };
+        if n < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        }
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        done += n as usize;
+    }
+    if let Err(error) = w.commit(partition, base, at, buf, fd) {
+        // Not durable, and the commit fails: take the batch back out of the segment (zeros
+        // read as the reserve's), so that a reopen does not find a commit that was refused.
+        // Best effort: where this fails too, the batch is one whose outcome was unknown.
+        let zeros = vec![0u8; buf.len()];
+        // SAFETY: `zeros` is ours and outlives the call; the kernel only reads its bytes.
+        let _ = unsafe { libc::pwrite(fd, zeros.as_ptr() as *const libc::c_void, zeros.len(), at) };
+        return Err(error);
+    }
+    Ok(buf.len())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn write_ahead(_w: &WriteAhead, _fd: i32, _buf: &[u8], _at: i64, _partition: u32, _base: i64)
+               -> std::io::Result<usize> {
+    // (never called: without pwritev2 there is no usual write)
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 #[cfg(target_os = "linux")]

@@ -48,6 +48,7 @@ mod wire_conn;
 mod wire_fetch;
 mod wire_txn;
 mod write;
+pub mod write_ahead;
 
 /// (`huge_alloc` says why: a hostile frame's array counts must not abort the process)
 #[global_allocator]
@@ -67,6 +68,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(snapshot::decode_snapshot_body, m)?)?;
     commits::register(m)?;
     write::register(m)?;
+    write_ahead::register(m)?;
     lone::register(m)?;
     durable::register(m)?;
     key_cache::register(m)?;

@@ -20,6 +20,7 @@ use crate::commits;
 use crate::follow::{Baton, Tail};
 use crate::part_lock::PartLock;
 use crate::steady::SteadyBoard;
+use crate::write_ahead::WriteAhead;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SegmentState>()?;
@@ -86,6 +87,13 @@ pub struct LogState {
     /// the active segment (a `SegmentFile`), None until the first append opens it
     #[pyo3(get, set, name = "_active")]
     pub active: Option<Py<PyAny>>,
+    /// the log partition's number
+    #[pyo3(get, set)]
+    pub partition: u32,
+    /// the store's write-ahead file, where the usual write's batches become durable (None:
+    /// each is synced in its segment)
+    #[pyo3(get, set)]
+    pub write_ahead: Option<Py<WriteAhead>>,
 }
 
 #[pymethods]
@@ -94,7 +102,8 @@ impl LogState {
     #[new]
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
-        LogState { next_offset: 0, dirty: false, segment_bytes: 0, active: None }
+        LogState { next_offset: 0, dirty: false, segment_bytes: 0, active: None, partition: 0,
+                   write_ahead: None }
     }
 }
 

@@ -109,3 +109,6 @@ META_FILE = "meta.json"
 SNAPSHOT_DIR = "snapshots"  # the LMDB environment of table snapshots (recovery/snapshot.py)
 LOCK_FILE = "LOCK"
 STORE_FORMAT_VERSION = 1
+#: meta.json's format while the store's WRITE-AHEAD file may hold entries: an engine that
+#: reads only STORE_FORMAT_VERSION refuses the store rather than open it without them
+WRITE_AHEAD_FORMAT_VERSION = 2

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from offsetlog.errors import MetaFileError, UnsupportedVersionError
 from offsetlog.log import naming, segment
-from offsetlog.log.format import STORE_FORMAT_VERSION
+from offsetlog.log.format import STORE_FORMAT_VERSION, WRITE_AHEAD_FORMAT_VERSION
 
 FORMAT_NAME = "offsetlog"
 CRC_FIELD = "crc32"
@@ -36,6 +36,9 @@ class StoreMeta:
     manifest: bool = False
     #: the file carried a checksum (False: an older store's, to be rewritten)
     checksummed: bool = False
+    #: the store format it says (``WRITE_AHEAD_FORMAT_VERSION``: its WRITE-AHEAD file may hold
+    #: entries)
+    version: int = STORE_FORMAT_VERSION
 
 
 def checksum(fields: dict) -> int:
@@ -44,16 +47,20 @@ def checksum(fields: dict) -> int:
     return zlib.crc32(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
-def encode(partitions: int, *, manifest: bool = True) -> bytes:
-    fields = {"format": FORMAT_NAME, "version": STORE_FORMAT_VERSION, "partitions": partitions,
+def encode(partitions: int, *, manifest: bool = True, write_ahead: bool = False) -> bytes:
+    """``write_ahead``: the store's WRITE-AHEAD file may hold entries (its format version)."""
+    version = WRITE_AHEAD_FORMAT_VERSION if write_ahead else STORE_FORMAT_VERSION
+    fields = {"format": FORMAT_NAME, "version": version, "partitions": partitions,
               "manifest": manifest}
     fields[CRC_FIELD] = checksum(fields)
     return (json.dumps(fields, indent=2) + "\n").encode()
 
 
-def write(root: str, partitions: int, *, manifest: bool = True) -> None:
+def write(root: str, partitions: int, *, manifest: bool = True, write_ahead: bool = False
+          ) -> None:
     """Write ``meta.json`` crash-safely (the old file or the new one, whole)."""
-    segment.atomic_write(naming.meta_path(root), encode(partitions, manifest=manifest))
+    segment.atomic_write(naming.meta_path(root),
+                         encode(partitions, manifest=manifest, write_ahead=write_ahead))
 
 
 def _is_int(v) -> bool:
@@ -82,10 +89,10 @@ def parse(data: bytes, meta_file: str) -> StoreMeta:
     if not _is_int(version) or version < 1:
         raise bad(f"version must be a positive integer, not {version!r}")
     # A newer format may check itself differently: say so rather than "checksum mismatch".
-    if version > STORE_FORMAT_VERSION:
+    if version > WRITE_AHEAD_FORMAT_VERSION:
         raise UnsupportedVersionError(
             f"{os.path.dirname(meta_file)} is store format {version}, newer than this offsetlog "
-            f"reads ({STORE_FORMAT_VERSION})")
+            f"reads ({WRITE_AHEAD_FORMAT_VERSION})")
     if CRC_FIELD in meta:
         crc = meta[CRC_FIELD]
         if not _is_int(crc) or crc != checksum(meta):
@@ -98,7 +105,7 @@ def parse(data: bytes, meta_file: str) -> StoreMeta:
     manifest = meta.get("manifest", False)
     if not isinstance(manifest, bool):
         raise bad(f"manifest must be true or false, not {manifest!r}")
-    return StoreMeta(partitions, manifest, CRC_FIELD in meta)
+    return StoreMeta(partitions, manifest, CRC_FIELD in meta, version)
 
 
 def read(root: str) -> StoreMeta | None:

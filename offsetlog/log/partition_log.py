@@ -25,11 +25,15 @@ class PartitionLog(_native.LogState):
     (``write_durable``); they are plain attributes here."""
 
     def __init__(self, directory: str, partition: int, *, segments: list[tuple[int, str]],
-                 next_offset: int, segment_bytes: int, keep_manifest: bool = False) -> None:
+                 next_offset: int, segment_bytes: int, keep_manifest: bool = False,
+                 write_ahead=None) -> None:
         self.directory = directory
         #: record each roll in the store's MANIFEST (offsetlog.log.manifest)
         self.keep_manifest = keep_manifest
         self.partition = partition
+        #: the store's ``_native.WriteAhead``, where the native usual write's batches become
+        #: durable (offsetlog.log.write_ahead); None: each is synced in its segment
+        self.write_ahead = write_ahead
         self.segment_bytes = segment_bytes
         #: (base_offset, path) of every segment, oldest first; the last is the active one
         self.segments = list(segments)
@@ -63,6 +67,7 @@ class PartitionLog(_native.LogState):
             self._active.trim()  # a closed segment holds exactly its batches
             self._active.sync()
             closed = (self._active.base_offset, self._active.size)
+            self._forget_active()
             self._active.close()
         if self.keep_manifest:
             manifest.rolled(self.directory, self.partition, closed, self.next_offset)
@@ -196,5 +201,12 @@ class PartitionLog(_native.LogState):
             try:
                 self._active.trim()
             finally:
+                self._forget_active()
                 self._active.close()
                 self._active = None
+
+    def _forget_active(self) -> None:
+        """The active segment is about to be closed: the write-ahead file no longer syncs it
+        (a roll synced it; the store's close checkpointed the file first)."""
+        if self.write_ahead is not None and self._active.fd >= 0:
+            self.write_ahead.forget(self._active.fd)

@@ -33,6 +33,12 @@ class StoreConfig:
     #: ms between background fsyncs under fsync="interval", and (any policy) between
     #: checkpoints of the recovery points (RECOVERY-POINTS: docs/FORMAT.md)
     fsync_interval_ms: int = 1000
+    #: under fsync="always", make the usual commit durable in the store's WRITE-AHEAD file,
+    #: one write for the waiting commits of every log partition, its batch written into its
+    #: segment unsynced (docs/FORMAT.md, "WRITE-AHEAD"); False syncs each batch in its
+    #: segment, as before the file existed (an older engine then opens the store even after
+    #: a crash)
+    write_ahead: bool = True
     #: ms an offset is kept after its last commit (offsets.retention.minutes = 7 days)
     retention_ms: int = 7 * 24 * 3600 * 1000
     #: ms between background retention passes; 0 turns the background pass off
@@ -103,7 +109,7 @@ class StoreConfig:
                                    f"(one round's commits share one batch), not "
                                    f"{self.max_group_commit_bytes!r}")
         positive_int("metadata_max_bytes", self.metadata_max_bytes, 0)
-        for name in ("negative_offsets", "fence_on_transaction_timeout"):
+        for name in ("negative_offsets", "fence_on_transaction_timeout", "write_ahead"):
             if not isinstance(getattr(self, name), bool):
                 raise StoreConfigError(f"{name} must be a bool, not {getattr(self, name)!r}")
         positive_int("delete_retention_ms", self.delete_retention_ms, 0)

@@ -21,7 +21,7 @@ from offsetlog.errors import (
     StoreIOError,
     StoreNotFoundError,
 )
-from offsetlog.log import dirlock, manifest, meta, naming, recovery_points, segment
+from offsetlog.log import dirlock, manifest, meta, naming, recovery_points, segment, write_ahead
 from offsetlog.log.partition_log import PartitionLog
 from offsetlog.recovery.replay import check_placement
 from offsetlog.recovery.report import RecoveryReport
@@ -58,22 +58,59 @@ def io_errors(path: str) -> Iterator[None]:
 def open_directory(path: str, config: StoreConfig, requested_partitions: int | None, *,
                    create: bool = True, progress=None
                    ) -> tuple[int, StoreConfig, list[PartitionWriter], RecoveryReport,
-                              LoadedSnapshots]:
+                              LoadedSnapshots, object]:
     """Create ``path`` if needed (and ``create``), lock it and recover it: ``(lock fd, config
-    with the stored partition count, partitions, report, snapshots)``. On failure the lock is
-    released."""
+    with the stored partition count, partitions, report, snapshots, write-ahead file)``; the
+    write-ahead file (``_native.WriteAhead``, under ``fsync="always"``, else None) is the
+    store's to close. On failure the lock is released."""
     check_store_path(path, create=create)
     create_store_dir(path)
     lock_fd = dirlock.acquire(path)
+    ahead = None
     try:
         stored = read_or_create_meta(path, requested_partitions, config.partitions)
         if stored != config.partitions:
             config = dataclasses.replace(config, partitions=stored)
+        ahead, restored = open_write_ahead(path, config)
         parts, report, loaded = recover(path, config, progress=progress)
+        report.write_ahead_restored = restored
+        for part in parts:
+            part.log.write_ahead = ahead
     except BaseException:
+        if ahead is not None:
+            write_ahead.close(ahead, path, config.partitions, empty=False)
         dirlock.release(path, lock_fd)
         raise
-    return lock_fd, config, parts, report, loaded
+    return lock_fd, config, parts, report, loaded, ahead
+
+
+def open_write_ahead(path: str, config: StoreConfig) -> tuple[object, int]:
+    """Before anything reads a segment: write back what the store's WRITE-AHEAD file made
+    durable there (``write_ahead.apply``); then, under ``fsync="always"``, open the file for
+    its next generation (meta.json saying first that it may hold entries), else (another
+    policy, or ``write_ahead=False``) remove it.
+    ``(the open file or None, batches written back)``.
+
+    Where the file cannot be opened (no space left for meta.json or the file: a store on a
+    full disk must still open), the store goes without it, each batch synced in its segment
+    as under the other policies' syncs, and says so in the log."""
+    with io_errors(path):
+        generation, restored = write_ahead.apply(path)
+        if config.fsync != "always" or not config.write_ahead:
+            write_ahead.remove(path)
+            if generation:  # (the file is gone: older engines may open the store again)
+                write_ahead.mark(path, config.partitions, holding=False)
+            return None, restored
+        try:
+            write_ahead.mark(path, config.partitions, holding=True)
+            return write_ahead.open_file(path, generation), restored
+        except OSError as e:
+            # (its entries are in their segments now, synced: gone, they can never be written
+            # back later over what recovery cuts and new writes replace)
+            write_ahead.remove(path)
+            log.warning("%s: opening without the write-ahead file (%r): each commit is synced "
+                        "in its segment", path, e)
+            return None, restored
 
 
 def check_store_path(path: str, *, create: bool) -> None:
@@ -191,7 +228,8 @@ def _recover_all(path: str, config: StoreConfig, started: float, progress=None
                                 segment_bytes=config.segment_bytes, keep_manifest=True)
             parts.append(PartitionWriter(p, plog, table))
         delete_discarded(snapshot_store, discard)
-        settle(path, stored, entries)
+        settle(path, stored, entries,
+               write_ahead=config.fsync == "always" and config.write_ahead)
         checkpoints.write_at_open(path, parts, points)
     except BaseException:
         if snapshot_store is not None:
@@ -224,17 +262,19 @@ def read_manifest(path: str, stored: meta.StoreMeta | None, partitions: int
     return entries
 
 
-def settle(path: str, stored: meta.StoreMeta | None, entries: manifest.Entries | None) -> None:
+def settle(path: str, stored: meta.StoreMeta | None, entries: manifest.Entries | None, *,
+           write_ahead: bool = False) -> None:
     """After recovery: record what the directory now holds in the MANIFEST (the active
     segments' recovered sizes, swaps finished, a store's first manifest) if it changed, then
     give an older meta.json its checksum and manifest flag (in that order: meta.json never
-    promises a manifest that is not there)."""
+    promises a manifest that is not there), keeping its write-ahead format where the store's
+    WRITE-AHEAD file is open (``write_ahead``)."""
     now = manifest.from_directory(path)
     try:
         if now != entries:
             manifest.write(path, now)
         if stored is not None and not (stored.manifest and stored.checksummed):
-            meta.write(path, stored.partitions)
+            meta.write(path, stored.partitions, write_ahead=write_ahead)
     except OSError as e:
         # Nothing here is needed to open safely: the manifest on disk is consistent (rolls and
         # swaps keep it so), only less informed; an old meta.json stays as it was. A store

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from offsetlog.compaction.cleaner import CleanResult
 from offsetlog.errors import StoreClosedError, StoreFailedError
 from offsetlog.group import GroupConfig, GroupCoordinator
-from offsetlog.log import dirlock
+from offsetlog.log import dirlock, write_ahead
 from offsetlog.log import records as rec
 from offsetlog.log._native import CommitEntries, submit_async
 from offsetlog.partitioner import DEFAULT_PARTITIONS, partition_for
@@ -75,11 +75,13 @@ class OffsetStore(GroupAndTransactionCalls):
     def __init__(self, path: str, config: StoreConfig, *, _lock_fd: int,
                  _parts: list[PartitionWriter], _report: RecoveryReport,
                  _group_config: GroupConfig | None = None,
-                 _snapshots: LoadedSnapshots | None = None) -> None:
+                 _snapshots: LoadedSnapshots | None = None, _write_ahead=None) -> None:
         self.path = path
         self.config = config
         self._clock = config.clock
         self._lock_fd = _lock_fd
+        #: the WRITE-AHEAD file (``_native.WriteAhead``; None unless fsync="always")
+        self._write_ahead = _write_ahead
         self._parts = _parts
         self._partitions = config.partitions
         #: what recovery found when this store was opened
@@ -164,14 +166,16 @@ class OffsetStore(GroupAndTransactionCalls):
         path = os.path.abspath(os.fspath(path))
         config = StoreConfig(partitions=DEFAULT_PARTITIONS if partitions is None else partitions,
                              clock=clock if clock is not None else system_clock_ms, **settings)
-        lock_fd, config, parts, report, loaded = open_directory(path, config, partitions,
-                                                                create=create, progress=progress)
+        lock_fd, config, parts, report, loaded, ahead = open_directory(
+            path, config, partitions, create=create, progress=progress)
         try:
             store = cls(path, config, _lock_fd=lock_fd, _parts=parts, _report=report,
-                        _group_config=group_config, _snapshots=loaded)
+                        _group_config=group_config, _snapshots=loaded, _write_ahead=ahead)
         except BaseException:
             if loaded.store is not None:
                 loaded.store.close()
+            if ahead is not None:
+                write_ahead.close(ahead, path, config.partitions, empty=False)
             dirlock.release(path, lock_fd)
             raise
         if not report.clean:
@@ -501,6 +505,7 @@ class OffsetStore(GroupAndTransactionCalls):
         self._groups.stop()
         self._transactions.stop()
         self._writer.closing = True  # from here on nothing new is queued (see check_usable)
+        ahead, emptied = self._write_ahead, False
         try:
             self._writer.drain()
             self._groups.fail_parked_requests()
@@ -510,12 +515,16 @@ class OffsetStore(GroupAndTransactionCalls):
                         part.log.sync()
                     except OSError as e:
                         log.error("%s: fsync on close failed: %r", self.path, e)
+                if ahead is not None:  # (its segments synced, it holds no entries after)
+                    emptied = write_ahead.checkpoint(ahead, self.path)
                 self._snapshots.on_close()
             self._recovery_points.on_close()  # (after the syncs: what they made durable)
         finally:
             self._writer.stop()
             for part in self._parts:
                 part.log.close()
+            if ahead is not None:
+                write_ahead.close(ahead, self.path, self._partitions, empty=emptied)
             self._snapshots.close()
             dirlock.release(self.path, self._lock_fd)
 

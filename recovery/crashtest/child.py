@@ -130,13 +130,24 @@ def load_workload(spec: str | None) -> Callable[[WorkloadContext], None]:
     return fn
 
 
-def _install_sync_log(path: str, delay_ms: float) -> None:
-    """Log every data sync that returned: ``segment._sync`` (``SYNC <path> <size>``) and the
-    combined write + sync ``segment._write_dsync``, whose own bytes are durable once it
-    returns (``DSYNC <path> <start> <end>``)."""
+def _install_sync_log(path: str, delay_ms: float, *, write_ahead: bool = True) -> None:
+    """Log every data sync that returned: ``segment._sync`` (``SYNC <path> <size>``) and each
+    durable append the segment made itself (``SegmentFile.append_durable`` and
+    ``end_durable``: a write with ``RWF_DSYNC``, or one followed by a sync), whose own bytes
+    are durable once it returns (``DSYNC <path> <start> <end>``).
+
+    The store's own write path is left as it is: under ``fsync="always"`` the usual write
+    puts its batches into their segments unsynced and makes them durable in the store's
+    WRITE-AHEAD file, so the power cut takes those bytes from the segments (they are not
+    logged) and opening must write them back from the file. Without the file
+    (``write_ahead``: the store's option) the usual write is each batch's own ``RWF_DSYNC``
+    write, ``segment._write_dsync``, which is then logged in its place (and the native write
+    calls it)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     real = segment._sync
-    real_dsync = segment._write_dsync
+    file_class = segment.SegmentFile
+    real_append = file_class.append_durable
+    real_end = file_class.end_durable
 
     def logged_sync(sync_fd: int) -> None:
         if delay_ms:
@@ -145,26 +156,42 @@ def _install_sync_log(path: str, delay_ms: float) -> None:
         size = os.lseek(sync_fd, 0, os.SEEK_CUR)  # the end of the data (the file is preallocated)
         log_synced(sync_fd, "SYNC", size)
 
-    def logged_write_dsync(sync_fd: int, data, offset: int) -> int:
-        if delay_ms:
+    def logged_append(self, data) -> None:
+        start = self.size
+        if delay_ms and data:
             # The same window as between write and fdatasync: the bytes are written (not
             # synced) first, so a kill can find them there unsynced and a power cut may take
             # them; the real call then writes the same bytes at the same place, durably.
-            os.pwrite(sync_fd, data, offset)
+            os.pwrite(self.fd, data, start)
             time.sleep(delay_ms / 1000.0)
-        n = real_dsync(sync_fd, data, offset)
-        # what it wrote is durable (a short count included), and only that: the bytes before
-        # it may be a write still in flight (a follower's write can end before its
-        # predecessor's)
-        log_synced(sync_fd, "DSYNC", offset, offset + n)
-        return n
+        real_append(self, data)
+        # what it wrote is durable, and only that: the bytes before it may be a write still
+        # in flight (a follower's write can end before its predecessor's)
+        log_synced(self.fd, "DSYNC", start, self.size)
+
+    def logged_end(self, data, result) -> None:
+        start = self.size
+        real_end(self, data, result)
+        log_synced(self.fd, "DSYNC", start, self.size)
 
     def log_synced(sync_fd: int, kind: str, *span: int) -> None:
         target = os.readlink(f"/proc/self/fd/{sync_fd}")
         os.write(fd, " ".join([kind, target, *map(str, span)]).encode() + b"\n")
 
+    real_dsync = segment._write_dsync
+
+    def logged_write_dsync(sync_fd: int, data, offset: int) -> int:
+        if delay_ms:
+            os.pwrite(sync_fd, data, offset)  # (the window, as in logged_append)
+            time.sleep(delay_ms / 1000.0)
+        n = real_dsync(sync_fd, data, offset)
+        log_synced(sync_fd, "DSYNC", offset, offset + n)
+        return n
+
     segment._sync = logged_sync
-    if real_dsync is not None:
+    file_class.append_durable = logged_append
+    file_class.end_durable = logged_end
+    if not write_ahead and real_dsync is not None:
         segment._write_dsync = logged_write_dsync
 
 
@@ -176,7 +203,9 @@ def _encode_ack(group: str, offsets: Mapping) -> bytes:
 
 def main(config: dict) -> None:
     if config.get("sync_log"):
-        _install_sync_log(config["sync_log"], config.get("sync_delay_ms") or 0)
+        _install_sync_log(config["sync_log"], config.get("sync_delay_ms") or 0,
+                          write_ahead=(config.get("store_options") or {}).get("write_ahead",
+                                                                             True))
     ack_fd = os.open(config["ack_file"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def write_line(data: bytes) -> None:

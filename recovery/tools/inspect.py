@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 import lmdb
 
 from offsetlog.errors import CorruptLogError, StoreConfigError
-from offsetlog.log import manifest, meta, naming, recovery_points
+from offsetlog.log import manifest, meta, naming, recovery_points, write_ahead
 from offsetlog.log.framing import BatchReader
 from offsetlog.log.segment import read_file
 from offsetlog.recovery import snapshot
@@ -109,6 +109,8 @@ def scan(path: str, *, salvage: bool = True, tables: bool = False, replay: bool 
     out: dict[int, OffsetTable] = {}
     dirs = dict(naming.list_partition_dirs(path))
     points = recovery_points.read(path)  # (read once here for every partition, as open does)
+    # what opening writes back from the WRITE-AHEAD file first, laid over the segments read
+    overlays = write_ahead.overlay(path)
     for p in sorted(set(dirs) | set(entries or ())):
         directory = dirs.get(p) or naming.partition_dir(path, p)
         for attempt in range(SCAN_ATTEMPTS):
@@ -119,10 +121,12 @@ def scan(path: str, *, salvage: bool = True, tables: bool = False, replay: bool 
                     plan = plan_swaps(directory)
                     check = manifest.check_partition(directory, p, entries.get(p, []),
                                                      plan.segments, plan.swaps)
+                segments = naming.list_segments(directory)
                 result = recover_partition(
                     directory, p, apply_batches=table.apply_batches if table is not None else None,
                     repair=False, salvage=salvage, progress=progress,
-                    recovery_point=points.get(p))
+                    recovery_point=points.get(p),
+                    overlay=overlays.get(segments[-1][1], ()) if segments else ())
                 if check is not None:
                     lost = manifest_problems(directory, p, entries.get(p, []), result, check)
                     if lost and attempt < MANIFEST_ATTEMPTS - 1:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from offsetlog.errors import CorruptLogError
-from offsetlog.log import dirlock, manifest, meta, naming, recovery_points, segment
+from offsetlog.log import dirlock, manifest, meta, naming, recovery_points, segment, write_ahead
 from offsetlog.log.format import HEADER_SIZE
 from offsetlog.log.framing import BatchReader, decode_payload
 from offsetlog.recovery.replay import UNDECODABLE, check_placement, recover_partition
@@ -104,6 +104,11 @@ def recover_store(path: str | os.PathLike, *, salvage: bool = False,
     count = stored_partitions(path)  # refuses a directory that is not a store
     report = SalvageReport()
     with dirlock.held(path):
+        # What the write-ahead file made durable goes back into the segments first, as on
+        # open; then the file goes (salvage may rewrite the segments its entries point into).
+        report.recovery.write_ahead_restored = write_ahead.apply(path)[1]
+        write_ahead.remove(path)
+        write_ahead.mark(path, count, holding=False)
         partitions = naming.list_partition_dirs(path)
         for p, directory in partitions:
             finish_swaps(directory)  # (updates the manifest for the swaps it completes)

@@ -1,7 +1,7 @@
 """A short libFuzzer run of each fuzz target of the native core (``native/fuzz``, cargo fuzz):
-segments as damaged as libFuzzer can make them, payloads of any bytes, and request frames of
+segments as damaged as libFuzzer can make them, payloads of any bytes, request frames of
 any bytes for the wire server's native codec (OffsetCommit, TxnOffsetCommit, OffsetFetch,
-Heartbeat) must never panic or abort.
+Heartbeat), and write-ahead files of any bytes must never panic or abort.
 A target that crashes fails the test with libFuzzer's report (the input is kept under
 ``native/fuzz/artifacts``). Long runs are made by hand: docs/DESIGN.md, "Python and Rust".
 
@@ -62,6 +62,13 @@ def _seeds(corpus: Path, target: str) -> None:
     marker = [(0, 3, 0, {"producer_id": 3}, {"producer_epoch": 1, "result": "commit"})]
     if target == "wire":
         seeds = [frame[4:] for frame in _requests()]
+    elif target == "write_ahead":
+        from support import write_ahead_ref as ref
+
+        batch = encode_batch(0, records, timestamp=1)
+        seeds = [ref.marker(1) + ref.entry(1, 3, 0, 0, batch) + ref.entry(1, 0, 7, 4096, batch),
+                 ref.marker(9) + ref.entry(9, 1, 0, 61, batch) + ref.entry(8, 1, 0, 0, batch),
+                 ref.marker(2) + bytes(64)]
     elif target == "segment":
         seeds = [encode_batch(0, records, timestamp=1) + encode_batch(2, tombstone, timestamp=2),
                  encode_batch(5, other, timestamp=3) + b"\x00" * 64,
@@ -98,7 +105,7 @@ def _requests() -> list[bytes]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target", ["segment", "payload", "wire"])
+@pytest.mark.parametrize("target", ["segment", "payload", "wire", "write_ahead"])
 def test_a_short_fuzz_run_finds_no_crash(target, tmp_path):
     command, env = _cargo_fuzz()
     corpus = tmp_path / "corpus"

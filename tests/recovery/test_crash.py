@@ -69,13 +69,16 @@ def test_power_loss_that_persists_a_round_out_of_order_reopens_without_it(tmp_pa
     assert result.holes > 0 and result.acknowledged > 0, rng.why(result.summary())
 
 
-def _power_cuts_in_one_partition(tmp_path, rng, workload: str, **config):
+def _power_cuts_in_one_partition(tmp_path, rng, workload: str, *, write_ahead: bool = True,
+                                 **config):
     """A crash test of ``workload`` (in support.crash_workloads) on a store of one log
-    partition under ``fsync="always"``, a power cut after every kill; its result, which must
-    be ok."""
+    partition under ``fsync="always"`` (with its write-ahead file or without), a power cut
+    after every kill; its result, which must be ok."""
     config = CrashTestConfig(seed=rng.seed_value, partitions=1, power_loss=True,
                              early_kill_probability=0.0, segment_bytes=1 << 20,
-                             time_budget_s=30, store_options={"fsync": "always"}, **config)
+                             time_budget_s=30,
+                             store_options={"fsync": "always", "write_ahead": write_ahead},
+                             **config)
     result = run_crashtest(tmp_path / "ct", config,
                            workload=f"support.crash_workloads:{workload}")
     print(result.summary())
@@ -91,12 +94,14 @@ def test_power_loss_keeps_a_followers_durable_write_and_cuts_the_hole_before_it(
     lose only the unsynced ones (a hole before a durable batch), and recovery must cut from
     the hole on, taking back nothing acknowledged. With the sync log read as a prefix (the
     harness before followers), the follower's durable line covered its predecessor's bytes
-    too and no such hole was ever cut."""
+    too and no such hole was ever cut. (Each batch synced in its segment: without the
+    write-ahead file, whose rounds make both durable at once.)"""
     from support.crash_workloads import FOLLOWERS_FIRST
 
     rng = Seeded()
     result = _power_cuts_in_one_partition(tmp_path, rng, "followers_ending_first",
-                                          cycles=16, threads=2, sync_delay_ms=0)
+                                          write_ahead=False, cycles=16, threads=2,
+                                          sync_delay_ms=0)
     firsts = tmp_path / "ct" / FOLLOWERS_FIRST
     assert firsts.exists() and firsts.read_text().count("first") >= 2, rng.why(result.summary())
     assert result.cut_before_durable > 0 and result.acknowledged > 0, rng.why(result.summary())
@@ -202,8 +207,15 @@ def test_cli_crashtest_exit_status(tmp_path, capsys):
     # future resolved.
     pytest.param("async_bursts_acked_by_futures", 3, id="shared-futures"),
     # The child's rounds written by the combined write + sync (the workload checks it is in
-    # use and logged): every byte it wrote is durable when it returns.
+    # use and logged), the store without its write-ahead file: every byte it wrote is
+    # durable when it returns.
     pytest.param("committer_on_the_combined_write", 4, id="pwritev-rwf-dsync",
+                 marks=pytest.mark.skipif(segment._write_dsync is None,
+                                          reason="no pwritev/RWF_DSYNC here")),
+    # The usual writes made durable in the store's write-ahead file (the workload checks it
+    # holds entries): the power cut takes their bytes from the segments, and every reopen
+    # must write back those acknowledged.
+    pytest.param("committer_through_the_write_ahead_file", 4, id="write-ahead",
                  marks=pytest.mark.skipif(segment._write_dsync is None,
                                           reason="no pwritev/RWF_DSYNC here")),
 ])
@@ -216,7 +228,9 @@ def test_kill9_and_power_loss_take_back_nothing_acknowledged(tmp_path, workload,
     # outside the unsynced windows; the tear asserted below shows the run tested something)
     config = CrashTestConfig(seed=rng.seed_value, cycles=10, threads=threads, partitions=2,
                              power_loss=True, early_kill_probability=0.0, segment_bytes=4096,
-                             time_budget_s=12, store_options={"fsync": "always"})
+                             time_budget_s=12,
+                             store_options={"fsync": "always",
+                                            "write_ahead": workload != "committer_on_the_combined_write"})
     result = run_crashtest(tmp_path / "ct", config, workload=f"support.crash_workloads:{workload}")
     print(result.summary())
     assert result.ok, rng.why(result.summary())

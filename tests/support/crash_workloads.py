@@ -68,11 +68,33 @@ def async_bursts_acked_by_futures(ctx) -> None:
         ctx.ack(group, offsets)
 
 
+def committer_through_the_write_ahead_file(ctx) -> None:
+    """The built-in committer, after checking that this child's usual commits become durable
+    in the store's WRITE-AHEAD file (a second commit of a group leaves an entry there): a
+    crash test with this workload then tests that path, the power cut taking those bytes
+    from the segments (a store without the file raises, which the harness reports)."""
+    from offsetlog.log import write_ahead
+    from offsetlog.recovery.crashtest.child import committer
+
+    if ctx.store._write_ahead is None:
+        raise RuntimeError("the store has no write-ahead file open")
+    group = f"ahead-{ctx.thread}"
+    tp = TopicPartition(f"a{ctx.thread}", 0)
+    for k in range(2):  # (a segment's first write is synced there: the second is an entry)
+        offsets = {tp: ctx.offset_base + k}
+        ctx.store.commit_sync(group, offsets)
+        ctx.ack(group, offsets)
+    if not write_ahead.read(ctx.store.path)[1]:
+        raise RuntimeError("a usual commit left no entry in the write-ahead file")
+    committer(ctx)
+
+
 def committer_on_the_combined_write(ctx) -> None:
     """The built-in committer, after checking that this child writes its rounds with the
     combined write + sync (``segment._write_dsync``, one ``pwritev(RWF_DSYNC)``) and that the
     harness's sync log sees it: a crash test with this workload then tests that path (a
-    child on ``write`` + ``fdatasync`` raises, which the harness reports)."""
+    child on ``write`` + ``fdatasync`` raises, which the harness reports). Run it with the
+    store's ``write_ahead=False``: with the file, the usual write is not this one."""
     from offsetlog.recovery.crashtest.child import committer
 
     with _combined_lock:
@@ -185,7 +207,9 @@ def followers_ending_first(ctx) -> None:
     most 0.5 ms, so a follower's write mostly ends, and is logged durable, before the one it
     follows: a kill then leaves durable bytes past unsynced ones, which a power cut must keep
     while it may lose those before them (a hole, then the follower's batch, never
-    acknowledged). The first such write of each child is noted in ``FOLLOWERS_FIRST``."""
+    acknowledged). The first such write of each child is noted in ``FOLLOWERS_FIRST``. Run it
+    with the store's ``write_ahead=False``: with the file, a follower's batch and the one it
+    follows are made durable by the file's rounds instead."""
     with _first_lock:
         if not _first_installed:
             _install_random_waits(ctx)

@@ -1,0 +1,529 @@
+//! The store's write-ahead file (`<store>/WRITE-AHEAD`, docs/FORMAT.md "WRITE-AHEAD"): where
+//! the usual durable write of many log partitions becomes durable in one shared round.
+//!
+//! Why: commits of many groups land in different log partitions, so each was a round of one
+//! with its own `RWF_DSYNC` write, and at 32 threads on two CPUs the kernel's share of those
+//! writes bounded the rate (docs/DESIGN.md, "Many groups: a store-wide write-ahead file").
+//! Here each batch is written into its segment without a sync and then joins a round of this
+//! file: the first committer to find no round writing writes every waiting batch, with where
+//! it went, in one `RWF_DSYNC` write, while the others wait with the GIL released.
+//!
+//! Recovery writes the entries back into their segments before it reads them
+//! (`offsetlog.log.write_ahead`). A checkpoint (the file full, or `checkpoint()` from the store's
+//! close) syncs every segment holding bytes only this file made durable, then starts a new
+//! generation at the file's start; `forget` takes a segment out before it is closed (a roll
+//! syncs it first), so no entry of the live generation points into a segment that changed
+//! under it.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<WriteAhead>()?;
+    m.add_function(wrap_pyfunction!(read_write_ahead, m)?)?;
+    m.add("WRITE_AHEAD_HEADER", HEADER)?;
+    Ok(())
+}
+
+/// Bytes of an entry before its data: length u32, CRC u32, generation u32, partition u32,
+/// segment base offset i64, position i64 (little-endian).
+pub const HEADER: usize = 32;
+/// The bytes the length counts besides the data (generation to position).
+const FIELDS: usize = HEADER - 8;
+/// The partition field of a generation's start marker.
+const MARKER: u32 = u32::MAX;
+/// Bytes the file reserves ahead of its writes at a time (`WriteAhead::reserve`).
+const RESERVE_BYTES: i64 = 1 << 20;
+
+/// One entry: a batch written at `position` of the segment of log partition `partition`
+/// whose base offset is `base`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub partition: u32,
+    pub base: i64,
+    pub position: i64,
+    pub data: &'a [u8],
+}
+
+/// Append the entry `e` of `generation` to `out`.
+fn encode(out: &mut Vec<u8>, generation: u32, e: Entry<'_>) {
+    let start = out.len();
+    // (an entry is a segment write: never near 4 GiB, which the segment's size caps)
+    out.extend_from_slice(&((FIELDS + e.data.len()) as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&generation.to_le_bytes());
+    out.extend_from_slice(&e.partition.to_le_bytes());
+    out.extend_from_slice(&e.base.to_le_bytes());
+    out.extend_from_slice(&e.position.to_le_bytes());
+    out.extend_from_slice(e.data);
+    let crc = crc32fast::hash(&out[start + 8..]);
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The start marker of `generation`: the first entry of the file.
+fn marker(generation: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER);
+    encode(&mut out, generation, Entry { partition: MARKER, base: -1, position: -1, data: &[] });
+    out
+}
+
+/// What the file's bytes hold (see `decode`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Decoded<'a> {
+    /// the generation of the start marker; None: no valid marker, so no entries
+    pub generation: Option<u32>,
+    pub entries: Vec<Entry<'a>>,
+    /// where the entries end
+    pub end: usize,
+    /// the bytes ended inside an entry that claims more: more of the file may complete it
+    pub short: bool,
+}
+
+/// The entry at the start of `data`: `Ok(Some((generation, entry, its size)))`, `Ok(None)`
+/// where it is not a whole valid entry (a short one is `Err(())`: more bytes may make it one).
+#[allow(clippy::type_complexity)]
+fn entry_at(data: &[u8]) -> Result<Option<(u32, Entry<'_>, usize)>, ()> {
+    let Some(head) = data.get(..HEADER) else {
+        return if data.iter().all(|&b| b == 0) { Ok(None) } else { Err(()) };
+    };
+    let u32_at = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+    let i64_at = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&head[i..i + 8]);
+        i64::from_le_bytes(b)
+    };
+    let length = u32_at(0) as usize;
+    if length < FIELDS {
+        return Ok(None);
+    }
+    let Some(size) = length.checked_add(8) else { return Ok(None) };
+    let Some(whole) = data.get(..size) else { return Err(()) };
+    if crc32fast::hash(&whole[8..]) != u32_at(4) {
+        return Ok(None);
+    }
+    let entry = Entry { partition: u32_at(12), base: i64_at(16), position: i64_at(24),
+                        data: &whole[HEADER..] };
+    Ok(Some((u32_at(8), entry, size)))
+}
+
+/// Read the file's bytes `data` (from its start): the start marker's generation and the
+/// entries of that generation after it, up to the first that is not one (a torn last
+/// round, the reserve's zeros, an older generation's bytes).
+pub fn decode(data: &[u8]) -> Decoded<'_> {
+    let none = |short| Decoded { generation: None, entries: Vec::new(), end: 0, short };
+    let (generation, mut at) = match entry_at(data) {
+        Err(()) => return none(true),
+        Ok(Some((g, e, size)))
+            if e.partition == MARKER && e.base == -1 && e.position == -1 && e.data.is_empty() =>
+        {
+            (g, size)
+        }
+        Ok(_) => return none(false),
+    };
+    let mut entries = Vec::new();
+    let mut short = false;
+    loop {
+        match entry_at(&data[at..]) {
+            Ok(Some((g, e, size)))
+                if g == generation && e.partition != MARKER && e.base >= 0 && e.position >= 0 =>
+            {
+                entries.push(e);
+                at += size;
+            }
+            Ok(_) => break,
+            Err(()) => {
+                short = true;
+                break;
+            }
+        }
+    }
+    Decoded { generation: Some(generation), entries, end: at, short }
+}
+
+/// `read_write_ahead(data) -> (generation or None, [(partition, base, position, data)], end,
+/// short)`: the write-ahead file's bytes from its start, decoded (see `decode`; recovery
+/// reads more of the file while `short`).
+#[pyfunction]
+pub fn read_write_ahead<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
+    let d = decode(data);
+    let entries = PyList::empty(py);
+    for e in &d.entries {
+        entries.append((e.partition, e.base, e.position, PyBytes::new(py, e.data)))?;
+    }
+    (d.generation, entries, d.end, d.short).into_pyobject(py)
+}
+
+/// A batch waiting for the next round: its entry's fields and its segment's fd.
+struct Pending {
+    partition: u32,
+    base: i64,
+    position: i64,
+    data: Vec<u8>,
+    fd: i32,
+}
+
+struct Inner {
+    generation: u32,
+    /// where the next round goes
+    end: i64,
+    pending: Vec<Pending>,
+    /// batches queued, and made durable, since the file was opened (a batch waits until
+    /// `durable` reaches its number)
+    queued: u64,
+    durable: u64,
+    /// a round (or a checkpoint) is being written, with the lock released
+    leading: bool,
+    /// bytes reserved for the file (`posix_fallocate`): writes inside them change no size
+    allocated: i64,
+    /// the segments holding bytes only this file made durable: a checkpoint syncs them
+    fds: Vec<i32>,
+    /// a round failed (or the file was closed): every batch after it fails too
+    failed: Option<(Option<i32>, String)>,
+}
+
+/// The store's write-ahead file, open (`fd`, which the caller opened and closes after
+/// `close()`); entries written from `begin(generation)` on; `capacity` bytes before a
+/// checkpoint starts the next generation.
+#[pyclass(frozen, module = "offsetlog.log._native")]
+pub struct WriteAhead {
+    fd: i32,
+    capacity: i64,
+    inner: Mutex<Inner>,
+    cv: Condvar,
+}
+
+impl WriteAhead {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // (nothing panics while holding it; a poisoned lock still holds consistent state)
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, guard: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        self.cv.wait(guard).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Make `data`, just written without a sync at `position` of the segment `fd` (base
+    /// offset `base`) of log partition `partition`, durable: queue its entry and return once
+    /// a round holding it is (leading that round if none is being written). Called with the
+    /// GIL released.
+    pub fn commit(&self, partition: u32, base: i64, position: i64, data: &[u8], fd: i32)
+                  -> std::io::Result<()> {
+        let mut s = self.lock();
+        if let Some(failed) = &s.failed {
+            return Err(error_of(failed));
+        }
+        s.pending.push(Pending { partition, base, position, data: data.to_vec(), fd });
+        if !s.fds.contains(&fd) {
+            s.fds.push(fd);
+        }
+        s.queued += 1;
+        let mine = s.queued;
+        loop {
+            if s.durable >= mine {
+                return Ok(());
+            }
+            if let Some(failed) = &s.failed {
+                return Err(error_of(failed));
+            }
+            if s.leading {
+                s = self.wait(s);
+                continue;
+            }
+            s = self.lead(s);
+        }
+    }
+
+    /// Write what is pending as one round (after a checkpoint if it would not fit); the
+    /// lock is released meanwhile and taken back.
+    fn lead<'a>(&'a self, mut s: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        s.leading = true;
+        let round = std::mem::take(&mut s.pending);
+        let upto = s.queued;
+        let need: usize = round.iter().map(|p| HEADER + p.data.len()).sum();
+        let full = s.end + need as i64 > self.capacity;
+        let (generation, at, allocated) = (s.generation, s.end, s.allocated);
+        let synced = if full { s.fds.clone() } else { Vec::new() };
+        drop(s);
+        let result = self.write_round(&round, full, &synced, generation, at, allocated);
+        let mut s = self.lock();
+        s.leading = false;
+        match result {
+            Ok((generation, end, allocated)) => {
+                s.allocated = allocated;
+                if full {
+                    // (every segment synced above is clean but for this round's batches and
+                    // those queued since)
+                    let mut fds: Vec<i32> = round.iter().chain(s.pending.iter())
+                        .map(|p| p.fd).collect();
+                    fds.sort_unstable();
+                    fds.dedup();
+                    s.fds = fds;
+                }
+                s.generation = generation;
+                s.end = end;
+                s.durable = upto;
+            }
+            Err(e) => s.failed = Some((e.raw_os_error(), e.to_string())),
+        }
+        self.cv.notify_all();
+        s
+    }
+
+    /// The round's I/O: a checkpoint first where `full` (the `synced` segments synced, the
+    /// next generation's marker written at the start), then the entries; the generation and
+    /// end after it.
+    fn write_round(&self, round: &[Pending], full: bool, synced: &[i32], generation: u32,
+                   at: i64, allocated: i64) -> std::io::Result<(u32, i64, i64)> {
+        let (generation, at) = if full {
+            self.restart(synced, generation.wrapping_add(1))?
+        } else {
+            (generation, at)
+        };
+        let mut buf = Vec::with_capacity(round.iter().map(|p| HEADER + p.data.len()).sum());
+        for p in round {
+            encode(&mut buf, generation, Entry { partition: p.partition, base: p.base,
+                                                 position: p.position, data: &p.data });
+        }
+        let end = at + buf.len() as i64;
+        let allocated = if end > allocated { self.reserve(allocated, end) } else { allocated };
+        write_all_dsync(self.fd, &buf, at)?;
+        Ok((generation, end, allocated))
+    }
+
+    /// Reserve the file's space up to `end` and on (`RESERVE_BYTES` at a time, within the
+    /// capacity), as the segments reserve theirs: a durable write inside reserved space
+    /// changes no file size, which would cost a journal commit each time. Where the file
+    /// system cannot, the writes grow the file. Returns what is reserved now.
+    fn reserve(&self, allocated: i64, end: i64) -> i64 {
+        let want = end.max((allocated + RESERVE_BYTES).min(self.capacity));
+        // SAFETY: posix_fallocate takes a file descriptor and two integers by value and
+        // touches no memory of ours.
+        let failed = unsafe { libc::posix_fallocate(self.fd, allocated, want - allocated) };
+        if failed == 0 { want } else { allocated }
+    }
+
+    /// Sync `synced` (the segments holding bytes only the file made durable), then write the
+    /// marker of `generation` at the start: the generation and where its entries start.
+    fn restart(&self, synced: &[i32], generation: u32) -> std::io::Result<(u32, i64)> {
+        for &fd in synced {
+            fdatasync(fd)?;
+        }
+        let m = marker(generation);
+        write_all_dsync(self.fd, &m, 0)?;
+        Ok((generation, m.len() as i64))
+    }
+
+    /// Take the lead once no round is being written (with the GIL released): for a
+    /// checkpoint or a `forget`, which must not run beside a round's I/O.
+    fn exclusive(&self) -> MutexGuard<'_, Inner> {
+        let mut s = self.lock();
+        while s.leading {
+            s = self.wait(s);
+        }
+        s
+    }
+}
+
+#[pymethods]
+impl WriteAhead {
+    #[new]
+    fn new(fd: i32, capacity: i64) -> PyResult<Self> {
+        if capacity < (HEADER * 2) as i64 {
+            return Err(PyValueError::new_err(format!("capacity {capacity} is too small")));
+        }
+        Ok(WriteAhead {
+            fd,
+            capacity,
+            inner: Mutex::new(Inner { generation: 0, end: 0, pending: Vec::new(), queued: 0,
+                                      durable: 0, leading: false, allocated: 0, fds: Vec::new(),
+                                      failed: Some((None, "not begun".into())) }),
+            cv: Condvar::new(),
+        })
+    }
+
+    /// Start the file's `generation` (recovery has applied, and synced, every entry of the
+    /// one before): its marker written at the start, durably.
+    fn begin(&self, py: Python<'_>, generation: u32) -> PyResult<()> {
+        py.detach(|| {
+            let mut s = self.exclusive();
+            let (generation, end) = self.restart(&[], generation)?;
+            s.generation = generation;
+            s.end = end;
+            s.failed = None;
+            Ok::<_, std::io::Error>(())
+        }).map_err(crate::write::os_error)
+    }
+
+    /// Sync every segment holding bytes only the file made durable and start the next
+    /// generation (the store's close, before its segments are closed). A failed checkpoint
+    /// fails the file: nothing written after it would be durable.
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| {
+            let mut s = self.exclusive();
+            if let Some(failed) = &s.failed {
+                return Err(error_of(failed));
+            }
+            let synced = std::mem::take(&mut s.fds);
+            match self.restart(&synced, s.generation.wrapping_add(1)) {
+                Ok((generation, end)) => {
+                    s.generation = generation;
+                    s.end = end;
+                    Ok(())
+                }
+                Err(e) => {
+                    s.failed = Some((e.raw_os_error(), e.to_string()));
+                    Err(e)
+                }
+            }
+        }).map_err(crate::write::os_error)
+    }
+
+    /// The segment `fd` is about to be closed, synced already (a roll), or with nothing
+    /// written through the file since (a close after `checkpoint`): the file no longer
+    /// syncs it.
+    fn forget(&self, py: Python<'_>, fd: i32) {
+        py.detach(|| self.exclusive().fds.retain(|&f| f != fd));
+    }
+
+    /// No more rounds: a commit that still comes fails (the store is closing).
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| {
+            let mut s = self.exclusive();
+            if s.failed.is_none() {
+                s.failed = Some((Some(libc::EBADF), "the write-ahead file is closed".into()));
+            }
+        });
+    }
+
+    /// The file's descriptor (the caller's, which it closes after `close`)
+    #[getter]
+    fn fd(&self) -> i32 {
+        self.fd
+    }
+
+    /// The generation entries are written in now
+    #[getter]
+    fn generation(&self) -> u32 {
+        self.lock().generation
+    }
+
+    /// Where the next round goes
+    #[getter]
+    fn end(&self) -> i64 {
+        self.lock().end
+    }
+}
+
+fn error_of(failed: &(Option<i32>, String)) -> std::io::Error {
+    match failed.0 {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::other(format!("the write-ahead file failed: {}", failed.1)),
+    }
+}
+
+/// All of `buf` written at `at` of `fd` with `RWF_DSYNC` (a short write is finished with
+/// another).
+fn write_all_dsync(fd: i32, buf: &[u8], at: i64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = crate::write::pwritev2_dsync(fd, &buf[done..], at + done as i64)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+fn fdatasync(fd: i32) -> std::io::Result<()> {
+    loop {
+        // SAFETY: fdatasync takes a file descriptor by value and touches no memory of ours.
+        if unsafe { libc::fdatasync(fd) } == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(entries: &[(u32, Entry<'_>)]) -> Vec<u8> {
+        let mut out = marker(7);
+        for (g, e) in entries {
+            encode(&mut out, *g, *e);
+        }
+        out
+    }
+
+    const E1: Entry<'static> = Entry { partition: 3, base: 100, position: 4096, data: b"abc" };
+    const E2: Entry<'static> = Entry { partition: 0, base: 0, position: 0, data: b"" };
+
+    #[test]
+    fn entries_of_the_markers_generation_read_back_in_order() {
+        let data = file(&[(7, E1), (7, E2)]);
+        let d = decode(&data);
+        assert_eq!(d.generation, Some(7));
+        assert_eq!(d.entries, vec![E1, E2]);
+        assert_eq!(d.end, data.len());
+        assert!(!d.short);
+    }
+
+    #[test]
+    fn an_older_generation_ends_the_entries() {
+        let mut data = file(&[(7, E1), (6, E2)]);
+        data.extend_from_slice(&[0; 40]);
+        let d = decode(&data);
+        assert_eq!(d.entries, vec![E1]);
+        assert_eq!(d.end, HEADER * 2 + 3);
+        assert!(!d.short);
+    }
+
+    #[test]
+    fn a_cut_anywhere_keeps_the_whole_entries_before_it() {
+        let data = file(&[(7, E1), (7, E2)]);
+        for cut in 0..data.len() {
+            let d = decode(&data[..cut]);
+            if cut < HEADER {
+                assert_eq!(d.generation, None);
+                continue;
+            }
+            let whole = if cut >= HEADER * 2 + 3 { 1 } else { 0 };
+            assert_eq!(d.entries.len(), whole, "cut {cut}");
+            assert!(d.short || cut == HEADER || cut == HEADER * 2 + 3, "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn a_flipped_bit_ends_the_entries_there() {
+        let data = file(&[(7, E1), (7, E2)]);
+        for i in HEADER..data.len() {
+            for bit in 0..8 {
+                let mut bad = data.clone();
+                bad[i] ^= 1 << bit;
+                let d = decode(&bad);
+                assert!(d.entries.len() < 2 || d.entries == vec![E1, E2], "byte {i}");
+                if i < HEADER * 2 + 3 {
+                    assert!(d.entries.is_empty(), "byte {i} bit {bit}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_marker_no_entries() {
+        let mut data = Vec::new();
+        encode(&mut data, 7, E1);
+        let d = decode(&data);
+        assert_eq!((d.generation, d.entries.len(), d.end), (None, 0, 0));
+        assert_eq!(decode(&[0; 100]).generation, None);
+        assert!(!decode(&[0; 100]).short);
+    }
+}
