@@ -35,7 +35,19 @@ pub const HEADER: usize = 32;
 const FIELDS: usize = HEADER - 8;
 /// The partition field of a generation's start marker.
 const MARKER: u32 = u32::MAX;
-/// Bytes the file reserves ahead of its writes at a time (`WriteAhead::reserve`).
+/// How many usual writes may be in flight alone, each its segment's own `RWF_DSYNC` write,
+/// before commits share rounds of the file: 4 per CPU. Writes alone use the disk's own
+/// parallelism and cost a lone committer nothing; shared rounds cost each commit a buffered
+/// write and a wake-up but save the kernel most of a write per commit, which pays once the
+/// CPUs, not the disk, bound the rate. Measured on 2 CPUs (bench/RESULTS.md, thirty-fourth
+/// session), many groups' commits a second at 8 / 32 threads: 29,431 / 51,346 with one write
+/// alone at most, 31,100 / 48,033 with 8, 32,514 / 31,221 with no file at all.
+fn default_alone_limit() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    u32::try_from(cpus.saturating_mul(4)).unwrap_or(u32::MAX)
+}
+
+/// Bytes the file makes ready ahead of its writes at a time (`WriteAhead::reserve`).
 const RESERVE_BYTES: i64 = 1 << 20;
 
 /// One entry: a batch written at `position` of the segment of log partition `partition`
@@ -176,7 +188,10 @@ struct Inner {
     durable: u64,
     /// a round (or a checkpoint) is being written, with the lock released
     leading: bool,
-    /// bytes reserved for the file (`posix_fallocate`): writes inside them change no size
+    /// usual writes made alone (the segment's own `RWF_DSYNC`: `begin_alone`) in flight
+    alone: u32,
+    /// bytes of the file made ready ahead of its writes (zeros written and synced: `reserve`),
+    /// so that a write inside them changes no size and no extent
     allocated: i64,
     /// the segments holding bytes only this file made durable: a checkpoint syncs them
     fds: Vec<i32>,
@@ -191,6 +206,8 @@ struct Inner {
 pub struct WriteAhead {
     fd: i32,
     capacity: i64,
+    /// usual writes that may be in flight alone (`begin_alone`); 0: every one through the file
+    alone_limit: std::sync::atomic::AtomicU32,
     inner: Mutex<Inner>,
     cv: Condvar,
 }
@@ -234,6 +251,24 @@ impl WriteAhead {
             }
             s = self.lead(s);
         }
+    }
+
+    /// Whether a usual write may be made alone, the segment's own `RWF_DSYNC` write with no
+    /// entry: no round is writing or waiting to be written, and fewer than `alone_limit`
+    /// writes alone are in flight (past that, the next commit starts a round that others
+    /// join). True marks it in flight until `end_alone`.
+    pub fn begin_alone(&self) -> bool {
+        let mut s = self.lock();
+        let limit = self.alone_limit.load(std::sync::atomic::Ordering::Relaxed);
+        let alone = !s.leading && s.pending.is_empty() && s.alone < limit && s.failed.is_none();
+        if alone {
+            s.alone += 1;
+        }
+        alone
+    }
+
+    pub fn end_alone(&self) {
+        self.lock().alone -= 1;
     }
 
     /// Write what is pending as one round (after a checkpoint if it would not fit); the
@@ -288,21 +323,36 @@ impl WriteAhead {
                                                  position: p.position, data: &p.data });
         }
         let end = at + buf.len() as i64;
-        let allocated = if end > allocated { self.reserve(allocated, end) } else { allocated };
+        // (from where the round starts at the least: what lies before it is the generation's)
+        let allocated = if end > allocated { self.reserve(allocated.max(at), end) } else { allocated };
         write_all_dsync(self.fd, &buf, at)?;
         Ok((generation, end, allocated))
     }
 
-    /// Reserve the file's space up to `end` and on (`RESERVE_BYTES` at a time, within the
-    /// capacity), as the segments reserve theirs: a durable write inside reserved space
-    /// changes no file size, which would cost a journal commit each time. Where the file
-    /// system cannot, the writes grow the file. Returns what is reserved now.
+    /// Make the file's space from `allocated` up to `end` and on (`RESERVE_BYTES` at a time,
+    /// within the capacity) written zeros, synced: a durable write there then changes neither
+    /// the file's size nor its extents (space reserved with `posix_fallocate` would be unwritten, and
+    /// the first durable write to each block of it would need a journal commit to mark it
+    /// written: 32 threads of many groups made 44,549 commits a second on a new store's file
+    /// reserved that way, 53,753 on one made this way; bench/RESULTS.md, thirty-fourth
+    /// session). Where that fails (no space), the writes grow the file. Returns how far the
+    /// file is made now.
     fn reserve(&self, allocated: i64, end: i64) -> i64 {
         let want = end.max((allocated + RESERVE_BYTES).min(self.capacity));
-        // SAFETY: posix_fallocate takes a file descriptor and two integers by value and
-        // touches no memory of ours.
-        let failed = unsafe { libc::posix_fallocate(self.fd, allocated, want - allocated) };
-        if failed == 0 { want } else { allocated }
+        let zeros = vec![0u8; (want - allocated) as usize];
+        let mut done = 0;
+        while done < zeros.len() {
+            // SAFETY: `zeros` is ours and outlives the call; the kernel only reads its bytes.
+            let n = unsafe {
+                libc::pwrite(self.fd, zeros[done..].as_ptr() as *const libc::c_void,
+                             zeros.len() - done, allocated + done as i64)
+            };
+            if n <= 0 {
+                return allocated;
+            }
+            done += n as usize;
+        }
+        if fdatasync(self.fd).is_err() { allocated } else { want }
     }
 
     /// Sync `synced` (the segments holding bytes only the file made durable), then write the
@@ -337,8 +387,10 @@ impl WriteAhead {
         Ok(WriteAhead {
             fd,
             capacity,
+            alone_limit: std::sync::atomic::AtomicU32::new(default_alone_limit()),
             inner: Mutex::new(Inner { generation: 0, end: 0, pending: Vec::new(), queued: 0,
-                                      durable: 0, leading: false, allocated: 0, fds: Vec::new(),
+                                      durable: 0, leading: false, alone: 0, allocated: 0,
+                                      fds: Vec::new(),
                                       failed: Some((None, "not begun".into())) }),
             cv: Condvar::new(),
         })
@@ -396,6 +448,19 @@ impl WriteAhead {
                 s.failed = Some((Some(libc::EBADF), "the write-ahead file is closed".into()));
             }
         });
+    }
+
+    /// How many usual writes may be in flight alone, each its segment's own `RWF_DSYNC`
+    /// write, before commits share the file's rounds (4 per CPU; 0: every usual write goes
+    /// through the file, which tests of the file's path set)
+    #[getter]
+    fn alone_limit(&self) -> u32 {
+        self.alone_limit.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[setter]
+    fn set_alone_limit(&self, limit: u32) {
+        self.alone_limit.store(limit, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The file's descriptor (the caller's, which it closes after `close`)

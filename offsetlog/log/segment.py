@@ -82,6 +82,13 @@ _fallocate = getattr(os, "posix_fallocate", None)
 #: no ``pwritev2``/``RWF_DSYNC`` (then it is ``_write`` + ``_sync``, as elsewhere).
 _write_dsync = (getattr(_native, "pwrite_dsync", None) if hasattr(os, "RWF_DSYNC") else None)
 
+#: Where the store has a WRITE-AHEAD file (``offsetlog.log.write_ahead``), the usual write of
+#: a commit that nothing would share a round with is still the segment's own ``RWF_DSYNC``
+#: write (native, with no entry); if this is set, it is called after each such write as
+#: ``_durable_observer(fd, start, end)`` with the range made durable. The crash harness's
+#: child logs those ranges as synced (docs/CRASHTEST.md); nothing else sets it.
+_durable_observer = None
+
 #: How a kernel, C library or filesystem refuses ``RWF_DSYNC`` on the first try: EOPNOTSUPP
 #: (a kernel that does not know the flag; glibc when the kernel lacks pwritev2), ENOSYS (no
 #: pwritev2 at all), EINVAL (a filesystem without an fsync operation; the data may then be in

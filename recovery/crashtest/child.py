@@ -139,7 +139,9 @@ def _install_sync_log(path: str, delay_ms: float, *, write_ahead: bool = True) -
     The store's own write path is left as it is: under ``fsync="always"`` the usual write
     puts its batches into their segments unsynced and makes them durable in the store's
     WRITE-AHEAD file, so the power cut takes those bytes from the segments (they are not
-    logged) and opening must write them back from the file. Without the file
+    logged) and opening must write them back from the file; a commit that had nobody to
+    share a round with is its segment's own ``RWF_DSYNC`` write, which the native core tells
+    ``segment._durable_observer``, logged here. Without the file
     (``write_ahead``: the store's option) the usual write is each batch's own ``RWF_DSYNC``
     write, ``segment._write_dsync``, which is then logged in its place (and the native write
     calls it)."""
@@ -188,11 +190,16 @@ def _install_sync_log(path: str, delay_ms: float, *, write_ahead: bool = True) -
         log_synced(sync_fd, "DSYNC", offset, offset + n)
         return n
 
+    def logged_alone(sync_fd: int, start: int, end: int) -> None:
+        log_synced(sync_fd, "DSYNC", start, end)
+
     segment._sync = logged_sync
     file_class.append_durable = logged_append
     file_class.end_durable = logged_end
     if not write_ahead and real_dsync is not None:
         segment._write_dsync = logged_write_dsync
+    else:  # (a lone commit's own RWF_DSYNC write, where the file has it: no entry holds it)
+        segment._durable_observer = logged_alone
 
 
 def _encode_ack(group: str, offsets: Mapping) -> bytes:

@@ -187,37 +187,47 @@ def test_a_short_combined_write_is_finished_and_synced(tmp_path, monkeypatch):
 
 def test_the_crash_childs_sync_log_counts_a_combined_write_as_synced(tmp_path, monkeypatch):
     """The power-loss simulation keeps only bytes the child logged as synced: a durable write
-    the segment makes itself must be logged with the range it wrote, or an acknowledged round
-    is cut; the usual write's batches, made durable in the WRITE-AHEAD file, are not logged
-    (a power cut may take them from the segment) and the file holds each of them."""
+    a segment made itself (a first try in Python, or a lone commit's own write in the native
+    core) must be logged with the range it wrote, or an acknowledged round is cut; the usual
+    writes made durable in the WRITE-AHEAD file are not logged (a power cut may take them from
+    the segment), and the file holds each of them."""
     from offsetlog.log import write_ahead
     from offsetlog.recovery.crashtest import child as crash_child
     from support import write_ahead_ref
 
-    monkeypatch.setattr(segment, "_sync", segment._sync)  # restored after the test
+    if segment._write_dsync is None:
+        pytest.skip("no RWF_DSYNC here: every write is a write and an fdatasync")
+    for name in ("_sync", "_durable_observer"):  # restored after the test
+        monkeypatch.setattr(segment, name, getattr(segment, name))
     for name in ("append_durable", "end_durable"):
         monkeypatch.setattr(segment.SegmentFile, name, getattr(segment.SegmentFile, name))
     sync_log = tmp_path / "sync-log"
     crash_child._install_sync_log(str(sync_log), delay_ms=0.1)
     store = open_store(tmp_path / "store", partitions=1)
     ends = []
-    for i in range(8):
+
+    def commit(i):
         store.commit_sync("g", {TP("t", 0): i})
         [seg] = segment_files(tmp_path / "store")[0]
         ends.append(data_size(seg))
-    logged = [line.split() for line in sync_log.read_text().splitlines()]
+        return seg
+
+    for i in range(4):  # one committer: each write alone, its segment's own
+        seg = commit(i)
+    logged = {(kind, path, int(start), int(end))
+              for kind, path, start, end in (line.split() for line in
+                                             sync_log.read_text().splitlines())}
+    # (a first try logged once or twice: its append_durable ends in end_durable)
+    assert logged == {("DSYNC", seg, a, b) for a, b in zip([0] + ends[:-1], ends)}
+    store._write_ahead.alone_limit = 0  # the rest through the file: entries, not logged
+    for i in range(4, 8):
+        commit(i)
+    again = {tuple(line.split()) for line in sync_log.read_text().splitlines()}
+    assert len(again) == len(logged)
     with open(write_ahead.path_of(str(tmp_path / "store")), "rb") as f:
         _, entries = write_ahead_ref.read(f.read())
-    if segment._write_dsync is None:  # (no RWF_DSYNC: every write synced in its segment)
-        assert [(path, int(end)) for _, path, *_, end in logged[-8:]] == [(seg, e) for e in ends]
-        assert entries == []
-    else:
-        # the segment's first write (the first RWF_DSYNC try) is its own; the rest are entries
-        # (logged once or twice: the first try's append_durable ends in end_durable)
-        assert {(kind, path, int(start), int(end)) for kind, path, start, end in logged} == {
-            ("DSYNC", seg, 0, ends[0])}
-        assert [(position, position + len(data)) for _, _, position, data in entries] == list(
-            zip(ends[:-1], ends[1:]))
+    assert [(position, position + len(data)) for _, _, position, data in entries] == list(
+        zip(ends[3:-1], ends[4:]))
     store.close()
 
 

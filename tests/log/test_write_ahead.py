@@ -99,6 +99,7 @@ def test_usual_commits_become_durable_as_entries_that_hold_their_segment_bytes(t
     root = str(tmp_path / "s")
     groups = _groups(4)
     with OffsetStore.open(root, snapshots=False) as store:
+        store._write_ahead.alone_limit = 0  # (every usual write through the file)
         assert _version(root) == 2  # an older engine refuses it while entries may be there
         for offset in range(5):
             for g in groups:
@@ -178,6 +179,7 @@ CHILD = textwrap.dedent(r"""
     from offsetlog import OffsetStore, TopicPartition
     root, groups = sys.argv[1], sys.argv[2].split(",")
     store = OffsetStore.open(root, snapshots=False, segment_bytes=int(sys.argv[3]))
+    store._write_ahead.alone_limit = 0  # (every usual write through the file)
     tp = TopicPartition("orders", 0)
     def run(g):
         for offset in range(1_000_000):
@@ -247,6 +249,7 @@ def test_a_torn_last_round_keeps_the_entries_before_it(tmp_path):
     crashed = str(tmp_path / "crashed")
     groups = _groups(3)
     with OffsetStore.open(root, snapshots=False) as store:
+        store._write_ahead.alone_limit = 0  # (every usual write through the file)
         for g in groups:
             store.commit_sync(g, {TP: 0})  # (each partition's first write: in its segment)
         for offset in (1, 2):
@@ -288,6 +291,7 @@ def test_a_full_file_checkpoints_and_begins_again(tmp_path, monkeypatch):
     crashed = str(tmp_path / "crashed")
     groups = _groups(4)
     with OffsetStore.open(root, snapshots=False) as store:
+        store._write_ahead.alone_limit = 0  # (every usual write through the file)
         first = None
         for offset in range(60):
             for g in groups:
@@ -336,6 +340,7 @@ def test_verify_sees_and_recover_writes_back_what_the_file_holds(tmp_path):
     crashed = str(tmp_path / "crashed")
     groups = _groups(3)
     with OffsetStore.open(root, snapshots=False) as store:
+        store._write_ahead.alone_limit = 0  # (every usual write through the file)
         for offset in range(4):
             for g in groups:
                 store.commit_sync(g, {TP: offset})
@@ -351,3 +356,31 @@ def test_verify_sees_and_recover_writes_back_what_the_file_holds(tmp_path):
     with OffsetStore.open(crashed, snapshots=False) as store:
         assert store.recovery_report.clean
         assert all(store.fetch(g)[TP].offset == 3 for g in groups)
+
+
+
+def test_a_commit_with_nobody_to_share_a_round_with_is_its_segments_own_write(tmp_path,
+                                                                             monkeypatch):
+    """One committer: each usual write is alone, its segment's own RWF_DSYNC write with no
+    entry (a system call fewer), told to ``segment._durable_observer``; with the limit at 0
+    the same commits go through the file."""
+    from offsetlog.log import segment
+
+    if segment._write_dsync is None:
+        pytest.skip("no RWF_DSYNC here: no usual write")
+    seen = []
+    monkeypatch.setattr(segment, "_durable_observer", lambda fd, start, end: seen.append(
+        (start, end)))
+    root = str(tmp_path / "s")
+    with OffsetStore.open(root, snapshots=False) as store:
+        assert store._write_ahead.alone_limit >= 4
+        for offset in range(5):
+            store.commit_sync("g", {TP: offset})
+        assert _read_file(root)[1] == []
+        # (the first write is the segment's first RWF_DSYNC try, made in Python)
+        assert len(seen) == 4 and all(a < b for a, b in seen)
+        assert [a for a, _ in seen[1:]] == [b for _, b in seen[:-1]]
+        store._write_ahead.alone_limit = 0
+        for offset in range(5, 8):
+            store.commit_sync("g", {TP: offset})
+        assert len(seen) == 4 and len(_read_file(root)[1]) == 3
