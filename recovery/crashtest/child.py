@@ -131,7 +131,8 @@ def load_workload(spec: str | None) -> Callable[[WorkloadContext], None]:
 
 
 def _install_sync_log(path: str, delay_ms: float, *, write_ahead: bool = True) -> None:
-    """Log every data sync that returned: ``segment._sync`` (``SYNC <path> <size>``) and each
+    """Log every data sync that returned: ``segment._sync`` and ``SegmentFile.sync`` (``SYNC
+    <path> <size>``: the fd's position, and the segment's data size) and each
     durable append the segment made itself (``SegmentFile.append_durable`` and
     ``end_durable``: a write with ``RWF_DSYNC``, or one followed by a sync), whose own bytes
     are durable once it returns (``DSYNC <path> <start> <end>``).
@@ -171,6 +172,15 @@ def _install_sync_log(path: str, delay_ms: float, *, write_ahead: bool = True) -
         # in flight (a follower's write can end before its predecessor's)
         log_synced(self.fd, "DSYNC", start, self.size)
 
+    real_file_sync = file_class.sync
+
+    def logged_file_sync(self) -> None:
+        # (the segment's data size, not the fd's file position, which the usual write's
+        # pwritev2 leaves behind: after a sync every byte before ``size`` is durable, those
+        # the write-ahead file made durable included)
+        real_file_sync(self)
+        log_synced(self.fd, "SYNC", self.size)
+
     def logged_end(self, data, result) -> None:
         start = self.size
         real_end(self, data, result)
@@ -194,6 +204,7 @@ def _install_sync_log(path: str, delay_ms: float, *, write_ahead: bool = True) -
         log_synced(sync_fd, "DSYNC", start, end)
 
     segment._sync = logged_sync
+    file_class.sync = logged_file_sync
     file_class.append_durable = logged_append
     file_class.end_durable = logged_end
     if not write_ahead and real_dsync is not None:

@@ -199,7 +199,7 @@ def test_the_crash_childs_sync_log_counts_a_combined_write_as_synced(tmp_path, m
         pytest.skip("no RWF_DSYNC here: every write is a write and an fdatasync")
     for name in ("_sync", "_durable_observer"):  # restored after the test
         monkeypatch.setattr(segment, name, getattr(segment, name))
-    for name in ("append_durable", "end_durable"):
+    for name in ("append_durable", "end_durable", "sync"):
         monkeypatch.setattr(segment.SegmentFile, name, getattr(segment.SegmentFile, name))
     sync_log = tmp_path / "sync-log"
     crash_child._install_sync_log(str(sync_log), delay_ms=0.1)
