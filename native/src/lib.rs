@@ -49,6 +49,7 @@ mod wire_fetch;
 mod wire_txn;
 mod write;
 pub mod write_ahead;
+pub mod write_ahead_format;
 
 /// (`huge_alloc` says why: a hostile frame's array counts must not abort the process)
 #[global_allocator]
